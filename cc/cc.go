@@ -1,0 +1,263 @@
+// Package cc holds lockstep's congestion-control and loss-recovery modules.
+// Each is a pure state machine: time and events come in as arguments,
+// decisions and deadlines go out; nothing here reads a clock, starts a
+// goroutine or reaches into the host that owns it (STYLE.md §3a).
+//
+// Two families are kept apart, as in gVisor's tcp/snd.go:
+//   - a Controller owns cwnd and ssthresh (Reno, later CUBIC, DCTCP ...);
+//   - a Recovery owns the send sequence space: which bytes are in flight,
+//     which are presumed lost, the estimate of bytes in the network (pipe),
+//     and what to send next (cumulative-ACK Reno, later NewReno, SACK, RACK).
+//
+// The host's sender glues them: on each ACK it asks the Recovery what the
+// ACK means, tells the Controller, and then sends while
+// Pipe() < Cwnd(). Retransmission timeouts are an RTO estimator (rto.go).
+//
+// Windows are counted in bytes; a segment is MSS payload bytes.
+package cc
+
+import (
+	"fmt"
+
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// CongestionKind says why a Controller must reduce its window.
+type CongestionKind uint8
+
+const (
+	congInvalid CongestionKind = iota
+	// CongLoss: loss detected by duplicate ACKs or SACK; fast recovery
+	// begins (RFC 5681 §3.2 step 2).
+	CongLoss
+	// CongECN: the receiver echoed a CE mark (RFC 3168 §6.1.2): reduce as
+	// for a loss, at most once per window, without retransmitting.
+	CongECN
+	// CongRTO: the retransmission timer expired (RFC 5681 §3.1, eq. 4).
+	CongRTO
+)
+
+func (k CongestionKind) String() string {
+	switch k {
+	case CongLoss:
+		return "loss"
+	case CongECN:
+		return "ecn"
+	case CongRTO:
+		return "rto"
+	}
+	return "invalid"
+}
+
+// AckEvent tells a Controller what one ACK did.
+type AckEvent struct {
+	Now sim.Time
+	// Acked is the number of bytes newly acknowledged, cumulatively or by
+	// SACK. It is zero for a duplicate ACK.
+	Acked int64
+	// PriorInFlight is the bytes in flight (pipe) before this ACK.
+	PriorInFlight int64
+	// RTT is the round-trip sample this ACK gave, 0 if none.
+	RTT sim.Time
+	// MinRTT is the smallest RTT sample of the connection so far.
+	MinRTT sim.Time
+	// ECE reports that the ACK echoes a congestion-experienced mark.
+	ECE bool
+	// InRecovery: the sender is in fast recovery or loss recovery, so the
+	// window must not grow (RFC 5681 §3.2; Linux tcp_may_raise_cwnd).
+	InRecovery bool
+	// MSS is the sender's maximum segment size in bytes.
+	MSS int64
+}
+
+// CongestionEvent tells a Controller to reduce its window.
+type CongestionEvent struct {
+	Now  sim.Time
+	Kind CongestionKind
+	// FlightSize is the bytes sent and not yet cumulatively acknowledged
+	// (RFC 5681's FlightSize), at the moment of the event.
+	FlightSize int64
+	MSS        int64
+}
+
+// Controller is a congestion-control algorithm. It owns cwnd and ssthresh.
+type Controller interface {
+	// OnAck is called for every ACK, new data or duplicate.
+	OnAck(ev *AckEvent)
+	// OnCongestion sets ssthresh and cwnd when congestion is detected.
+	OnCongestion(ev *CongestionEvent)
+	// OnRecoveryExit is called when fast recovery ends with a full ACK: the
+	// window deflates to ssthresh (RFC 5681 §3.2 step 6).
+	OnRecoveryExit(now sim.Time)
+	// Cwnd is the congestion window in bytes.
+	Cwnd() int64
+	// Ssthresh is the slow-start threshold in bytes.
+	Ssthresh() int64
+}
+
+// AckInfo is what a Recovery learns from one ACK packet.
+type AckInfo struct {
+	Now sim.Time
+	// Ack is the cumulative acknowledgement: every byte below it arrived.
+	Ack uint64
+	// Sack holds SACK blocks (RFC 2018), if the receiver sends them.
+	Sack []sim.SackBlock
+	// DupCandidate: the ACK carries no data and no window update, so it
+	// can count as a duplicate (RFC 5681 §2's definition).
+	DupCandidate bool
+}
+
+// AckVerdict is what a Recovery concluded from an ACK.
+type AckVerdict struct {
+	// Acked is the bytes newly acknowledged (cumulative plus SACKed).
+	Acked int64
+	// AdvancedUna: the cumulative ACK moved forward.
+	AdvancedUna bool
+	// Dup: the ACK was counted as a duplicate.
+	Dup bool
+	// EnterRecovery: loss was detected and fast recovery begins now.
+	EnterRecovery bool
+	// ExitRecovery: fast recovery ended with this ACK.
+	ExitRecovery bool
+}
+
+// Segment is a run of payload bytes [Seq, Seq+Len).
+type Segment struct {
+	Seq uint64
+	Len int64
+	// Retx: some of these bytes were sent before.
+	Retx bool
+	// Force: send even if the window is full (the fast retransmission of
+	// RFC 5681 §3.2 step 2, RFC 6675 §5 (4.3)).
+	Force bool
+}
+
+// Recovery owns the sender's sequence space and loss detection.
+type Recovery interface {
+	// OnSent records that seg left at now.
+	OnSent(now sim.Time, seg Segment)
+	// OnAck processes an ACK.
+	OnAck(ai *AckInfo) AckVerdict
+	// OnRTO marks everything outstanding lost: sending resumes at SndUna
+	// (go-back-N, RFC 5681 §3.1 / RFC 6298 §5.4).
+	OnRTO(now sim.Time)
+	// Next returns the next segment to send, retransmissions first. ok is
+	// false when there is nothing to send.
+	Next() (seg Segment, ok bool)
+	// Pipe is the estimate of bytes in the network (RFC 6675 §4).
+	Pipe() int64
+	// FlightSize is SndNxt-SndUna, the bytes sent and not acknowledged.
+	FlightSize() int64
+	// SndUna is the oldest unacknowledged byte.
+	SndUna() uint64
+	// SndNxt is the next byte to send for the first time (or again after
+	// an RTO).
+	SndNxt() uint64
+	// InRecovery reports whether fast recovery is in progress.
+	InRecovery() bool
+}
+
+// SeqSpace is the part of the sequence state every Recovery shares: the
+// flow's bytes [0, End), split into segments of at most MSS bytes.
+//
+// Invariant: SndUna <= SndNxt <= End and SndNxt <= HighSent.
+type SeqSpace struct {
+	MSS      int64
+	End      uint64 // flow length in bytes
+	Una      uint64 // oldest unacknowledged byte
+	Nxt      uint64 // next byte to send
+	HighSent uint64 // highest byte ever sent + 1 (marks retransmissions)
+}
+
+// nextNew returns the next segment starting at Nxt, if any.
+func (s *SeqSpace) nextNew() (Segment, bool) {
+	if s.Nxt >= s.End {
+		return Segment{}, false
+	}
+	n := int64(s.End - s.Nxt)
+	if n > s.MSS {
+		n = s.MSS
+	}
+	return Segment{Seq: s.Nxt, Len: n, Retx: s.Nxt < s.HighSent}, true
+}
+
+// sent advances Nxt and HighSent past seg when seg was new data.
+func (s *SeqSpace) sent(seg Segment) {
+	if e := seg.Seq + uint64(seg.Len); seg.Seq == s.Nxt {
+		s.Nxt = e
+		if e > s.HighSent {
+			s.HighSent = e
+		}
+	}
+}
+
+// Config selects and parameterises the modules of one flow.
+type Config struct {
+	// CC names the Controller: "reno".
+	CC string
+	// Recovery names the Recovery: "reno" (cumulative ACK, 3 dup ACKs).
+	Recovery string
+	// MSS is the payload of a full segment in bytes.
+	MSS int64
+	// InitCwnd is the initial window in segments (RFC 6928 allows 10).
+	InitCwnd int64
+	// DupThresh is the duplicate-ACK threshold (RFC 5681: 3).
+	DupThresh int
+}
+
+// DefaultConfig is Reno with cumulative-ACK recovery, RFC 6928's initial
+// window of 10 segments and 1460-byte segments.
+func DefaultConfig() Config {
+	return Config{CC: "reno", Recovery: "reno", MSS: 1460, InitCwnd: 10, DupThresh: 3}
+}
+
+// Validate checks the names and the numbers.
+func (c *Config) Validate() error {
+	if _, err := NewController(*c); err != nil {
+		return err
+	}
+	if _, err := NewRecovery(*c, 1); err != nil {
+		return err
+	}
+	return nil
+}
+
+// ControllerNames lists the congestion controls NewController knows.
+var ControllerNames = []string{"reno"}
+
+// RecoveryNames lists the recoveries NewRecovery knows.
+var RecoveryNames = []string{"reno"}
+
+// NewController builds the Controller c names.
+func NewController(c Config) (Controller, error) {
+	if c.MSS <= 0 {
+		return nil, fmt.Errorf("mss: must be positive, got %d", c.MSS)
+	}
+	if c.InitCwnd <= 0 {
+		return nil, fmt.Errorf("init_cwnd: must be positive, got %d", c.InitCwnd)
+	}
+	switch c.CC {
+	case "reno":
+		return NewReno(c.MSS, c.InitCwnd), nil
+	}
+	return nil, fmt.Errorf("cc: unknown congestion control %q (known: %v)", c.CC, ControllerNames)
+}
+
+// NewRecovery builds the Recovery c names for a flow of size bytes.
+func NewRecovery(c Config, size uint64) (Recovery, error) {
+	if c.MSS <= 0 {
+		return nil, fmt.Errorf("mss: must be positive, got %d", c.MSS)
+	}
+	dt := c.DupThresh
+	if dt == 0 {
+		dt = 3
+	}
+	if dt < 1 {
+		return nil, fmt.Errorf("dup_thresh: must be at least 1, got %d", c.DupThresh)
+	}
+	switch c.Recovery {
+	case "reno":
+		return NewRenoRecovery(c.MSS, size, dt), nil
+	}
+	return nil, fmt.Errorf("recovery: unknown loss recovery %q (known: %v)", c.Recovery, RecoveryNames)
+}

@@ -1,0 +1,110 @@
+package cc
+
+import "github.com/lockstep-sim/lockstep/sim"
+
+// RenoRecovery is loss recovery with cumulative ACKs only, as RFC 5681 §3.2
+// describes it ("Reno"):
+//
+//   - an ACK that acknowledges nothing new, while data is outstanding, is a
+//     duplicate (RFC 5681 §2);
+//   - the DupThresh-th duplicate (3) triggers the fast retransmission of
+//     the segment at SndUna (step 2), sent even if the window is full;
+//   - every duplicate ACK means a segment has left the network, so it is
+//     taken off the pipe estimate (this is step 4's window inflation, kept
+//     on the pipe side; see Reno). The first two duplicates thus also let
+//     new segments out (limited transmit, RFC 3042);
+//   - the first ACK that acknowledges new data ends fast recovery (step 6),
+//     even when it does not cover everything sent before the loss: this is
+//     Reno's known weakness with several losses per window that NewReno
+//     (RFC 6582) fixes.
+//
+// After an RTO, sending restarts at SndUna (go-back-N).
+type RenoRecovery struct {
+	SeqSpace
+	dupThresh   int
+	dupAcks     int
+	inRecovery  bool
+	retxPending bool // the fast retransmission of [Una, Una+MSS) is due
+}
+
+var _ Recovery = (*RenoRecovery)(nil)
+
+// NewRenoRecovery returns the recovery state for a flow of size bytes.
+func NewRenoRecovery(mss int64, size uint64, dupThresh int) *RenoRecovery {
+	return &RenoRecovery{SeqSpace: SeqSpace{MSS: mss, End: size}, dupThresh: dupThresh}
+}
+
+// OnSent implements Recovery.OnSent.
+func (r *RenoRecovery) OnSent(now sim.Time, seg Segment) {
+	if r.retxPending && seg.Seq == r.Una {
+		r.retxPending = false
+	}
+	r.sent(seg)
+}
+
+// OnAck implements Recovery.OnAck.
+func (r *RenoRecovery) OnAck(ai *AckInfo) AckVerdict {
+	var v AckVerdict
+	ack := min(ai.Ack, r.HighSent)
+	if ack > r.Una {
+		v.Acked = int64(ack - r.Una)
+		v.AdvancedUna = true
+		r.Una = ack
+		if r.Nxt < r.Una {
+			// After go-back-N, the receiver had more than we resent.
+			r.Nxt = r.Una
+		}
+		r.dupAcks = 0
+		r.retxPending = false
+		if r.inRecovery {
+			r.inRecovery = false
+			v.ExitRecovery = true
+		}
+		return v
+	}
+	if ack != r.Una || !ai.DupCandidate || r.Una >= r.Nxt {
+		return v
+	}
+	r.dupAcks++
+	v.Dup = true
+	if !r.inRecovery && r.dupAcks == r.dupThresh {
+		r.inRecovery = true
+		r.retxPending = true
+		v.EnterRecovery = true
+	}
+	return v
+}
+
+// OnRTO implements Recovery.OnRTO.
+func (r *RenoRecovery) OnRTO(now sim.Time) {
+	r.Nxt = r.Una
+	r.dupAcks = 0
+	r.inRecovery = false
+	r.retxPending = false
+}
+
+// Next implements Recovery.Next.
+func (r *RenoRecovery) Next() (Segment, bool) {
+	if r.retxPending {
+		n := min(int64(r.End-r.Una), r.MSS)
+		return Segment{Seq: r.Una, Len: n, Retx: true, Force: true}, true
+	}
+	return r.nextNew()
+}
+
+// Pipe implements Recovery.Pipe: FlightSize less one SMSS per duplicate ACK.
+func (r *RenoRecovery) Pipe() int64 {
+	return max(r.FlightSize()-int64(r.dupAcks)*r.MSS, 0)
+}
+
+// FlightSize implements Recovery.FlightSize.
+func (r *RenoRecovery) FlightSize() int64 { return int64(r.Nxt - r.Una) }
+
+// SndUna implements Recovery.SndUna.
+func (r *RenoRecovery) SndUna() uint64 { return r.Una }
+
+// SndNxt implements Recovery.SndNxt.
+func (r *RenoRecovery) SndNxt() uint64 { return r.Nxt }
+
+// InRecovery implements Recovery.InRecovery.
+func (r *RenoRecovery) InRecovery() bool { return r.inRecovery }

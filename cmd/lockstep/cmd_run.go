@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/lockstep-sim/lockstep/results"
+	"github.com/lockstep-sim/lockstep/runner"
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+func newRunCmd(v *viper.Viper, stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Run a scenario and write fct.csv, queues.csv and summary.json",
+		Long: `Run a scenario in this process and write into --out:
+  fct.csv       one row per flow (start, finish, FCT, packets, retransmits, ...)
+  queues.csv    one row per switch port (enqueued, dropped, marked, peak depth)
+  summary.json  seed, scenario digest, virtual end time, events, drops, marks,
+                wall time, events per second and peak memory
+Each file is written atomically. Progress in virtual time goes to stderr when
+stderr is a terminal (or with --progress). Flags may also be set from the
+environment: LOCKSTEP_OUT, LOCKSTEP_SEED, LOCKSTEP_PROGRESS.`,
+		Example: "  lockstep run examples/dumbbell.yaml --out out/dumbbell --seed 7",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRun(cmd, v, args[0], stdout, stderr)
+		},
+	}
+	cmd.Flags().String("out", "out", "directory for the output files (created if missing)")
+	cmd.Flags().Uint64("seed", 0, "seed of every random stream (default: the scenario's, else 1)")
+	cmd.Flags().Bool("progress", false, "show progress on stderr even when it is not a terminal")
+	cmd.Flags().Bool("quiet", false, "no progress and no closing line")
+	for _, f := range []string{"out", "seed", "progress", "quiet"} {
+		_ = v.BindPFlag("run."+f, cmd.Flags().Lookup(f))
+		_ = v.BindEnv("run."+f, "LOCKSTEP_"+upper(f))
+	}
+	return cmd
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 32
+		}
+	}
+	return string(b)
+}
+
+func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.Writer) error {
+	var seed *uint64
+	if cmd.Flags().Changed("seed") || v.IsSet("run.seed") && os.Getenv("LOCKSTEP_SEED") != "" {
+		s := v.GetUint64("run.seed")
+		seed = &s
+	}
+	out := v.GetString("run.out")
+	b, err := loadScenario(path, seed)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return badInput(fmt.Errorf("--out %s: %v", out, unwrapPathErr(err)))
+	}
+	quiet := v.GetBool("run.quiet")
+	show := !quiet && (v.GetBool("run.progress") || isTerminal(stderr))
+	start := time.Now()
+	var peakHeap uint64
+	last := start
+	opt := runner.Options{Progress: func(p runner.Progress) {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		peakHeap = max(peakHeap, ms.HeapInuse)
+		if !show || time.Since(last) < 200*time.Millisecond && p.FlowsDone != p.Flows {
+			return
+		}
+		last = time.Now()
+		el := time.Since(start).Seconds()
+		fmt.Fprintf(stderr, "\r  virtual %-12s events %-12d %8.2fM ev/s  flows %d/%d   ",
+			p.Now, p.Events, float64(p.Events)/el/1e6, p.FlowsDone, p.Flows)
+	}}
+	res, err := runner.Run(b, opt)
+	if err != nil {
+		return badInput(err)
+	}
+	wall := time.Since(start).Seconds()
+	if show {
+		fmt.Fprintln(stderr)
+	}
+	perf := results.Perf{WallSeconds: wall, EventsPerSec: float64(res.Fabric.Eng.Stats.Events) / wall,
+		PeakRSSBytes: peakRSS(), PeakHeapBytes: peakHeap, Partitions: 1}
+	if err := res.WriteDir(out, perf); err != nil {
+		return err
+	}
+	if !quiet {
+		s := res.Summary()
+		fmt.Fprintf(stdout, "%s: %d/%d flows finished, virtual end %s, %d events in %.2fs (%.2fM events/s), %d drops, %d marks -> %s\n",
+			path, s.FlowsFinished, s.Flows, res.End, s.Events, wall, perf.EventsPerSec/1e6, s.Drops, s.Marks, out)
+	}
+	return nil
+}
+
+// peakRSS is the process's peak resident set size in bytes (Linux: ru_maxrss in KiB).
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return int64(ru.Maxrss) * 1024
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+var _ = sim.Never

@@ -1,0 +1,281 @@
+// Package fabric assembles a runnable network from a topology, a transport
+// configuration and a workload: it creates the engine, one switch or host
+// element per topology node, the link directions, and runs the event loop
+// that hands each event to its element. A fabric may hold the whole network
+// or one partition of it (Config.Local).
+package fabric
+
+import (
+	"fmt"
+
+	"github.com/lockstep-sim/lockstep/hostsim"
+	"github.com/lockstep-sim/lockstep/sim"
+	"github.com/lockstep-sim/lockstep/switchsim"
+	"github.com/lockstep-sim/lockstep/topologies"
+)
+
+// LinkImpairment attaches impairments to one direction of a topology link.
+type LinkImpairment struct {
+	Link int  // index into Topology.Links
+	AtoB bool // the direction from Links[Link].A to .B
+	BtoA bool
+	Imp  *sim.Impairments
+}
+
+// Config is the requested state of a fabric.
+type Config struct {
+	Topo        *topologies.Topology
+	Flows       []hostsim.FlowSpec
+	Transport   hostsim.Config
+	Forwarding  switchsim.Forwarding
+	Seed        uint64
+	Impairments []LinkImpairment
+	// Local reports whether a topology node belongs to this partition
+	// (nil: all do).
+	Local func(node int) bool
+}
+
+const (
+	kindHost uint8 = iota + 1
+	kindSwitch
+)
+
+// Fabric is a built network, ready to run.
+type Fabric struct {
+	Eng      *sim.Engine
+	Topo     *topologies.Topology
+	T        *hostsim.Transport
+	Hosts    []*hostsim.Host     // by host index; nil when not local
+	Switches []*switchsim.Switch // by node index; nil for hosts and non-local
+	Routes   *topologies.Routes
+
+	kind     []uint8 // by element
+	hostOf   []int32 // element -> host index, -1 for switches
+	linkPort []int32 // link direction -> port index at its From element
+}
+
+// DirID is the sim link id of topology link i in the direction from its A
+// end (aToB) or its B end.
+func DirID(i int, aToB bool) sim.LinkID {
+	if aToB {
+		return sim.LinkID(2 * i)
+	}
+	return sim.LinkID(2*i + 1)
+}
+
+// New builds a fabric.
+func New(cfg Config) (*Fabric, error) {
+	t := cfg.Topo
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Forwarding == 0 {
+		cfg.Forwarding = switchsim.ECMP
+	}
+	n := len(t.Nodes)
+	local := func(node int) bool { return cfg.Local == nil || cfg.Local(node) }
+
+	// Ports and link directions.
+	portIdx := make([][2]int, len(t.Links)) // port index of the link at A and at B
+	for node := 0; node < n; node++ {
+		for pi, p := range t.Ports(node) {
+			l := t.Links[p.Link]
+			if l.A == node {
+				portIdx[p.Link][0] = pi
+			} else {
+				portIdx[p.Link][1] = pi
+			}
+		}
+	}
+	specs := make([]sim.LinkSpec, 2*len(t.Links))
+	linkPort := make([]int32, 2*len(t.Links))
+	for i, l := range t.Links {
+		for _, dir := range []bool{true, false} {
+			from, to, fp, tp := l.A, l.B, portIdx[i][0], portIdx[i][1]
+			if !dir {
+				from, to, fp, tp = l.B, l.A, portIdx[i][1], portIdx[i][0]
+			}
+			id := DirID(i, dir)
+			specs[id] = sim.LinkSpec{From: sim.ElemID(from), FromPort: fp, To: sim.ElemID(to), ToPort: tp,
+				Rate: l.Rate, Delay: l.Delay + t.Nodes[from].Latency}
+			linkPort[id] = int32(fp)
+		}
+	}
+	for _, im := range cfg.Impairments {
+		if im.Link < 0 || im.Link >= len(t.Links) {
+			return nil, fmt.Errorf("impairment on link %d: the fabric has %d links", im.Link, len(t.Links))
+		}
+		if im.AtoB {
+			specs[DirID(im.Link, true)].Impair = im.Imp
+		}
+		if im.BtoA {
+			specs[DirID(im.Link, false)].Impair = im.Imp
+		}
+	}
+	eng, err := sim.NewEngine(cfg.Seed, n, specs, func(id sim.ElemID) bool { return local(int(id)) })
+	if err != nil {
+		return nil, err
+	}
+
+	hostOf := make([]int32, n)
+	for i := range hostOf {
+		hostOf[i] = -1
+	}
+	for hi, node := range t.Hosts {
+		hostOf[node] = int32(hi)
+	}
+	tr, err := hostsim.NewTransport(cfg.Transport, cfg.Flows, func(h int) bool { return local(t.Hosts[h]) })
+	if err != nil {
+		return nil, err
+	}
+	for i := range cfg.Flows {
+		f := &cfg.Flows[i]
+		if f.Src < 0 || f.Src >= len(t.Hosts) || f.Dst < 0 || f.Dst >= len(t.Hosts) || f.Src == f.Dst {
+			return nil, fmt.Errorf("flow %d: %d -> %d is not a pair of distinct hosts of the %d", f.ID, f.Src, f.Dst, len(t.Hosts))
+		}
+	}
+
+	f := &Fabric{Eng: eng, Topo: t, T: tr, Hosts: make([]*hostsim.Host, len(t.Hosts)),
+		Switches: make([]*switchsim.Switch, n), Routes: t.Routes(),
+		kind: make([]uint8, n), hostOf: hostOf, linkPort: linkPort}
+	for node := 0; node < n; node++ {
+		id := sim.ElemID(node)
+		ports := t.Ports(node)
+		switch t.Nodes[node].Kind {
+		case topologies.Host:
+			f.kind[node] = kindHost
+			if !local(node) {
+				continue
+			}
+			if len(ports) != 1 {
+				return nil, fmt.Errorf("host %s has %d links; hosts with several NICs are not supported", t.Nodes[node].Name, len(ports))
+			}
+			p := ports[0]
+			h := hostsim.NewHost(id, hostOf[node], DirID(p.Link, t.Links[p.Link].A == node), tr)
+			f.Hosts[hostOf[node]] = h
+		case topologies.Switch:
+			f.kind[node] = kindSwitch
+			if !local(node) {
+				continue
+			}
+			sp := make([]switchsim.Port, len(ports))
+			for pi, p := range ports {
+				sp[pi] = switchsim.Port{Link: DirID(p.Link, t.Links[p.Link].A == node), Peer: sim.ElemID(p.Peer),
+					Queue: t.Links[p.Link].Queue}
+			}
+			f.Switches[node] = switchsim.New(id, node, sp, f.Routes, cfg.Forwarding)
+		default:
+			return nil, fmt.Errorf("node %d (%s) has no kind", node, t.Nodes[node].Name)
+		}
+	}
+	for _, h := range f.Hosts {
+		if h != nil {
+			h.ScheduleStarts(eng)
+		}
+	}
+	return f, nil
+}
+
+// Done reports whether every flow with a local endpoint has finished.
+func (f *Fabric) Done() bool { return f.T.Done == f.T.Local }
+
+// RunUntil processes every event before horizon, or until the local flows
+// are all done. It returns the number of events processed.
+func (f *Fabric) RunUntil(horizon sim.Time) uint64 {
+	e := f.Eng
+	start := e.Stats.Events
+	for !f.Done() {
+		ev, ok := e.Next(horizon)
+		if !ok {
+			break
+		}
+		f.dispatch(&ev)
+	}
+	return e.Stats.Events - start
+}
+
+// RunUntilBatch is RunUntil with at most max events, so callers can report
+// progress. It returns false when nothing is left before horizon.
+func (f *Fabric) RunUntilBatch(horizon sim.Time, max int) bool {
+	e := f.Eng
+	for i := 0; i < max; i++ {
+		if f.Done() {
+			return false
+		}
+		ev, ok := e.Next(horizon)
+		if !ok {
+			return false
+		}
+		f.dispatch(&ev)
+	}
+	return true
+}
+
+func (f *Fabric) dispatch(ev *sim.Event) {
+	e := f.Eng
+	switch f.kind[ev.Dst] {
+	case kindHost:
+		h := f.Hosts[f.hostOf[ev.Dst]]
+		switch ev.Kind {
+		case sim.EvArrive:
+			h.OnArrive(e, ev.Pkt)
+		case sim.EvTxDone:
+			h.OnTxDone(e)
+		case sim.EvTimer:
+			h.OnTimer(e, ev)
+		}
+	case kindSwitch:
+		s := f.Switches[ev.Dst]
+		switch ev.Kind {
+		case sim.EvArrive:
+			s.OnArrive(e, ev.Pkt)
+		case sim.EvTxDone:
+			s.OnTxDone(e, int(f.linkPort[ev.Arg]))
+		case sim.EvTimer:
+			panic(fmt.Sprintf("fabric: switch %d got a timer", ev.Dst))
+		}
+	}
+}
+
+// Conservation counts packets for the conservation check: every packet a
+// host created is consumed by a host, dropped, or still in the network.
+type Conservation struct {
+	Created, Consumed                        uint64
+	QueueDrops, LinkLost, NoRoute, Misrouted uint64
+	InQueues, OnWire                         int
+	PoolLive                                 int
+}
+
+// Balance is Created - (Consumed + drops + in flight); 0 when conserved.
+func (c Conservation) Balance() int64 {
+	return int64(c.Created) - int64(c.Consumed+c.QueueDrops+c.LinkLost+c.NoRoute+c.Misrouted) -
+		int64(c.InQueues+c.OnWire)
+}
+
+// Conservation gathers the counts of the local elements.
+func (f *Fabric) Conservation() Conservation {
+	var c Conservation
+	for _, h := range f.Hosts {
+		if h == nil {
+			continue
+		}
+		c.Created += h.Created
+		c.Consumed += h.Consumed
+		c.Misrouted += h.Misrouted
+		c.InQueues += h.Queued()
+	}
+	for _, s := range f.Switches {
+		if s == nil {
+			continue
+		}
+		c.NoRoute += s.NoRoute
+		c.InQueues += s.Queued()
+		for i := range s.Ports {
+			c.QueueDrops += s.Ports[i].Dropped
+		}
+	}
+	c.LinkLost = f.Eng.Stats.LinkLost
+	c.OnWire = f.Eng.OnWire()
+	c.PoolLive = f.Eng.Pool.Live()
+	return c
+}

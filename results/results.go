@@ -1,0 +1,134 @@
+// Package results writes a run's outputs: fct.csv (one row per flow),
+// queues.csv (one row per switch port) and summary.json. Every file is
+// written atomically (a temporary file in the same directory, then a
+// rename), so an interrupted run never leaves a half-written file.
+package results
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/lockstep-sim/lockstep/hostsim"
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// FCTHeader is the first line of fct.csv.
+const FCTHeader = "flow_id,src,dst,size_bytes,start_ns,finish_ns,fct_ns,packets_sent,retransmits,timeouts,ecn_marked_acks,finished"
+
+// WriteFCT writes fct.csv. Unfinished flows have empty finish_ns and fct_ns
+// and finished=false.
+func WriteFCT(w io.Writer, flows []hostsim.FlowSpec, recs []hostsim.FlowRecord) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, FCTHeader)
+	for i, f := range flows {
+		r := &recs[i]
+		finish, fct := "", ""
+		if r.Finished {
+			finish = r.Finish.NsString()
+			fct = (r.Finish - f.Start).NsString()
+		}
+		fmt.Fprintf(bw, "%d,%d,%d,%d,%s,%s,%s,%d,%d,%d,%d,%t\n", f.ID, f.Src, f.Dst, f.Size,
+			f.Start.NsString(), finish, fct, r.PacketsSent, r.Retransmits, r.Timeouts, r.ECNMarkedAcks, r.Finished)
+	}
+	return bw.Flush()
+}
+
+// QueueRow is one switch port's counters.
+type QueueRow struct {
+	Switch    string
+	Port      int
+	Peer      string
+	Tier      int
+	RateBps   sim.Bandwidth
+	Enqueued  uint64
+	Dropped   uint64
+	Marked    uint64
+	PeakBytes int64
+	Bytes     uint64
+	TxPackets uint64
+	LinkLost  uint64 // lost on the port's outgoing wire (impairments, down)
+}
+
+// QueuesHeader is the first line of queues.csv.
+const QueuesHeader = "switch,port,peer,tier,rate_bps,enqueued,dropped,marked,peak_bytes,bytes,tx_packets,link_lost"
+
+// WriteQueues writes queues.csv.
+func WriteQueues(w io.Writer, rows []QueueRow) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, QueuesHeader)
+	for _, r := range rows {
+		fmt.Fprintf(bw, "%s,%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d\n", r.Switch, r.Port, r.Peer, r.Tier, int64(r.RateBps),
+			r.Enqueued, r.Dropped, r.Marked, r.PeakBytes, r.Bytes, r.TxPackets, r.LinkLost)
+	}
+	return bw.Flush()
+}
+
+// Summary is summary.json. Fields under Perf depend on the machine; all
+// others are a function of the scenario and the seed.
+type Summary struct {
+	Scenario       string `json:"scenario"`
+	Name           string `json:"name,omitempty"`
+	Digest         string `json:"scenario_digest"`
+	Seed           uint64 `json:"seed"`
+	EndNs          string `json:"virtual_end_ns"`
+	Events         uint64 `json:"events"`
+	Flows          int    `json:"flows"`
+	FlowsFinished  int    `json:"flows_finished"`
+	PacketsSent    uint64 `json:"packets"` // packets put on any wire
+	HostPackets    uint64 `json:"host_packets"`
+	Drops          uint64 `json:"drops"` // queue drops + link losses
+	QueueDrops     uint64 `json:"queue_drops"`
+	LinkLost       uint64 `json:"link_lost"`
+	Marks          uint64 `json:"ecn_marks"`
+	Retransmits    uint64 `json:"retransmits"`
+	Timeouts       uint64 `json:"timeouts"`
+	StoppedBy      string `json:"stopped_by"` // "flows-done", "stop_at", "max_time", "no-events"
+	PeakEventQueue int    `json:"peak_event_queue"`
+	PacketPool     int    `json:"packet_pool_slots"`
+	Perf           Perf   `json:"perf"`
+	Extra          any    `json:"extra,omitempty"`
+}
+
+// Perf is the machine-dependent part of the summary.
+type Perf struct {
+	WallSeconds   float64 `json:"wall_seconds"`
+	EventsPerSec  float64 `json:"events_per_second"`
+	PeakRSSBytes  int64   `json:"peak_rss_bytes"`
+	PeakHeapBytes uint64  `json:"peak_heap_bytes"`
+	Partitions    int     `json:"partitions"`
+}
+
+// WriteSummary writes summary.json.
+func WriteSummary(w io.Writer, s *Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
+
+// WriteFileAtomic writes path by writing a temporary file beside it and
+// renaming it into place.
+func WriteFileAtomic(path string, write func(io.Writer) error) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after a successful rename
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}

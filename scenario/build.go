@@ -1,0 +1,576 @@
+package scenario
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"slices"
+
+	"github.com/lockstep-sim/lockstep/cc"
+	"github.com/lockstep-sim/lockstep/fabric"
+	"github.com/lockstep-sim/lockstep/hostsim"
+	"github.com/lockstep-sim/lockstep/internal/yamlx"
+	"github.com/lockstep-sim/lockstep/sim"
+	"github.com/lockstep-sim/lockstep/switchsim"
+	"github.com/lockstep-sim/lockstep/topologies"
+	"github.com/lockstep-sim/lockstep/workloads"
+)
+
+// Defaults that docs/scenario.md states.
+const (
+	DefaultSeed    uint64   = 1
+	DefaultBuffer  int64    = 1 << 20
+	DefaultMaxTime sim.Time = 10 * sim.Second
+)
+
+// Built is a scenario turned into what the engine runs.
+type Built struct {
+	File     string
+	Name     string
+	Digest   string // sha256 of the scenario and every file it reads
+	Seed     uint64
+	StopAt   sim.Time // sim.Never: until every flow finishes (or MaxTime)
+	MaxTime  sim.Time
+	Topo     *topologies.Topology
+	Fabric   fabric.Config
+	Scenario *Scenario
+}
+
+// loader carries the file name for errors and the files read for the digest.
+type loader struct {
+	file  string
+	fsys  fs.FS
+	hash  []byte
+	files []string
+}
+
+// Error is a semantic error in a scenario: the file, the field path, and
+// what is wrong with it.
+type Error struct {
+	File, Path, Msg string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s: %s", e.File, e.Path, e.Msg) }
+
+func (l *loader) errf(path, format string, args ...any) error {
+	return &Error{File: l.file, Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+// read reads a file the scenario names and folds it into the digest.
+func (l *loader) read(path, name string) ([]byte, error) {
+	if l.fsys == nil {
+		return nil, l.errf(path, "cannot read %q: no directory to read from", name)
+	}
+	b, err := fs.ReadFile(l.fsys, name)
+	if err != nil {
+		return nil, l.errf(path, "cannot read %q: %v", name, err)
+	}
+	l.files = append(l.files, name)
+	h := sha256.Sum256(b)
+	l.hash = append(l.hash, h[:]...)
+	return b, nil
+}
+
+// Parse decodes a scenario strictly, without building it.
+func Parse(file string, data []byte) (*Scenario, error) {
+	var s Scenario
+	if err := yamlx.Decode(file, data, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Load parses and builds a scenario. fsys is rooted at the scenario's
+// directory and serves the files it names (nil: it may name none).
+func Load(file string, data []byte, fsys fs.FS) (*Built, error) {
+	s, err := Parse(file, data)
+	if err != nil {
+		return nil, err
+	}
+	return Build(file, data, s, fsys)
+}
+
+// Build builds a parsed scenario (after the caller changed it, e.g. the seed).
+func Build(file string, data []byte, s *Scenario, fsys fs.FS) (*Built, error) {
+	l := &loader{file: file, fsys: fsys}
+	sum := sha256.Sum256(data)
+	l.hash = append(l.hash, sum[:]...)
+	b := &Built{File: file, Name: s.Name, Scenario: s, Seed: DefaultSeed, StopAt: sim.Never, MaxTime: DefaultMaxTime}
+	if s.Seed != nil {
+		b.Seed = *s.Seed
+	}
+	if s.StopAt > 0 {
+		b.StopAt = sim.Time(s.StopAt)
+	}
+	if s.MaxTime > 0 {
+		b.MaxTime = sim.Time(s.MaxTime)
+	}
+	topo, err := l.topology(&s.Topology)
+	if err != nil {
+		return nil, err
+	}
+	b.Topo = topo
+	tc, err := l.transport(&s.Transport)
+	if err != nil {
+		return nil, err
+	}
+	fwd, err := switchsim.ParseForwarding(s.Switch.Forwarding)
+	if err != nil {
+		return nil, l.errf("switch.forwarding", "%v", err)
+	}
+	if fwd == switchsim.Spray {
+		tc.Entropy = hostsim.EntropyRandom
+	}
+	flows, err := l.workload(s.Workload, topo, b.Seed, tc)
+	if err != nil {
+		return nil, err
+	}
+	imps, err := l.impairments(s.Impairments, topo)
+	if err != nil {
+		return nil, err
+	}
+	b.Fabric = fabric.Config{Topo: topo, Flows: flows, Transport: tc, Forwarding: fwd, Seed: b.Seed, Impairments: imps}
+	d := sha256.Sum256(l.hash)
+	b.Digest = hex.EncodeToString(d[:])
+	return b, nil
+}
+
+func (l *loader) queue(path string, t *Tier) (topologies.QueueConfig, error) {
+	q := topologies.QueueConfig{Buffer: int64(t.Buffer)}
+	if q.Buffer == 0 {
+		q.Buffer = DefaultBuffer
+	}
+	if t.ECN == nil {
+		return q, nil
+	}
+	e := t.ECN
+	switch e.Mode {
+	case "off":
+	case "step":
+		q.ECN = topologies.ECNConfig{Mode: topologies.ECNStep, K: int64(e.K)}
+		if e.K <= 0 {
+			return q, l.errf(path+".ecn.k", "must be positive for step marking")
+		}
+	case "red":
+		q.ECN = topologies.ECNConfig{Mode: topologies.ECNRED, Min: int64(e.Min), Max: int64(e.Max), PMax: float64(e.PMax)}
+		if e.Max <= e.Min {
+			return q, l.errf(path+".ecn.max", "must be larger than min (%d), got %d", int64(e.Min), int64(e.Max))
+		}
+		if e.PMax <= 0 {
+			return q, l.errf(path+".ecn.pmax", "must be positive for red marking")
+		}
+	default:
+		return q, l.errf(path+".ecn.mode", "unknown mode %q (known: off, step, red)", e.Mode)
+	}
+	return q, nil
+}
+
+func (l *loader) tier(path string, t *Tier) (topologies.TierConfig, error) {
+	q, err := l.queue(path, t)
+	if err != nil {
+		return topologies.TierConfig{}, err
+	}
+	if t.Rate <= 0 {
+		return topologies.TierConfig{}, l.errf(path+".rate", "must be set to a positive rate such as 100Gbps")
+	}
+	return topologies.TierConfig{Rate: sim.Bandwidth(t.Rate), Delay: sim.Time(t.Delay), Queue: q}, nil
+}
+
+func (l *loader) topology(t *Topology) (*topologies.Topology, error) {
+	missing := func(sec string) error {
+		return l.errf("topology."+sec, "missing: topology.type is %q", t.Type)
+	}
+	wrap := func(err error) error {
+		if err == nil {
+			return nil
+		}
+		return &Error{File: l.file, Path: "topology", Msg: err.Error()}
+	}
+	// Exactly the section Type names may be present.
+	present := map[string]bool{"dumbbell": t.Dumbbell != nil, "leafspine": t.LeafSpine != nil,
+		"fattree": t.FatTree != nil, "htsim": t.Htsim != nil, "graph": t.Graph != nil}
+	for _, k := range []string{"dumbbell", "leafspine", "fattree", "htsim", "graph"} {
+		if present[k] && k != t.Type {
+			return nil, l.errf("topology."+k, "present, but topology.type is %q", t.Type)
+		}
+	}
+	switch t.Type {
+	case "dumbbell":
+		d := t.Dumbbell
+		if d == nil {
+			return nil, missing("dumbbell")
+		}
+		host, err := l.tier("topology.dumbbell.host", &d.Host)
+		if err != nil {
+			return nil, err
+		}
+		bn, err := l.tier("topology.dumbbell.bottleneck", &d.Bottleneck)
+		if err != nil {
+			return nil, err
+		}
+		topo, err := topologies.Dumbbell(topologies.DumbbellConfig{Senders: d.Senders, Receivers: d.Receivers, Host: host, Bottleneck: bn})
+		return topo, wrap(err)
+	case "leafspine":
+		d := t.LeafSpine
+		if d == nil {
+			return nil, missing("leafspine")
+		}
+		host, err := l.tier("topology.leafspine.host", &d.Host)
+		if err != nil {
+			return nil, err
+		}
+		fq, err := l.queue("topology.leafspine.fabric", &d.Fabric)
+		if err != nil {
+			return nil, err
+		}
+		fab := topologies.TierConfig{Rate: sim.Bandwidth(d.Fabric.Rate), Delay: sim.Time(d.Fabric.Delay), Queue: fq}
+		topo, err := topologies.LeafSpine(topologies.LeafSpineConfig{Leaves: d.Leaves, Spines: d.Spines,
+			HostsPerLeaf: d.HostsPerLeaf, Host: host, Fabric: fab, Oversubscription: d.Oversubscription})
+		return topo, wrap(err)
+	case "fattree":
+		d := t.FatTree
+		if d == nil {
+			return nil, missing("fattree")
+		}
+		var tiers [3]topologies.TierConfig
+		for i, p := range []struct {
+			name string
+			t    *Tier
+		}{{"host", &d.Host}, {"agg", &d.Agg}, {"core", &d.Core}} {
+			tc, err := l.tier("topology.fattree."+p.name, p.t)
+			if err != nil {
+				return nil, err
+			}
+			tiers[i] = tc
+		}
+		topo, err := topologies.FatTree(topologies.FatTreeConfig{K: d.K, Host: tiers[0], Agg: tiers[1], Core: tiers[2],
+			SwitchLatency: sim.Time(d.SwitchLatency), Oversubscribed: d.Oversubscribed})
+		return topo, wrap(err)
+	case "htsim":
+		d := t.Htsim
+		if d == nil {
+			return nil, missing("htsim")
+		}
+		data, err := l.read("topology.htsim.file", d.File)
+		if err != nil {
+			return nil, err
+		}
+		q, err := l.queue("topology.htsim.queue", &d.Queue)
+		if err != nil {
+			return nil, err
+		}
+		topo, err := topologies.ParseHtsimTopo(d.File, data)
+		if err != nil {
+			return nil, err
+		}
+		for i := range topo.Links {
+			topo.Links[i].Queue = q
+		}
+		return topo, nil
+	case "graph":
+		d := t.Graph
+		if d == nil {
+			return nil, missing("graph")
+		}
+		defq, err := l.queue("topology.graph.defaults", &d.Defaults)
+		if err != nil {
+			return nil, err
+		}
+		gc := topologies.GraphConfig{Defaults: topologies.TierConfig{Rate: sim.Bandwidth(d.Defaults.Rate),
+			Delay: sim.Time(d.Defaults.Delay), Queue: defq}}
+		for _, n := range d.Nodes {
+			gc.Nodes = append(gc.Nodes, topologies.GraphNode{Name: n.Name, Kind: n.Kind, Tier: n.Tier, Latency: sim.Time(n.Latency)})
+		}
+		for i, gl := range d.Links {
+			link := topologies.GraphLink{A: gl.A, B: gl.B, Rate: sim.Bandwidth(gl.Rate)}
+			if link.Rate == 0 {
+				link.Rate = gc.Defaults.Rate
+			}
+			link.Delay = gc.Defaults.Delay
+			if gl.Delay != nil {
+				link.Delay = sim.Time(*gl.Delay)
+			}
+			if gl.Buffer != 0 || gl.ECN != nil {
+				tq := Tier{Buffer: gl.Buffer, ECN: gl.ECN}
+				if tq.Buffer == 0 {
+					tq.Buffer = yamlx.Size(defq.Buffer)
+				}
+				q, err := l.queue(fmt.Sprintf("topology.graph.links[%d]", i), &tq)
+				if err != nil {
+					return nil, err
+				}
+				link.Queue = &q
+			}
+			gc.Links = append(gc.Links, link)
+		}
+		topo, err := topologies.Graph(gc)
+		return topo, wrap(err)
+	}
+	return nil, l.errf("topology.type", "unknown topology %q (known: dumbbell, leafspine, fattree, htsim, graph)", t.Type)
+}
+
+func (l *loader) transport(t *Transport) (hostsim.Config, error) {
+	c := hostsim.DefaultConfig()
+	if t.CC != "" {
+		c.CC.CC = t.CC
+	}
+	if !slices.Contains(cc.ControllerNames, c.CC.CC) {
+		return c, l.errf("transport.cc", "unknown congestion control %q (known: %v)", t.CC, cc.ControllerNames)
+	}
+	if t.Recovery != "" {
+		c.CC.Recovery = t.Recovery
+	}
+	if !slices.Contains(cc.RecoveryNames, c.CC.Recovery) {
+		return c, l.errf("transport.recovery", "unknown loss recovery %q (known: %v)", t.Recovery, cc.RecoveryNames)
+	}
+	if t.MTU != 0 {
+		c.MTU = int64(t.MTU)
+	}
+	if t.Header != nil {
+		c.Header = int64(*t.Header)
+	}
+	if t.AckSize != 0 {
+		c.AckSize = int64(t.AckSize)
+	}
+	if c.MTU <= c.Header {
+		return c, l.errf("transport.mtu", "must be larger than the header (%d bytes), got %d", c.Header, c.MTU)
+	}
+	if t.InitCwnd < 0 {
+		return c, l.errf("transport.init_cwnd", "must be positive, got %d", t.InitCwnd)
+	}
+	if t.InitCwnd > 0 {
+		c.CC.InitCwnd = int64(t.InitCwnd)
+	}
+	if t.DupThresh < 0 {
+		return c, l.errf("transport.dup_thresh", "must be positive, got %d", t.DupThresh)
+	}
+	if t.DupThresh > 0 {
+		c.CC.DupThresh = t.DupThresh
+	}
+	r := &t.RTO
+	switch r.Mode {
+	case "", "rfc6298":
+		c.RTO.Mode = cc.RTOAdaptive
+		if r.Value != 0 {
+			return c, l.errf("transport.rto.value", "only for mode fixed")
+		}
+	case "fixed":
+		c.RTO.Mode = cc.RTOFixed
+		c.RTO.Backoff = false
+		c.RTO.Max = 0
+		if r.Value <= 0 {
+			return c, l.errf("transport.rto.value", "must be set to a positive duration for a fixed RTO")
+		}
+		c.RTO.Fixed = sim.Time(r.Value)
+	default:
+		return c, l.errf("transport.rto.mode", "unknown mode %q (known: rfc6298, fixed)", r.Mode)
+	}
+	if r.Min != 0 {
+		c.RTO.Min = sim.Time(r.Min)
+	}
+	if r.Max != 0 {
+		c.RTO.Max = sim.Time(r.Max)
+	}
+	if r.Initial != 0 {
+		c.RTO.Initial = sim.Time(r.Initial)
+	}
+	if r.Backoff != nil {
+		c.RTO.Backoff = *r.Backoff
+	}
+	if err := c.RTO.Validate(); err != nil {
+		return c, l.errf("transport.rto", "%v", err)
+	}
+	c.ECN = t.ECN
+	switch t.ECNEcho {
+	case "", "rfc3168":
+		c.Echo = hostsim.EchoRFC3168
+	case "per-packet":
+		c.Echo = hostsim.EchoPerPacket
+	default:
+		return c, l.errf("transport.ecn_echo", "unknown mode %q (known: rfc3168, per-packet)", t.ECNEcho)
+	}
+	if err := c.Validate(); err != nil {
+		return c, l.errf("transport", "%v", err)
+	}
+	return c, nil
+}
+
+func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64, tc hostsim.Config) ([]hostsim.FlowSpec, error) {
+	nh := len(topo.Hosts)
+	if len(ws) == 0 {
+		return nil, l.errf("workload", "must list at least one group of flows")
+	}
+	var out []hostsim.FlowSpec
+	for i := range ws {
+		w := &ws[i]
+		path := fmt.Sprintf("workload[%d]", i)
+		rng := sim.NewRand(seed, sim.StreamWorkload+uint64(i))
+		var flows []workloads.Flow
+		var err error
+		switch w.Type {
+		case "flows":
+			if len(w.Flows) == 0 {
+				return nil, l.errf(path+".flows", "must list at least one flow")
+			}
+			in := make([]workloads.Flow, len(w.Flows))
+			for j, f := range w.Flows {
+				in[j] = workloads.Flow{Src: f.Src, Dst: f.Dst, Size: int64(f.Size), Start: sim.Time(f.Start)}
+			}
+			flows, err = workloads.Explicit(in, nh)
+		case "permutation":
+			flows, err = workloads.Permutation(nh, int64(w.Size), sim.Time(w.Start), rng)
+		case "incast":
+			senders := w.Senders
+			if len(senders) == 0 {
+				if w.N <= 0 || w.N >= nh {
+					return nil, l.errf(path+".n", "must be between 1 and %d when senders is empty, got %d", nh-1, w.N)
+				}
+				for h := 0; len(senders) < w.N; h++ {
+					if h != w.Dst {
+						senders = append(senders, h)
+					}
+				}
+			}
+			flows, err = workloads.Incast(senders, w.Dst, int64(w.Size), sim.Time(w.Start))
+		case "alltoall":
+			hosts := w.Hosts
+			if len(hosts) == 0 {
+				for h := 0; h < nh; h++ {
+					hosts = append(hosts, h)
+				}
+			}
+			flows, err = workloads.AllToAll(hosts, int64(w.Size), sim.Time(w.Start))
+		case "poisson":
+			if w.CDF == "" {
+				return nil, l.errf(path+".cdf", "required for poisson arrivals")
+			}
+			data, rerr := l.read(path+".cdf", w.CDF)
+			if rerr != nil {
+				return nil, rerr
+			}
+			cdf, perr := workloads.ParseCDF(w.CDF, bytes.NewReader(data))
+			if perr != nil {
+				return nil, perr
+			}
+			rate := topo.Links[topo.Ports(topo.Hosts[0])[0].Link].Rate
+			flows, err = workloads.Poisson(workloads.PoissonConfig{NumHosts: nh, Load: w.Load, HostRate: rate,
+				CDF: cdf, Start: sim.Time(w.Start), End: sim.Time(w.Start) + sim.Time(w.Duration), MaxFlows: w.MaxFlows}, rng)
+		case "cm":
+			data, rerr := l.read(path+".file", w.File)
+			if rerr != nil {
+				return nil, rerr
+			}
+			cm, perr := workloads.ParseCM(w.File, bytes.NewReader(data))
+			if perr != nil {
+				return nil, perr
+			}
+			if cm.Nodes > nh {
+				return nil, l.errf(path+".file", "%s names %d nodes but the fabric has %d hosts", w.File, cm.Nodes, nh)
+			}
+			flows = cm.Flows
+		default:
+			return nil, l.errf(path+".type", "unknown workload %q (known: flows, permutation, incast, alltoall, poisson, cm)", w.Type)
+		}
+		if err != nil {
+			return nil, &Error{File: l.file, Path: path, Msg: err.Error()}
+		}
+		for _, f := range flows {
+			if f.Src < 0 || f.Src >= nh || f.Dst < 0 || f.Dst >= nh {
+				return nil, l.errf(path, "flow %d -> %d: the fabric has hosts 0..%d", f.Src, f.Dst, nh-1)
+			}
+			out = append(out, hostsim.FlowSpec{ID: int32(len(out)), Src: f.Src, Dst: f.Dst, Size: f.Size, Start: f.Start})
+		}
+	}
+	return out, nil
+}
+
+func (l *loader) impairments(is []Impairment, topo *topologies.Topology) ([]fabric.LinkImpairment, error) {
+	byName := make(map[string]int, len(topo.Nodes))
+	for i, n := range topo.Nodes {
+		byName[n.Name] = i
+	}
+	var out []fabric.LinkImpairment
+	for i := range is {
+		im := &is[i]
+		path := fmt.Sprintf("impairments[%d]", i)
+		if len(im.Link) != 2 {
+			return nil, l.errf(path+".link", "must name the two end nodes, e.g. [left, right]")
+		}
+		a, okA := byName[im.Link[0]]
+		b, okB := byName[im.Link[1]]
+		if !okA || !okB {
+			bad := im.Link[0]
+			if okA {
+				bad = im.Link[1]
+			}
+			return nil, l.errf(path+".link", "no node named %q", bad)
+		}
+		link := -1
+		for j, tl := range topo.Links {
+			if (tl.A == a && tl.B == b) || (tl.A == b && tl.B == a) {
+				link = j
+				break
+			}
+		}
+		if link < 0 {
+			return nil, l.errf(path+".link", "no link between %s and %s", im.Link[0], im.Link[1])
+		}
+		fwd := topo.Links[link].A == a // does "forward" run A->B?
+		li := fabric.LinkImpairment{Link: link}
+		switch im.Direction {
+		case "", "both":
+			li.AtoB, li.BtoA = true, true
+		case "forward":
+			li.AtoB, li.BtoA = fwd, !fwd
+		case "reverse":
+			li.AtoB, li.BtoA = !fwd, fwd
+		default:
+			return nil, l.errf(path+".direction", "unknown direction %q (known: both, forward, reverse)", im.Direction)
+		}
+		sp := &sim.Impairments{Loss: float64(im.Loss), Jitter: sim.Time(im.Jitter)}
+		if g := im.Gilbert; g != nil {
+			sp.GE = &sim.GilbertElliott{P: float64(g.P), R: float64(g.R), LossGood: float64(g.LossGood), LossBad: 1}
+			if g.LossBad != nil {
+				sp.GE.LossBad = float64(*g.LossBad)
+			}
+		}
+		if r := im.Reorder; r != nil {
+			sp.ReorderProb, sp.ReorderDelay = float64(r.Prob), sim.Time(r.Delay)
+		}
+		for j, c := range im.Schedule {
+			cp := fmt.Sprintf("%s.schedule[%d]", path, j)
+			n := 0
+			if c.Down > 0 {
+				n++
+				sp.Schedule = append(sp.Schedule,
+					sim.LinkChange{At: sim.Time(c.At), Kind: sim.ChangeDown},
+					sim.LinkChange{At: sim.Time(c.At) + sim.Time(c.Down), Kind: sim.ChangeUp})
+			}
+			if c.Rate > 0 {
+				n++
+				sp.Schedule = append(sp.Schedule, sim.LinkChange{At: sim.Time(c.At), Kind: sim.ChangeRate, Rate: sim.Bandwidth(c.Rate)})
+			}
+			if c.Delay != nil {
+				n++
+				sp.Schedule = append(sp.Schedule, sim.LinkChange{At: sim.Time(c.At), Kind: sim.ChangeDelay, Delay: sim.Time(*c.Delay)})
+			}
+			if n == 0 {
+				return nil, l.errf(cp, "says nothing: set down, rate or delay")
+			}
+		}
+		slices.SortStableFunc(sp.Schedule, func(x, y sim.LinkChange) int {
+			switch {
+			case x.At < y.At:
+				return -1
+			case x.At > y.At:
+				return 1
+			}
+			return 0
+		})
+		li.Imp = sp
+		out = append(out, li)
+	}
+	return out, nil
+}

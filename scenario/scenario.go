@@ -1,0 +1,224 @@
+// Package scenario defines lockstep's YAML scenario format and turns a
+// scenario into the plain values the engine runs: a topology, a workload,
+// transport settings and impairments. docs/scenario.md documents every
+// field; this file is the format's single source of truth.
+//
+// Parsing is strict: an unknown field, a value of the wrong type or unit,
+// and an impossible setting are errors that name the file and the field.
+// Files a scenario refers to (CDFs, .cm and .topo files) are read through
+// an fs.FS rooted at the scenario's directory, supplied by the caller.
+package scenario
+
+import (
+	"github.com/lockstep-sim/lockstep/internal/yamlx"
+)
+
+// Scenario is the top level of a scenario file.
+type Scenario struct {
+	Name string `yaml:"name"`
+	// Seed of every random stream (default 1). `lockstep run --seed`
+	// overrides it.
+	Seed *uint64 `yaml:"seed"`
+	// StopAt ends the run at this virtual time even if flows are
+	// unfinished (default: run until every flow finishes).
+	StopAt yamlx.Duration `yaml:"stop_at"`
+	// MaxTime is a safety limit on virtual time when StopAt is not set
+	// (default 10s): a run that reaches it reports unfinished flows.
+	MaxTime     yamlx.Duration `yaml:"max_time"`
+	Topology    Topology       `yaml:"topology" lockstep:"required"`
+	Transport   Transport      `yaml:"transport"`
+	Switch      Switch         `yaml:"switch"`
+	Workload    []Workload     `yaml:"workload" lockstep:"required"`
+	Impairments []Impairment   `yaml:"impairments"`
+}
+
+// Topology chooses one builder; the section named by Type must be present.
+type Topology struct {
+	Type      string     `yaml:"type" lockstep:"required"`
+	Dumbbell  *Dumbbell  `yaml:"dumbbell"`
+	LeafSpine *LeafSpine `yaml:"leafspine"`
+	FatTree   *FatTree   `yaml:"fattree"`
+	Htsim     *Htsim     `yaml:"htsim"`
+	Graph     *Graph     `yaml:"graph"`
+}
+
+// Tier is the settings of a group of links: rate, propagation delay, and
+// the output queue of the switch ports on them.
+type Tier struct {
+	Rate   yamlx.Rate     `yaml:"rate"`
+	Delay  yamlx.Duration `yaml:"delay"`
+	Buffer yamlx.Size     `yaml:"buffer"`
+	ECN    *ECN           `yaml:"ecn"`
+}
+
+// ECN is a port's marking rule.
+type ECN struct {
+	// Mode: off, step (mark above K bytes) or red (linear from Min to Max,
+	// probability PMax at Max, always above Max).
+	Mode string            `yaml:"mode" lockstep:"required"`
+	K    yamlx.Size        `yaml:"k"`
+	Min  yamlx.Size        `yaml:"min"`
+	Max  yamlx.Size        `yaml:"max"`
+	PMax yamlx.Probability `yaml:"pmax"`
+}
+
+// Dumbbell: Senders hosts on switch "left", Receivers on "right".
+type Dumbbell struct {
+	Senders    int  `yaml:"senders" lockstep:"required"`
+	Receivers  int  `yaml:"receivers" lockstep:"required"`
+	Host       Tier `yaml:"host"`
+	Bottleneck Tier `yaml:"bottleneck"`
+}
+
+// LeafSpine: every leaf connects to every spine.
+type LeafSpine struct {
+	Leaves           int     `yaml:"leaves" lockstep:"required"`
+	Spines           int     `yaml:"spines" lockstep:"required"`
+	HostsPerLeaf     int     `yaml:"hosts_per_leaf" lockstep:"required"`
+	Oversubscription float64 `yaml:"oversubscription"`
+	Host             Tier    `yaml:"host"`
+	Fabric           Tier    `yaml:"fabric"`
+}
+
+// FatTree is the 3-tier k-ary fat-tree (k^3/4 hosts).
+type FatTree struct {
+	K              int            `yaml:"k" lockstep:"required"`
+	Host           Tier           `yaml:"host"`
+	Agg            Tier           `yaml:"agg"`
+	Core           Tier           `yaml:"core"`
+	SwitchLatency  yamlx.Duration `yaml:"switch_latency"`
+	Oversubscribed int            `yaml:"oversubscribed"`
+}
+
+// Htsim reads an htsim tiered .topo file unchanged. Such files carry no
+// buffer or ECN settings: Queue gives them for every switch port.
+type Htsim struct {
+	File  string `yaml:"file" lockstep:"required"`
+	Queue Tier   `yaml:"queue"`
+}
+
+// Graph is an explicit graph.
+type Graph struct {
+	Defaults Tier        `yaml:"defaults"`
+	Nodes    []GraphNode `yaml:"nodes" lockstep:"required"`
+	Links    []GraphLink `yaml:"links" lockstep:"required"`
+}
+
+// GraphNode is a node of an explicit graph.
+type GraphNode struct {
+	Name    string         `yaml:"name" lockstep:"required"`
+	Kind    string         `yaml:"kind" lockstep:"required"` // host or switch
+	Tier    int            `yaml:"tier"`
+	Latency yamlx.Duration `yaml:"latency"`
+}
+
+// GraphLink is a link of an explicit graph; unset settings come from
+// Graph.Defaults.
+type GraphLink struct {
+	A      string          `yaml:"a" lockstep:"required"`
+	B      string          `yaml:"b" lockstep:"required"`
+	Rate   yamlx.Rate      `yaml:"rate"`
+	Delay  *yamlx.Duration `yaml:"delay"`
+	Buffer yamlx.Size      `yaml:"buffer"`
+	ECN    *ECN            `yaml:"ecn"`
+}
+
+// Transport configures every flow's endpoints.
+type Transport struct {
+	CC        string      `yaml:"cc"`         // reno (default)
+	Recovery  string      `yaml:"recovery"`   // reno (default)
+	MTU       yamlx.Size  `yaml:"mtu"`        // data packet size on the wire (default 1500)
+	Header    *yamlx.Size `yaml:"header"`     // header bytes per packet (default 64)
+	AckSize   yamlx.Size  `yaml:"ack_size"`   // pure ACK size (default 64)
+	InitCwnd  int         `yaml:"init_cwnd"`  // segments (default 10)
+	DupThresh int         `yaml:"dup_thresh"` // default 3
+	RTO       RTO         `yaml:"rto"`
+	ECN       bool        `yaml:"ecn"`      // ECT data packets, react to ECE
+	ECNEcho   string      `yaml:"ecn_echo"` // rfc3168 (default) or per-packet
+}
+
+// RTO configures the retransmission timeout.
+type RTO struct {
+	Mode    string         `yaml:"mode"`    // rfc6298 (default) or fixed
+	Value   yamlx.Duration `yaml:"value"`   // fixed: the timeout
+	Min     yamlx.Duration `yaml:"min"`     // rfc6298: default 200ms (Linux)
+	Max     yamlx.Duration `yaml:"max"`     // default 60s
+	Initial yamlx.Duration `yaml:"initial"` // rfc6298: default 1s
+	Backoff *bool          `yaml:"backoff"` // default: true for rfc6298, false for fixed
+}
+
+// Switch configures every switch.
+type Switch struct {
+	// Forwarding: ecmp (hash of the 5-tuple, default) or spray (hash of the
+	// per-packet entropy, which senders then draw at random per packet).
+	Forwarding string `yaml:"forwarding"`
+}
+
+// Workload is one group of flows; a scenario concatenates its groups and
+// numbers the flows 0..n-1 in that order.
+type Workload struct {
+	// Type: flows, permutation, incast, alltoall, poisson or cm.
+	Type  string         `yaml:"type" lockstep:"required"`
+	Flows []FlowEntry    `yaml:"flows"` // flows
+	Size  yamlx.Size     `yaml:"size"`  // permutation, incast, alltoall
+	Start yamlx.Duration `yaml:"start"` // permutation, incast, alltoall, poisson
+	// Incast: Senders (host indices) send to Dst; or the first N hosts
+	// other than Dst when Senders is empty.
+	Senders []int `yaml:"senders"`
+	Dst     int   `yaml:"dst"`
+	N       int   `yaml:"n"`
+	// AllToAll: Hosts (default: all).
+	Hosts []int `yaml:"hosts"`
+	// Poisson: Load (0..1] of every host's link, sizes from CDF (a file),
+	// arrivals until Start+Duration or MaxFlows.
+	Load     float64        `yaml:"load"`
+	CDF      string         `yaml:"cdf"`
+	Duration yamlx.Duration `yaml:"duration"`
+	MaxFlows int            `yaml:"max_flows"`
+	// CM: an htsim connection-matrix file.
+	File string `yaml:"file"`
+}
+
+// FlowEntry is one explicit flow.
+type FlowEntry struct {
+	Src   int            `yaml:"src"`
+	Dst   int            `yaml:"dst"`
+	Size  yamlx.Size     `yaml:"size" lockstep:"required"`
+	Start yamlx.Duration `yaml:"start"`
+}
+
+// Impairment attaches faults to the link between two named nodes.
+type Impairment struct {
+	// Link names its two end nodes, e.g. [left, right].
+	Link []string `yaml:"link" lockstep:"required"`
+	// Direction: both (default), forward (from Link[0] to Link[1]) or reverse.
+	Direction string            `yaml:"direction"`
+	Loss      yamlx.Probability `yaml:"loss"`
+	Gilbert   *Gilbert          `yaml:"gilbert_elliott"`
+	Jitter    yamlx.Duration    `yaml:"jitter"`
+	Reorder   *Reorder          `yaml:"reorder"`
+	Schedule  []Change          `yaml:"schedule"`
+}
+
+// Gilbert is the Gilbert-Elliott bursty loss model.
+type Gilbert struct {
+	P        yamlx.Probability  `yaml:"p" lockstep:"required"` // good -> bad per packet
+	R        yamlx.Probability  `yaml:"r" lockstep:"required"` // bad -> good per packet
+	LossGood yamlx.Probability  `yaml:"loss_good"`             // default 0
+	LossBad  *yamlx.Probability `yaml:"loss_bad"`              // default 1
+}
+
+// Reorder holds back a fraction of packets.
+type Reorder struct {
+	Prob  yamlx.Probability `yaml:"prob" lockstep:"required"`
+	Delay yamlx.Duration    `yaml:"delay" lockstep:"required"`
+}
+
+// Change is one scheduled change. "down at 10ms for 100ms" is
+// {at: 10ms, down: 100ms}.
+type Change struct {
+	At    yamlx.Duration  `yaml:"at"`
+	Down  yamlx.Duration  `yaml:"down"`  // the link is down for this long
+	Rate  yamlx.Rate      `yaml:"rate"`  // new rate from At on
+	Delay *yamlx.Duration `yaml:"delay"` // new propagation delay from At on
+}

@@ -1,0 +1,276 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+)
+
+// Stats count what an engine did.
+type Stats struct {
+	Events    uint64 // every event handed to an element
+	Arrivals  uint64 // packet arrivals at an element
+	Timers    uint64 // timers, including transmit completions
+	Sent      uint64 // packets put on a wire (Transmit calls)
+	LinkLost  uint64 // packets lost on a wire (impairments, link down)
+	Injected  uint64 // packets received from other partitions
+	Exported  uint64 // packets sent to other partitions
+	PeakQueue int    // largest event queue length seen
+}
+
+// RemotePacket is a packet that crosses a cut link: it arrives at the far
+// end of Link at At, with the sender's event sequence number Seq.
+type RemotePacket struct {
+	Link LinkID
+	At   Time
+	Seq  uint64
+	Pkt  Packet
+}
+
+type elemState struct {
+	seq   uint64
+	rng   *rand.Rand
+	local bool
+}
+
+// Engine owns the event queue, the packet pool and the links of one
+// partition. It is single-threaded and does no I/O.
+type Engine struct {
+	now    Time
+	q      eventQueue
+	Pool   Pool
+	Links  []Link
+	elems  []elemState
+	outbox []RemotePacket
+	direct int // per-packet arrival events in the queue
+	Stats  Stats
+}
+
+// NewEngine builds an engine for a fabric of numElems elements and the given
+// link directions. local reports whether an element belongs to this
+// partition (nil: all do). Elements and links draw from streams seeded from
+// (seed, id).
+func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) bool) (*Engine, error) {
+	e := &Engine{elems: make([]elemState, numElems), Links: make([]Link, len(links))}
+	for i := range e.elems {
+		id := ElemID(i)
+		e.elems[i].local = local == nil || local(id)
+		if e.elems[i].local {
+			e.elems[i].rng = NewRand(seed, StreamElement+uint64(i))
+		}
+	}
+	for i, s := range links {
+		if s.From < 0 || int(s.From) >= numElems || s.To < 0 || int(s.To) >= numElems {
+			return nil, fmt.Errorf("link %d: element out of range (%d -> %d of %d)", i, s.From, s.To, numElems)
+		}
+		if s.Rate <= 0 {
+			return nil, fmt.Errorf("link %d: rate must be positive, got %d bit/s", i, s.Rate)
+		}
+		if s.Delay < 0 {
+			return nil, fmt.Errorf("link %d: delay must not be negative, got %v", i, s.Delay)
+		}
+		l := &e.Links[i]
+		l.Spec = s
+		l.rate = s.Rate
+		l.delay = s.Delay
+		l.remote = !e.elems[s.To].local
+		if im := s.Impair; im != nil {
+			l.rng = NewRand(seed, StreamLink+uint64(i))
+			l.sched = im.Schedule
+			l.perPacket = im.Jitter > 0 || im.ReorderProb > 0
+			for _, c := range im.Schedule {
+				// A shorter delay lets a later packet overtake an earlier
+				// one, so the wire is no longer FIFO.
+				if c.Kind == ChangeDelay {
+					l.perPacket = true
+				}
+			}
+		}
+	}
+	return e, nil
+}
+
+// Now is the time of the event being processed.
+func (e *Engine) Now() Time { return e.now }
+
+// Local reports whether element id lives in this partition.
+func (e *Engine) Local(id ElemID) bool { return e.elems[id].local }
+
+// NumElements is the number of elements of the whole fabric.
+func (e *Engine) NumElements() int { return len(e.elems) }
+
+// Rand is element id's own random stream.
+func (e *Engine) Rand(id ElemID) *rand.Rand { return e.elems[id].rng }
+
+// NewPacketID returns a run-unique packet id created by element id.
+func (e *Engine) NewPacketID(id ElemID) uint64 {
+	e.elems[id].seq++
+	return uint64(id)<<40 | e.elems[id].seq&(1<<40-1)
+}
+
+func (e *Engine) nextSeq(id ElemID) uint64 {
+	e.elems[id].seq++
+	return e.elems[id].seq
+}
+
+func (e *Engine) push(ev Event) {
+	e.q.push(ev)
+	if n := e.q.Len(); n > e.Stats.PeakQueue {
+		e.Stats.PeakQueue = n
+	}
+}
+
+// Schedule arms a timer: element id receives an EvTimer event at `at` with
+// arg and pkt. Precondition: at >= Now().
+func (e *Engine) Schedule(id ElemID, at Time, arg int64, pkt PktRef) {
+	if at < e.now {
+		panic(fmt.Sprintf("sim: element %d schedules a timer at %v, before now %v", id, at, e.now))
+	}
+	e.push(Event{At: at, Dst: id, Src: id, Seq: e.nextSeq(id), Kind: EvTimer, Arg: arg, Pkt: pkt})
+}
+
+// Transmit starts serialising packet p onto link id at Now(). The owner gets
+// EvTxDone when the transmitter is idle again; the far end gets EvArrive when
+// the last bit has arrived, unless an impairment loses the packet (then it
+// is freed here). Precondition: the link is idle (BusyUntil() <= Now()).
+// It returns the time serialisation ends.
+func (e *Engine) Transmit(id LinkID, p PktRef) Time {
+	l := &e.Links[id]
+	if l.busyUntil > e.now {
+		panic(fmt.Sprintf("sim: link %d transmits at %v while busy until %v", id, e.now, l.busyUntil))
+	}
+	l.advance(e.now)
+	pkt := e.Pool.Get(p)
+	end := e.now + l.rate.TxTime(int(pkt.Size))
+	l.busyUntil = end
+	l.TxPackets++
+	l.TxBytes += uint64(pkt.Size)
+	e.Stats.Sent++
+	from := l.Spec.From
+	e.push(Event{At: end, Dst: from, Src: from, Seq: e.nextSeq(from), Kind: EvTxDone, Arg: int64(id)})
+
+	arrive := end + l.delay
+	lost := false
+	if l.rng != nil {
+		if l.lose() {
+			lost = true
+			l.LostRandom++
+		}
+		arrive += l.extraDelay()
+	}
+	if !lost && (l.down || l.goesDownBy(arrive)) {
+		lost = true
+		l.LostDown++
+	}
+	seq := e.nextSeq(from)
+	if lost {
+		e.Stats.LinkLost++
+		e.Pool.Free(p)
+		return end
+	}
+	pkt.Hops++
+	switch {
+	case l.remote:
+		e.outbox = append(e.outbox, RemotePacket{Link: id, At: arrive, Seq: seq, Pkt: *pkt})
+		e.Stats.Exported++
+		e.Pool.Free(p)
+	case l.perPacket:
+		e.direct++
+		e.push(Event{At: arrive, Dst: l.Spec.To, Src: from, Seq: seq, Kind: EvArrive, Arg: int64(id), Pkt: p})
+	default:
+		e.enqueueWire(id, l, inflight{at: arrive, seq: seq, pkt: p})
+	}
+	return end
+}
+
+// enqueueWire puts a packet on a FIFO wire; only the head has an event.
+func (e *Engine) enqueueWire(id LinkID, l *Link, f inflight) {
+	l.wire.Push(f)
+	if l.wire.Len() == 1 {
+		e.push(Event{At: f.at, Dst: l.Spec.To, Src: l.Spec.From, Seq: f.seq, Kind: EvArrive, Arg: int64(id), Pkt: f.pkt, ring: true})
+	}
+}
+
+// Next pops the next event with At < horizon and makes it current. It
+// returns false when there is none.
+func (e *Engine) Next(horizon Time) (Event, bool) {
+	if e.q.Len() == 0 || e.q.peek().At >= horizon {
+		return Event{}, false
+	}
+	ev := e.q.pop()
+	e.now = ev.At
+	e.Stats.Events++
+	switch ev.Kind {
+	case EvArrive:
+		e.Stats.Arrivals++
+		if ev.ring {
+			l := &e.Links[ev.Arg]
+			l.wire.Pop()
+			if l.wire.Len() > 0 {
+				f := l.wire.Front()
+				e.push(Event{At: f.at, Dst: l.Spec.To, Src: l.Spec.From, Seq: f.seq, Kind: EvArrive, Arg: ev.Arg, Pkt: f.pkt, ring: true})
+			}
+		} else {
+			e.direct--
+		}
+	case EvTimer, EvTxDone:
+		e.Stats.Timers++
+	default:
+		panic(fmt.Sprintf("sim: event of kind %d at %v", ev.Kind, ev.At))
+	}
+	return ev, true
+}
+
+// NextEventTime is the time of the earliest pending event, or Never.
+func (e *Engine) NextEventTime() Time {
+	if e.q.Len() == 0 {
+		return Never
+	}
+	return e.q.peek().At
+}
+
+// SetNow moves the clock forward to t when no event is due before it (the
+// end of a window). Precondition: t >= Now() and t <= NextEventTime().
+func (e *Engine) SetNow(t Time) {
+	if t < e.now || t > e.NextEventTime() {
+		panic(fmt.Sprintf("sim: SetNow(%v) with now %v and next event %v", t, e.now, e.NextEventTime()))
+	}
+	e.now = t
+}
+
+// Outbox returns the packets sent to other partitions since the last
+// ResetOutbox, in the order they were sent.
+func (e *Engine) Outbox() []RemotePacket { return e.outbox }
+
+// ResetOutbox empties the outbox, keeping its storage.
+func (e *Engine) ResetOutbox() { e.outbox = e.outbox[:0] }
+
+// Inject delivers a packet from another partition onto the wire of its link.
+// Packets of one link must be injected in the order they were sent.
+func (e *Engine) Inject(rp *RemotePacket) {
+	l := &e.Links[rp.Link]
+	if !e.elems[l.Spec.To].local {
+		panic(fmt.Sprintf("sim: packet injected on link %d whose far end %d is not local", rp.Link, l.Spec.To))
+	}
+	p := e.Pool.Alloc()
+	*e.Pool.Get(p) = rp.Pkt
+	e.Stats.Injected++
+	if l.perPacket {
+		e.direct++
+		e.push(Event{At: rp.At, Dst: l.Spec.To, Src: l.Spec.From, Seq: rp.Seq, Kind: EvArrive, Arg: int64(rp.Link), Pkt: p})
+		return
+	}
+	e.enqueueWire(rp.Link, l, inflight{at: rp.At, seq: rp.Seq, pkt: p})
+}
+
+// OnWire is the number of packets propagating on this partition's wires
+// (including those sent to other partitions and not yet handed over).
+func (e *Engine) OnWire() int {
+	n := e.direct + len(e.outbox)
+	for i := range e.Links {
+		n += e.Links[i].wire.Len()
+	}
+	return n
+}
+
+// QueueLen is the number of pending events.
+func (e *Engine) QueueLen() int { return e.q.Len() }

@@ -1,0 +1,102 @@
+package sim
+
+// ElemID names an element (host or switch) of the whole fabric. IDs are
+// assigned by the topology and do not depend on partitioning.
+type ElemID int32
+
+// EventKind says what an event means to the element that receives it.
+type EventKind uint8
+
+const (
+	// evInvalid is the zero value, so that a forgotten kind shows.
+	evInvalid EventKind = iota
+	// EvArrive: packet Pkt has fully arrived over link Arg (store and forward).
+	EvArrive
+	// EvTxDone: link Arg finished serialising; its transmitter is idle.
+	EvTxDone
+	// EvTimer: a timer the element armed itself; Arg and Pkt are its own.
+	EvTimer
+)
+
+// Event is one entry of the event queue. It is a small value with no
+// pointers, so the queue costs the garbage collector nothing.
+type Event struct {
+	At  Time
+	Seq uint64 // the source element's own sequence number
+	Arg int64  // link id for EvArrive/EvTxDone; element-defined for EvTimer
+	Dst ElemID
+	Src ElemID
+	Pkt PktRef // the packet for EvArrive; element-defined for EvTimer
+	// Kind of event. ring marks an arrival that heads a link's FIFO ring.
+	Kind EventKind
+	ring bool
+}
+
+// Before reports whether a is ordered before b by the partition-independent
+// key (time, destination, source, source sequence number) of DESIGN.md §2.
+func (a *Event) Before(b *Event) bool {
+	if a.At != b.At {
+		return a.At < b.At
+	}
+	if a.Dst != b.Dst {
+		return a.Dst < b.Dst
+	}
+	if a.Src != b.Src {
+		return a.Src < b.Src
+	}
+	return a.Seq < b.Seq
+}
+
+// eventQueue is a 4-ary min-heap of events. A 4-ary heap does fewer cache
+// misses than a binary one for the same number of comparisons.
+type eventQueue struct {
+	h []Event
+}
+
+func (q *eventQueue) Len() int { return len(q.h) }
+
+func (q *eventQueue) push(ev Event) {
+	q.h = append(q.h, ev)
+	i := len(q.h) - 1
+	for i > 0 {
+		p := (i - 1) / 4
+		if !q.h[i].Before(&q.h[p]) {
+			break
+		}
+		q.h[i], q.h[p] = q.h[p], q.h[i]
+		i = p
+	}
+}
+
+// peek returns the earliest event. Precondition: Len() > 0.
+func (q *eventQueue) peek() *Event { return &q.h[0] }
+
+func (q *eventQueue) pop() Event {
+	top := q.h[0]
+	n := len(q.h) - 1
+	q.h[0] = q.h[n]
+	q.h = q.h[:n]
+	i := 0
+	for {
+		c := 4*i + 1
+		if c >= n {
+			break
+		}
+		m := c
+		end := c + 4
+		if end > n {
+			end = n
+		}
+		for j := c + 1; j < end; j++ {
+			if q.h[j].Before(&q.h[m]) {
+				m = j
+			}
+		}
+		if !q.h[m].Before(&q.h[i]) {
+			break
+		}
+		q.h[i], q.h[m] = q.h[m], q.h[i]
+		i = m
+	}
+	return top
+}

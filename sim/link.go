@@ -1,0 +1,185 @@
+package sim
+
+import "math/rand/v2"
+
+// LinkID names one direction of a link. A full-duplex link between a and b is
+// two LinkIDs, one per direction.
+type LinkID int32
+
+// LinkSpec is the requested state of one link direction.
+type LinkSpec struct {
+	From     ElemID
+	FromPort int // the port of From that transmits onto this direction
+	To       ElemID
+	ToPort   int // the port of To at which packets arrive
+	Rate     Bandwidth
+	Delay    Time // propagation delay
+	Impair   *Impairments
+}
+
+// Impairments are a link direction's faults. Every draw comes from the
+// link's own random stream, and only impaired links draw.
+type Impairments struct {
+	// Loss is the probability that a packet is lost, independently.
+	Loss float64
+	// GE is a Gilbert-Elliott bursty loss channel, or nil.
+	GE *GilbertElliott
+	// Jitter adds a delay drawn uniformly from [0, Jitter] to each packet.
+	// Packets may overtake each other, as with netem.
+	Jitter Time
+	// ReorderProb is the probability that a packet is held back by
+	// ReorderDelay, so that the packets behind it overtake it.
+	ReorderProb  float64
+	ReorderDelay Time
+	// Schedule holds changes of state during the run, sorted by At.
+	Schedule []LinkChange
+}
+
+// GilbertElliott is the two-state bursty loss model: in state Good a packet
+// is lost with probability LossGood, in Bad with LossBad; after each packet
+// the state moves Good->Bad with probability P and Bad->Good with R. The mean
+// burst length is 1/R packets.
+type GilbertElliott struct {
+	P, R              float64
+	LossGood, LossBad float64
+}
+
+// ChangeKind is what a LinkChange does.
+type ChangeKind uint8
+
+const (
+	changeInvalid ChangeKind = iota
+	// ChangeDown takes the link down: every packet on it or sent onto it is lost.
+	ChangeDown
+	// ChangeUp brings it back.
+	ChangeUp
+	// ChangeRate sets the transmit rate.
+	ChangeRate
+	// ChangeDelay sets the propagation delay.
+	ChangeDelay
+)
+
+// LinkChange is one scheduled change of a link direction.
+type LinkChange struct {
+	At    Time
+	Kind  ChangeKind
+	Rate  Bandwidth // for ChangeRate
+	Delay Time      // for ChangeDelay
+}
+
+// inflight is a packet on the wire of a FIFO link.
+type inflight struct {
+	at  Time
+	seq uint64
+	pkt PktRef
+}
+
+// LinkCounters are a link direction's statistics.
+type LinkCounters struct {
+	TxPackets  uint64
+	TxBytes    uint64
+	LostRandom uint64 // independent and Gilbert-Elliott losses
+	LostDown   uint64 // losses while the link was down
+	Reordered  uint64 // packets held back by the reordering impairment
+}
+
+// Link is the state of one link direction: the transmitter at From and the
+// wire to To.
+type Link struct {
+	Spec LinkSpec
+	LinkCounters
+
+	rate      Bandwidth
+	delay     Time
+	down      bool
+	geBad     bool
+	sched     []LinkChange
+	si        int // next change to apply
+	busyUntil Time
+	rng       *rand.Rand // nil unless impaired
+	perPacket bool       // jitter/reordering/delay changes: arrivals scheduled one by one
+	remote    bool       // To lives in another partition
+	wire      Ring[inflight]
+}
+
+// Rate is the transmit rate in force at the last transmission.
+func (l *Link) Rate() Bandwidth { return l.rate }
+
+// Delay is the propagation delay in force at the last transmission.
+func (l *Link) Delay() Time { return l.delay }
+
+// BusyUntil is when the transmitter finishes its current packet.
+func (l *Link) BusyUntil() Time { return l.busyUntil }
+
+// Remote reports whether the far end lives in another partition.
+func (l *Link) Remote() bool { return l.remote }
+
+// advance applies scheduled changes with At <= now.
+func (l *Link) advance(now Time) {
+	for l.si < len(l.sched) && l.sched[l.si].At <= now {
+		c := &l.sched[l.si]
+		switch c.Kind {
+		case ChangeDown:
+			l.down = true
+		case ChangeUp:
+			l.down = false
+		case ChangeRate:
+			l.rate = c.Rate
+		case ChangeDelay:
+			l.delay = c.Delay
+		}
+		l.si++
+	}
+}
+
+// goesDownBy reports whether a scheduled change takes the link down at or
+// before t (a packet still on the wire then is lost).
+func (l *Link) goesDownBy(t Time) bool {
+	for i := l.si; i < len(l.sched) && l.sched[i].At <= t; i++ {
+		if l.sched[i].Kind == ChangeDown {
+			return true
+		}
+	}
+	return false
+}
+
+// lose draws the random-loss impairments for one packet.
+func (l *Link) lose() bool {
+	im := l.Spec.Impair
+	lost := false
+	if im.GE != nil {
+		ge := im.GE
+		p := ge.LossGood
+		if l.geBad {
+			p = ge.LossBad
+		}
+		if p > 0 && l.rng.Float64() < p {
+			lost = true
+		}
+		if l.geBad {
+			if l.rng.Float64() < ge.R {
+				l.geBad = false
+			}
+		} else if l.rng.Float64() < ge.P {
+			l.geBad = true
+		}
+	}
+	if im.Loss > 0 && l.rng.Float64() < im.Loss {
+		lost = true
+	}
+	return lost
+}
+
+// extraDelay draws the jitter and reordering impairments for one packet.
+func (l *Link) extraDelay() Time {
+	im := l.Spec.Impair
+	var d Time
+	if im.Jitter > 0 {
+		d += Time(l.rng.Int64N(int64(im.Jitter) + 1))
+	}
+	if im.ReorderProb > 0 && l.rng.Float64() < im.ReorderProb {
+		d += im.ReorderDelay
+		l.Reordered++
+	}
+	return d
+}

@@ -1,0 +1,110 @@
+package sim
+
+// PktRef is the index of a packet in a Pool. Events and queues hold refs, not
+// pointers, so the garbage collector never scans them.
+type PktRef int32
+
+// NoPacket is the nil PktRef.
+const NoPacket PktRef = -1
+
+// Flags are the header bits lockstep's transports use.
+type Flags uint16
+
+const (
+	// FlagData: the packet carries payload bytes [Seq, Seq+Payload).
+	FlagData Flags = 1 << iota
+	// FlagAck: the packet acknowledges; Ack is the cumulative ACK.
+	FlagAck
+	// FlagECT: ECN-capable transport (RFC 3168 ECT(0)).
+	FlagECT
+	// FlagCE: congestion experienced, set by a switch on an ECT packet.
+	FlagCE
+	// FlagECE: ECN echo from the receiver.
+	FlagECE
+	// FlagCWR: congestion window reduced, from the sender.
+	FlagCWR
+	// FlagNack: a negative acknowledgement (STrack), with Bitmap.
+	FlagNack
+	// FlagRetx: the data packet is a retransmission (for statistics only;
+	// forwarding never looks at it).
+	FlagRetx
+)
+
+// SackBlock is one SACK block [Start, End) in bytes (RFC 2018).
+type SackBlock struct{ Start, End uint64 }
+
+// MaxSackBlocks is how many SACK blocks an ACK carries (TCP fits 3 with
+// timestamps, 4 without; we model 4).
+const MaxSackBlocks = 4
+
+// Packet is a packet's header as lockstep models it. Payload bytes are not
+// stored: only their count and sequence range.
+type Packet struct {
+	ID      uint64 // unique in the run: source element and its own counter
+	Flow    int32  // global flow id
+	SrcHost int32  // host index of the sender (not the element id)
+	DstHost int32  // host index of the destination; forwarding looks it up
+	SrcPort uint16 // transport ports: with hosts and Proto, the 5-tuple
+	DstPort uint16
+	Proto   uint8
+	NSack   uint8
+	Hops    uint8
+	Flags   Flags
+	Entropy uint16 // per-packet path choice for spraying switches
+	Size    int32  // bytes on the wire, headers included
+	Payload int32  // payload bytes
+	Seq     uint64 // first payload byte (data); echoed sequence (acks)
+	Ack     uint64 // cumulative acknowledgement (acks)
+	Bitmap  uint64 // received-bitmap after Ack (NACKs)
+	TSval   Time   // sender's timestamp (RFC 7323 style, exact)
+	TSecr   Time   // echoed timestamp
+	Sack    [MaxSackBlocks]SackBlock
+}
+
+const (
+	chunkBits = 12
+	chunkSize = 1 << chunkBits
+	chunkMask = chunkSize - 1
+)
+
+// Pool hands out packets from chunked slabs with a free list. A *Packet from
+// Get stays valid until the packet is freed, even when the pool grows.
+// Steady-state Alloc and Free do not allocate.
+type Pool struct {
+	chunks [][]Packet
+	free   []PktRef
+	next   int32 // first never-used slot
+	live   int
+}
+
+// Alloc returns a zeroed packet.
+func (p *Pool) Alloc() PktRef {
+	p.live++
+	if n := len(p.free); n > 0 {
+		r := p.free[n-1]
+		p.free = p.free[:n-1]
+		*p.Get(r) = Packet{}
+		return r
+	}
+	r := PktRef(p.next)
+	if int(p.next)>>chunkBits == len(p.chunks) {
+		p.chunks = append(p.chunks, make([]Packet, chunkSize))
+	}
+	p.next++
+	return r
+}
+
+// Free returns r to the pool. Precondition: r is live.
+func (p *Pool) Free(r PktRef) {
+	p.live--
+	p.free = append(p.free, r)
+}
+
+// Get returns the packet r refers to.
+func (p *Pool) Get(r PktRef) *Packet { return &p.chunks[r>>chunkBits][r&chunkMask] }
+
+// Live is the number of packets allocated and not yet freed.
+func (p *Pool) Live() int { return p.live }
+
+// Capacity is the number of packet slots the pool holds.
+func (p *Pool) Capacity() int { return len(p.chunks) * chunkSize }

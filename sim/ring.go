@@ -1,0 +1,57 @@
+package sim
+
+// Ring is a growable FIFO ring buffer. Push and Pop do not allocate once the
+// ring has grown to its working size.
+type Ring[T any] struct {
+	buf  []T
+	head int
+	n    int
+}
+
+// Len is the number of items in the ring.
+func (r *Ring[T]) Len() int { return r.n }
+
+// Push appends v at the tail.
+func (r *Ring[T]) Push(v T) {
+	if r.n == len(r.buf) {
+		r.grow()
+	}
+	r.buf[(r.head+r.n)&(len(r.buf)-1)] = v
+	r.n++
+}
+
+// Front returns the head item. Precondition: Len() > 0.
+func (r *Ring[T]) Front() *T { return &r.buf[r.head] }
+
+// At returns the i-th item from the head. Precondition: 0 <= i < Len().
+func (r *Ring[T]) At(i int) *T { return &r.buf[(r.head+i)&(len(r.buf)-1)] }
+
+// Pop removes and returns the head item. Precondition: Len() > 0.
+func (r *Ring[T]) Pop() T {
+	v := r.buf[r.head]
+	var zero T
+	r.buf[r.head] = zero
+	r.head = (r.head + 1) & (len(r.buf) - 1)
+	r.n--
+	return v
+}
+
+func (r *Ring[T]) grow() {
+	size := 2 * len(r.buf)
+	if size == 0 {
+		size = 16
+	}
+	nb := make([]T, size)
+	for i := 0; i < r.n; i++ {
+		nb[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
+	}
+	r.buf = nb
+	r.head = 0
+}
+
+// PktQueue is a FIFO of packets with a byte count: a NIC's transmit queue or
+// a switch port's output queue.
+type PktQueue struct {
+	Ring[PktRef]
+	Bytes int64
+}
