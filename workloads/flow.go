@@ -1,0 +1,101 @@
+package workloads
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// Flow is one transfer of Size bytes from host Src to host Dst, starting at
+// Start. Hosts are indices 0..numHosts-1 of the fabric.
+//
+// Invariants (checked by Explicit): Src != Dst, both in range, Size > 0,
+// Start >= 0. ID is the flow's index in the list it belongs to.
+type Flow struct {
+	ID       int32
+	Src, Dst int      // host indices
+	Size     int64    // bytes
+	Start    sim.Time // when the sender may send its first byte
+}
+
+// maxFlows is the longest flow list: IDs are int32.
+const maxFlows = math.MaxInt32
+
+// Explicit validates a hand-written flow list against a fabric of numHosts
+// hosts and returns a copy numbered 0..n-1 in the given order (IDs in the
+// input are ignored). Errors name the flow's index, e.g.
+//
+//	flows[3].dst: host 130 does not exist (fabric has 128 hosts)
+func Explicit(flows []Flow, numHosts int) ([]Flow, error) {
+	if numHosts <= 0 {
+		return nil, fmt.Errorf("numHosts must be positive, got %d", numHosts)
+	}
+	if len(flows) > maxFlows {
+		return nil, fmt.Errorf("%d flows is more than the %d a list can hold", len(flows), maxFlows)
+	}
+	out := make([]Flow, len(flows))
+	for i, f := range flows {
+		if err := checkFlow(f, numHosts); err != nil {
+			return nil, fmt.Errorf("flows[%d]%w", i, err)
+		}
+		f.ID = int32(i)
+		out[i] = f
+	}
+	return out, nil
+}
+
+// fieldError is an error about one field of a flow; its text starts with
+// ".field: " or ": " so that the caller can prefix it with the flow's name.
+type fieldError struct {
+	field string // "" for the flow as a whole
+	msg   string
+}
+
+func (e *fieldError) Error() string {
+	if e.field == "" {
+		return ": " + e.msg
+	}
+	return "." + e.field + ": " + e.msg
+}
+
+// checkFlow checks f's invariants. numHosts <= 0 skips the range checks.
+func checkFlow(f Flow, numHosts int) error {
+	if err := checkHost("src", f.Src, numHosts); err != nil {
+		return err
+	}
+	if err := checkHost("dst", f.Dst, numHosts); err != nil {
+		return err
+	}
+	if f.Src == f.Dst {
+		return &fieldError{msg: fmt.Sprintf("src and dst are both host %d", f.Src)}
+	}
+	if f.Size <= 0 {
+		return &fieldError{field: "size", msg: fmt.Sprintf("must be positive, got %d bytes", f.Size)}
+	}
+	if f.Start < 0 {
+		return &fieldError{field: "start", msg: fmt.Sprintf("must not be negative, got %dps", int64(f.Start))}
+	}
+	return nil
+}
+
+func checkHost(field string, h, numHosts int) error {
+	if h < 0 {
+		return &fieldError{field: field, msg: fmt.Sprintf("host %d does not exist (host indices start at 0)", h)}
+	}
+	if numHosts > 0 && h >= numHosts {
+		return &fieldError{field: field, msg: fmt.Sprintf("host %d does not exist (fabric has %d hosts)", h, numHosts)}
+	}
+	return nil
+}
+
+// checkCommon validates the size and start shared by a generator's flows.
+func checkCommon(size int64, start sim.Time) error {
+	if size <= 0 {
+		return fmt.Errorf("size must be positive, got %d bytes", size)
+	}
+	if start < 0 {
+		return fmt.Errorf("start must not be negative, got %dps", int64(start))
+	}
+	return nil
+}
