@@ -17,8 +17,6 @@
 package cc
 
 import (
-	"fmt"
-
 	"github.com/lockstep-sim/lockstep/sim"
 )
 
@@ -68,6 +66,18 @@ type AckEvent struct {
 	InRecovery bool
 	// MSS is the sender's maximum segment size in bytes.
 	MSS int64
+	// SndUna and SndNxt are the sequence state after this ACK (HyStart
+	// ends its rounds when SndUna passes the SndNxt of the round's start).
+	SndUna, SndNxt uint64
+	// Delivered is the total bytes acknowledged so far (cumulative and
+	// SACKed), this ACK included.
+	Delivered int64
+	// CwndLimited: the sender had data to send and was stopped by cwnd
+	// since the previous ACK (Linux tcp_is_cwnd_limited).
+	CwndLimited bool
+	// Paced: the sender paces its packets (Linux HyStart does not halve its
+	// ACK-train threshold then).
+	Paced bool
 }
 
 // CongestionEvent tells a Controller to reduce its window.
@@ -191,73 +201,26 @@ func (s *SeqSpace) sent(seg Segment) {
 	}
 }
 
-// Config selects and parameterises the modules of one flow.
-type Config struct {
-	// CC names the Controller: "reno".
-	CC string
-	// Recovery names the Recovery: "reno" (cumulative ACK, 3 dup ACKs).
-	Recovery string
-	// MSS is the payload of a full segment in bytes.
-	MSS int64
-	// InitCwnd is the initial window in segments (RFC 6928 allows 10).
-	InitCwnd int64
-	// DupThresh is the duplicate-ACK threshold (RFC 5681: 3).
-	DupThresh int
+// TimedRecovery is a Recovery with timers of its own (RACK's reordering
+// timer, TLP's probe timeout). The sender arms a timer at Deadline() and
+// calls OnDeadline when it fires; sim.Never means none.
+type TimedRecovery interface {
+	Recovery
+	Deadline() sim.Time
+	OnDeadline(now sim.Time)
 }
 
-// DefaultConfig is Reno with cumulative-ACK recovery, RFC 6928's initial
-// window of 10 segments and 1460-byte segments.
-func DefaultConfig() Config {
-	return Config{CC: "reno", Recovery: "reno", MSS: 1460, InitCwnd: 10, DupThresh: 3}
+// Observer is read-only introspection for traces (cwnd.csv, cc trace).
+// Modules implement what they can; the zero value means "not applicable".
+type Observer interface {
+	// State names the controller's state: "slow-start",
+	// "congestion-avoidance", "recovery", ...
+	State() string
 }
 
-// Validate checks the names and the numbers.
-func (c *Config) Validate() error {
-	if _, err := NewController(*c); err != nil {
-		return err
-	}
-	if _, err := NewRecovery(*c, 1); err != nil {
-		return err
-	}
-	return nil
-}
-
-// ControllerNames lists the congestion controls NewController knows.
-var ControllerNames = []string{"reno"}
-
-// RecoveryNames lists the recoveries NewRecovery knows.
-var RecoveryNames = []string{"reno"}
-
-// NewController builds the Controller c names.
-func NewController(c Config) (Controller, error) {
-	if c.MSS <= 0 {
-		return nil, fmt.Errorf("mss: must be positive, got %d", c.MSS)
-	}
-	if c.InitCwnd <= 0 {
-		return nil, fmt.Errorf("init_cwnd: must be positive, got %d", c.InitCwnd)
-	}
-	switch c.CC {
-	case "reno":
-		return NewReno(c.MSS, c.InitCwnd), nil
-	}
-	return nil, fmt.Errorf("cc: unknown congestion control %q (known: %v)", c.CC, ControllerNames)
-}
-
-// NewRecovery builds the Recovery c names for a flow of size bytes.
-func NewRecovery(c Config, size uint64) (Recovery, error) {
-	if c.MSS <= 0 {
-		return nil, fmt.Errorf("mss: must be positive, got %d", c.MSS)
-	}
-	dt := c.DupThresh
-	if dt == 0 {
-		dt = 3
-	}
-	if dt < 1 {
-		return nil, fmt.Errorf("dup_thresh: must be at least 1, got %d", c.DupThresh)
-	}
-	switch c.Recovery {
-	case "reno":
-		return NewRenoRecovery(c.MSS, size, dt), nil
-	}
-	return nil, fmt.Errorf("recovery: unknown loss recovery %q (known: %v)", c.Recovery, RecoveryNames)
+// SlowStartExit is implemented by controllers that can say why slow start
+// ended (HyStart's ACK-train or delay test, CSS entry, loss, ...). It
+// returns "" while in slow start or when there is nothing to report.
+type SlowStartExit interface {
+	SlowStartExitReason() string
 }

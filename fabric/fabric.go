@@ -179,12 +179,14 @@ func New(cfg Config) (*Fabric, error) {
 // Done reports whether every flow with a local endpoint has finished.
 func (f *Fabric) Done() bool { return f.T.Done == f.T.Local }
 
-// RunUntil processes every event before horizon, or until the local flows
-// are all done. It returns the number of events processed.
+// RunUntil processes every event before horizon and returns the number of
+// events processed. A run does not stop when the flows finish: it drains
+// the events that remain (stray packets, timers), so that where it stops
+// does not depend on how the fabric is partitioned.
 func (f *Fabric) RunUntil(horizon sim.Time) uint64 {
 	e := f.Eng
 	start := e.Stats.Events
-	for !f.Done() {
+	for {
 		ev, ok := e.Next(horizon)
 		if !ok {
 			break
@@ -199,9 +201,6 @@ func (f *Fabric) RunUntil(horizon sim.Time) uint64 {
 func (f *Fabric) RunUntilBatch(horizon sim.Time, max int) bool {
 	e := f.Eng
 	for i := 0; i < max; i++ {
-		if f.Done() {
-			return false
-		}
 		ev, ok := e.Next(horizon)
 		if !ok {
 			return false
@@ -209,6 +208,21 @@ func (f *Fabric) RunUntilBatch(horizon sim.Time, max int) bool {
 		f.dispatch(&ev)
 	}
 	return true
+}
+
+// LastCompletion is the latest time a local flow finished, at the receiver
+// (last byte) or the sender (last ACK): the run's virtual end when every
+// flow finished. It is 0 when none did.
+func (f *Fabric) LastCompletion() sim.Time {
+	var t sim.Time
+	for i := range f.T.Records {
+		r := &f.T.Records[i]
+		if r.Finished {
+			t = max(t, r.Finish)
+		}
+		t = max(t, r.AckedAt)
+	}
+	return t
 }
 
 func (f *Fabric) dispatch(ev *sim.Event) {

@@ -180,12 +180,26 @@ type Sender struct {
 	rto  *cc.RTO
 	mss  int64
 
-	rtoAt      sim.Time // retransmission deadline; Never when disarmed
-	timerAt    sim.Time // time of the pending RTO timer event; Never if none
-	ecnRecover uint64   // no new ECN reduction until SndUna passes this
-	ecnReduced bool     // an ECN reduction happened (ecnRecover is valid)
-	cwrPending bool     // set CWR on the next data packet
-	done       bool
+	rtoAt       sim.Time // retransmission deadline; Never when disarmed
+	timerAt     sim.Time // time of the pending RTO timer event; Never if none
+	ecnRecover  uint64   // no new ECN reduction until SndUna passes this
+	ecnReduced  bool     // an ECN reduction happened (ecnRecover is valid)
+	cwrPending  bool     // set CWR on the next data packet
+	done        bool
+	cwndLimited bool  // trySend stopped on cwnd since the last ACK
+	delivered   int64 // bytes acknowledged so far
+
+	// Scratch events: passing pointers to locals through the module
+	// interfaces would make them escape, one allocation per ACK.
+	ai cc.AckInfo
+	ae cc.AckEvent
+	ce cc.CongestionEvent
+}
+
+// congestion tells the controller about congestion of the given kind.
+func (s *Sender) congestion(now sim.Time, kind cc.CongestionKind, flight int64) {
+	s.ce = cc.CongestionEvent{Now: now, Kind: kind, FlightSize: flight, MSS: s.mss}
+	s.cc.OnCongestion(&s.ce)
 }
 
 func newSender(cfg *Config, f *FlowSpec) (*Sender, error) {
@@ -215,6 +229,7 @@ func (s *Sender) trySend(h *Host, e *sim.Engine) {
 			break
 		}
 		if !seg.Force && s.cc.Cwnd()-s.rec.Pipe() < seg.Len {
+			s.cwndLimited = true
 			break
 		}
 		p := e.Pool.Alloc()
@@ -283,8 +298,7 @@ func (s *Sender) onRTOTimer(h *Host, e *sim.Engine) {
 	}
 	// RFC 6298 §5.4-5.6: retransmit from SndUna, back off, restart the timer.
 	h.T.Records[s.spec.ID].Timeouts++
-	s.cc.OnCongestion(&cc.CongestionEvent{Now: now, Kind: cc.CongRTO,
-		FlightSize: s.rec.FlightSize(), MSS: s.mss})
+	s.congestion(now, cc.CongRTO, s.rec.FlightSize())
 	s.rec.OnRTO(now)
 	s.rto.OnExpire()
 	s.rtoAt = sim.Never
@@ -301,8 +315,9 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	rec := &h.T.Records[s.spec.ID]
 	prior := s.rec.Pipe()
 	flight := s.rec.FlightSize()
-	ai := cc.AckInfo{Now: now, Ack: pkt.Ack, Sack: pkt.Sack[:pkt.NSack], DupCandidate: true}
-	v := s.rec.OnAck(&ai)
+	s.ai = cc.AckInfo{Now: now, Ack: pkt.Ack, Sack: pkt.Sack[:pkt.NSack], DupCandidate: true}
+	v := s.rec.OnAck(&s.ai)
+	s.delivered += v.Acked
 	var rtt sim.Time
 	if v.AdvancedUna && pkt.TSecr > 0 {
 		rtt = now - pkt.TSecr // RFC 7323 §4: the echoed timestamp is exact
@@ -316,16 +331,19 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	case v.ExitRecovery:
 		s.cc.OnRecoveryExit(now)
 	case v.EnterRecovery:
-		s.cc.OnCongestion(&cc.CongestionEvent{Now: now, Kind: cc.CongLoss, FlightSize: flight, MSS: s.mss})
+		s.congestion(now, cc.CongLoss, flight)
 		// A loss reduction counts as this window's reaction (RFC 3168 §6.1.2).
 		s.ecnRecover, s.ecnReduced = s.rec.SndNxt(), true
 	default:
-		s.cc.OnAck(&cc.AckEvent{Now: now, Acked: v.Acked, PriorInFlight: prior, RTT: rtt,
-			MinRTT: s.rto.MinRTT(), ECE: ece, InRecovery: s.rec.InRecovery(), MSS: s.mss})
+		s.ae = cc.AckEvent{Now: now, Acked: v.Acked, PriorInFlight: prior, RTT: rtt,
+			MinRTT: s.rto.MinRTT(), ECE: ece, InRecovery: s.rec.InRecovery(), MSS: s.mss,
+			SndUna: s.rec.SndUna(), SndNxt: s.rec.SndNxt(), Delivered: s.delivered,
+			CwndLimited: s.cwndLimited}
+		s.cc.OnAck(&s.ae)
 	}
 	// RFC 3168 §6.1.2: react to ECE at most once per window of data.
 	if cfg.ECN && ece && !s.rec.InRecovery() && (!s.ecnReduced || s.rec.SndUna() > s.ecnRecover) {
-		s.cc.OnCongestion(&cc.CongestionEvent{Now: now, Kind: cc.CongECN, FlightSize: s.rec.FlightSize(), MSS: s.mss})
+		s.congestion(now, cc.CongECN, s.rec.FlightSize())
 		s.ecnRecover, s.ecnReduced = s.rec.SndNxt(), true
 		s.cwrPending = true
 	}
@@ -336,6 +354,7 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 		h.T.flowDone(s.spec.ID)
 		return
 	}
+	s.cwndLimited = false
 	if v.AdvancedUna {
 		s.rtoAt = sim.Never
 		s.armRTO(h, e, now+s.rto.Timeout()) // RFC 6298 §5.3

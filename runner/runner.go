@@ -63,14 +63,15 @@ func Run(b *scenario.Built, opt Options) (*Result, error) {
 	}
 	r := &Result{Built: b, Fabric: f, End: f.Eng.Now()}
 	switch {
-	case f.Done():
-		r.StoppedBy = "flows-done"
 	case f.Eng.NextEventTime() != sim.Never:
 		r.End = limit
 		r.StoppedBy = "max_time"
 		if b.StopAt != sim.Never {
 			r.StoppedBy = "stop_at"
 		}
+	case f.Done():
+		r.End = f.LastCompletion()
+		r.StoppedBy = "flows-done"
 	default:
 		r.StoppedBy = "no-events"
 	}

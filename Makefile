@@ -1,0 +1,48 @@
+# lockstep: make help lists the targets.
+GO      ?= go
+PKGS    ?= ./...
+TIMEOUT ?= 20m
+
+.PHONY: help build run test test-race test-slow bench bench-smoke verify fmt vet tidy-check ci
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build bin/lockstep
+	$(GO) build -o bin/lockstep ./cmd/lockstep
+
+run: ## run the main example (examples/dumbbell.yaml) into out/dumbbell
+	$(GO) run ./cmd/lockstep run examples/dumbbell.yaml --out out/dumbbell
+
+test: ## the README's test command: verify, then every test with -race and -shuffle
+	$(MAKE) verify
+	$(GO) test -race -shuffle=on -timeout $(TIMEOUT) $(PKGS)
+
+test-race: ## every test with the race detector
+	$(GO) test -race -shuffle=on -timeout $(TIMEOUT) $(PKGS)
+
+test-slow: ## long soaks and big fabrics (build tag slow)
+	$(GO) test -tags slow -shuffle=on -timeout 60m $(PKGS)
+
+bench: ## all benchmarks with allocation counts
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+bench-smoke: ## every benchmark once, briefly (CI)
+	$(GO) test -run '^$$' -bench . -benchtime 100x $(PKGS)
+
+verify: fmt vet tidy-check ## gofmt, go vet, go mod tidy clean
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+tidy-check:
+	@cp go.mod /tmp/lockstep.go.mod.bak; cp go.sum /tmp/lockstep.go.sum.bak; \
+	$(GO) mod tidy; \
+	if ! cmp -s go.mod /tmp/lockstep.go.mod.bak || ! cmp -s go.sum /tmp/lockstep.go.sum.bak; then \
+	  echo "go mod tidy changes go.mod/go.sum"; cp /tmp/lockstep.go.mod.bak go.mod; cp /tmp/lockstep.go.sum.bak go.sum; exit 1; fi
+
+ci: test bench-smoke ## what .ci/run does
