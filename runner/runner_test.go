@@ -16,7 +16,7 @@ import (
 // runYAML builds and runs a scenario given as text.
 func runYAML(t *testing.T, text string) *runner.Result {
 	t.Helper()
-	b, err := scenario.Load("test.yaml", []byte(text), os.DirFS("../examples"))
+	b, err := scenario.Load("test.yaml", []byte(text), scenario.Dir("../examples"))
 	if err != nil {
 		t.Fatalf("scenario: %v", err)
 	}
@@ -49,7 +49,7 @@ func TestExamples_RunAndConservePackets(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := scenario.Load(f, data, os.DirFS(filepath.Dir(f)))
+			b, err := scenario.Load(f, data, scenario.Dir(filepath.Dir(f)))
 			if err != nil {
 				t.Fatalf("load: %v", err)
 			}

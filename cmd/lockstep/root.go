@@ -92,7 +92,7 @@ func loadScenario(path string, seed *uint64) (*scenario.Built, error) {
 	if seed != nil {
 		s.Seed = seed
 	}
-	b, err := scenario.Build(path, data, s, os.DirFS(filepath.Dir(path)))
+	b, err := scenario.Build(path, data, s, scenario.Dir(filepath.Dir(path)))
 	if err != nil {
 		return nil, badInput(err)
 	}
