@@ -265,8 +265,12 @@ func (l *loader) topology(t *Topology) (*topologies.Topology, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Buffers the file sets (Queue_Down/Queue_Up) stay; the rest get
+		// queue.buffer, as htsim's -q flag would. ECN, which .topo files
+		// cannot express, comes from queue.ecn everywhere.
+		topo.FillQueues(q)
 		for i := range topo.Links {
-			topo.Links[i].Queue = q
+			topo.Links[i].Queue.ECN = q.ECN
 		}
 		return topo, nil
 	case "graph":

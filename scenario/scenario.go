@@ -30,6 +30,7 @@ type Scenario struct {
 	Switch      Switch         `yaml:"switch"`
 	Workload    []Workload     `yaml:"workload" lockstep:"required"`
 	Impairments []Impairment   `yaml:"impairments"`
+	Placement   *Placement     `yaml:"placement"`
 }
 
 // Topology chooses one builder; the section named by Type must be present.

@@ -1,0 +1,105 @@
+// Package topologies builds fabrics as plain values: nodes (hosts and
+// switches), full-duplex links with their rate, delay and queue settings,
+// and the shortest-path forwarding sets that switches hash over. It does no
+// I/O beyond parsing the bytes it is given, and knows nothing of the engine.
+package topologies
+
+import (
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// NodeKind says whether a node is a host or a switch.
+type NodeKind uint8
+
+const (
+	kindInvalid NodeKind = iota
+	// Host is an end host with a NIC.
+	Host
+	// Switch is an output-queued switch.
+	Switch
+)
+
+func (k NodeKind) String() string {
+	switch k {
+	case Host:
+		return "host"
+	case Switch:
+		return "switch"
+	}
+	return "invalid"
+}
+
+// Node is a host or a switch.
+type Node struct {
+	Name string
+	Kind NodeKind
+	// Tier: 0 for hosts, 1 for ToR/leaf switches, 2 for aggregation/spine,
+	// 3 for core. Explicit graphs may use any value.
+	Tier int
+	// Latency is a switch's fixed forwarding latency (htsim's
+	// Switch_Latency_ns); it is added to the delay of the switch's
+	// outgoing links.
+	Latency sim.Time
+}
+
+// ECNMode selects how a switch port marks ECN-capable packets.
+type ECNMode uint8
+
+const (
+	// ECNOff never marks.
+	ECNOff ECNMode = iota
+	// ECNStep marks when the queue holds more than K bytes on arrival
+	// (DCTCP-style step threshold).
+	ECNStep
+	// ECNRED marks with probability rising linearly from 0 at Min bytes to
+	// PMax at Max bytes of instantaneous queue, and always above Max.
+	ECNRED
+)
+
+// ECNConfig is a port's marking rule.
+type ECNConfig struct {
+	Mode ECNMode
+	K    int64   // ECNStep threshold, bytes
+	Min  int64   // ECNRED lower threshold, bytes
+	Max  int64   // ECNRED upper threshold, bytes
+	PMax float64 // ECNRED marking probability at Max
+}
+
+// QueueConfig is the output queue of a switch port.
+type QueueConfig struct {
+	Buffer int64 // bytes; a packet that does not fit is dropped (drop-tail)
+	ECN    ECNConfig
+}
+
+// Link is a full-duplex link between nodes A and B. The same rate, delay
+// and queue settings apply in both directions; the queue settings apply at
+// whichever ends are switches (hosts have their own NIC queue).
+type Link struct {
+	A, B  int
+	Rate  sim.Bandwidth
+	Delay sim.Time
+	Queue QueueConfig
+	// Tier is the tier of the upper end (1 for host-ToR links, 2 for
+	// ToR-agg, 3 for agg-core), for per-tier settings and reports.
+	Tier int
+}
+
+// Port is one end of a link as seen from a node: port i of a node is the
+// i-th link (in Links order) that touches it.
+type Port struct {
+	Link int // index into Topology.Links
+	Peer int // node at the other end
+}
+
+// Topology is a fabric. Host i is node Hosts[i]; hosts are numbered in the
+// order the builder created them.
+type Topology struct {
+	Name  string
+	Nodes []Node
+	Links []Link
+	Hosts []int
+
+	// cache holds the port index and routes derived from the fields
+	// above, built once on first use (see Ports).
+	cache *topoCache
+}
