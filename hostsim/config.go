@@ -54,13 +54,62 @@ type Config struct {
 	ECN     bool
 	Echo    ECNEcho
 	Entropy EntropyMode
+	// SACK makes receivers send SACK blocks (RFC 2018).
+	SACK bool
+	// DelAck configures delayed ACKs at receivers.
+	DelAck DelAckConfig
+	// TSOSegments is the burst size in segments: the sender defers sending
+	// until the window has room for a burst of this many segments, as
+	// Linux's tcp_tso_should_defer does, and the burst leaves back to back
+	// (0 or 1: no bursts).
+	TSOSegments int
+	// Pacing spaces the sender's bursts at Linux's pacing rate.
+	Pacing PacingConfig
+	// RWnd is the receive window in bytes (0: unlimited).
+	RWnd int64
+	// Trace records a cwnd time series for the flows it selects.
+	Trace TraceConfig
+}
+
+// DelAckConfig is the receivers' delayed-ACK policy (RFC 5681 §4.2, RFC
+// 1122 §4.2.3.2, Linux's __tcp_ack_snd_check).
+type DelAckConfig struct {
+	Enabled bool
+	// Count: ACK at least every Count full segments (RFC 5681: 2).
+	Count int
+	// Timeout: ACK at most this long after the first unacknowledged
+	// segment (Linux TCP_DELACK_MIN is 40 ms; RFC 5681 allows up to 500 ms).
+	Timeout sim.Time
+	// QuickAcks: the first QuickAcks segments of a flow are acknowledged at
+	// once (Linux's quick-ACK mode at connection start).
+	QuickAcks int
+}
+
+// PacingConfig follows Linux tcp_update_pacing_rate: rate = ratio * cwnd /
+// srtt with ratio SSRatio while cwnd < ssthresh/2 and CARatio after.
+type PacingConfig struct {
+	Enabled bool
+	SSRatio float64 // Linux tcp_pacing_ss_ratio: 2.0
+	CARatio float64 // Linux tcp_pacing_ca_ratio: 1.2
+}
+
+// TraceConfig selects the flows whose cwnd is recorded (cwnd.csv).
+type TraceConfig struct {
+	// All records every flow; otherwise Flows lists the ids.
+	All   bool
+	Flows []int32
+	// Interval keeps at most one sample per flow per interval, events
+	// (slow-start exit, fast retransmit, RTO) excepted (0: every change).
+	Interval sim.Time
 }
 
 // DefaultConfig: Reno, RFC 6298 RTO with a 200 ms minimum, 1500-byte MTU
 // with 64 bytes of headers, 64-byte ACKs, ECN off.
 func DefaultConfig() Config {
 	c := Config{CC: cc.DefaultConfig(), RTO: cc.DefaultRTOConfig(), MTU: 1500, Header: 64,
-		AckSize: 64, Echo: EchoRFC3168, Entropy: EntropyFlow}
+		AckSize: 64, Echo: EchoRFC3168, Entropy: EntropyFlow,
+		DelAck: DelAckConfig{Count: 2, Timeout: 40 * sim.Millisecond},
+		Pacing: PacingConfig{SSRatio: 2.0, CARatio: 1.2}}
 	c.CC.MSS = c.MTU - c.Header
 	return c
 }
@@ -88,6 +137,26 @@ func (c *Config) Validate() error {
 	}
 	if c.Entropy != EntropyFlow && c.Entropy != EntropyRandom {
 		return fmt.Errorf("entropy: invalid mode %d", c.Entropy)
+	}
+	if d := &c.DelAck; d.Enabled {
+		if d.Count < 1 {
+			return fmt.Errorf("delayed_ack.count: must be at least 1, got %d", d.Count)
+		}
+		if d.Timeout <= 0 {
+			return fmt.Errorf("delayed_ack.timeout: must be positive, got %v", d.Timeout)
+		}
+		if d.QuickAcks < 0 {
+			return fmt.Errorf("delayed_ack.quickacks: must not be negative, got %d", d.QuickAcks)
+		}
+	}
+	if c.TSOSegments < 0 {
+		return fmt.Errorf("tso_segments: must not be negative, got %d", c.TSOSegments)
+	}
+	if p := &c.Pacing; p.Enabled && (p.SSRatio <= 0 || p.CARatio <= 0) {
+		return fmt.Errorf("pacing: ratios must be positive, got ss %v and ca %v", p.SSRatio, p.CARatio)
+	}
+	if c.RWnd < 0 {
+		return fmt.Errorf("rwnd: must not be negative, got %d", c.RWnd)
 	}
 	return nil
 }

@@ -37,6 +37,24 @@ func WriteFCT(w io.Writer, flows []hostsim.FlowSpec, recs []hostsim.FlowRecord) 
 	return bw.Flush()
 }
 
+// CwndHeader is the first line of cwnd.csv.
+const CwndHeader = "time_ns,flow,cwnd_bytes,ssthresh_bytes,srtt_ns,min_rtt_ns,state,event"
+
+// WriteCwnd writes cwnd.csv from rows sorted by time, then flow.
+func WriteCwnd(w io.Writer, rows []hostsim.CwndRow) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, CwndHeader)
+	for _, r := range rows {
+		ss := fmt.Sprint(r.Ssthresh)
+		if r.Ssthresh >= 1<<60 {
+			ss = "" // still "arbitrarily high" (RFC 5681 §3.1)
+		}
+		fmt.Fprintf(bw, "%s,%d,%d,%s,%s,%s,%s,%s\n", r.Time.NsString(), r.Flow, r.Cwnd, ss,
+			r.SRTT.NsString(), r.MinRTT.NsString(), r.State, r.Event)
+	}
+	return bw.Flush()
+}
+
 // QueueRow is one switch port's counters.
 type QueueRow struct {
 	Switch    string

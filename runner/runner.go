@@ -3,10 +3,13 @@
 package runner
 
 import (
+	"cmp"
 	"io"
 	"path/filepath"
+	"slices"
 
 	"github.com/lockstep-sim/lockstep/fabric"
+	"github.com/lockstep-sim/lockstep/hostsim"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/scenario"
 	"github.com/lockstep-sim/lockstep/sim"
@@ -149,6 +152,20 @@ func (r *Result) WriteDir(dir string, perf results.Perf) error {
 		return results.WriteQueues(w, rows)
 	}); err != nil {
 		return err
+	}
+	if log := f.T.CwndLog; len(log) > 0 {
+		rows := slices.Clone(log)
+		slices.SortStableFunc(rows, func(a, b hostsim.CwndRow) int {
+			if a.Time != b.Time {
+				return cmp.Compare(a.Time, b.Time)
+			}
+			return cmp.Compare(a.Flow, b.Flow)
+		})
+		if err := results.WriteFileAtomic(filepath.Join(dir, "cwnd.csv"), func(w io.Writer) error {
+			return results.WriteCwnd(w, rows)
+		}); err != nil {
+			return err
+		}
 	}
 	s := r.Summary()
 	s.Perf = perf

@@ -116,6 +116,9 @@ func Build(file string, data []byte, s *Scenario, fsys fs.FS) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o := s.Output.Cwnd; o != nil {
+		tc.Trace = hostsim.TraceConfig{All: o.All || len(o.Flows) == 0, Flows: o.Flows, Interval: sim.Time(o.Interval)}
+	}
 	fwd, err := switchsim.ParseForwarding(s.Switch.Forwarding)
 	if err != nil {
 		return nil, l.errf("switch.forwarding", "%v", err)
@@ -395,6 +398,31 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 	default:
 		return c, l.errf("transport.ecn_echo", "unknown mode %q (known: rfc3168, per-packet)", t.ECNEcho)
 	}
+	c.SACK = c.CC.Recovery == "sack" || c.CC.Recovery == "rack"
+	if t.SACK != nil {
+		c.SACK = *t.SACK
+	}
+	if d := t.DelayedAck; d != nil {
+		c.DelAck.Enabled = true
+		if d.Count != 0 {
+			c.DelAck.Count = d.Count
+		}
+		if d.Timeout != 0 {
+			c.DelAck.Timeout = sim.Time(d.Timeout)
+		}
+		c.DelAck.QuickAcks = d.QuickAcks
+	}
+	c.TSOSegments = t.TSOSegments
+	if p := t.Pacing; p != nil {
+		c.Pacing.Enabled = true
+		if p.SSRatio != 0 {
+			c.Pacing.SSRatio = p.SSRatio
+		}
+		if p.CARatio != 0 {
+			c.Pacing.CARatio = p.CARatio
+		}
+	}
+	c.RWnd = int64(t.RWnd)
 	if err := c.Validate(); err != nil {
 		return c, l.errf("transport", "%v", err)
 	}

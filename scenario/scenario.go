@@ -30,6 +30,7 @@ type Scenario struct {
 	Switch      Switch         `yaml:"switch"`
 	Workload    []Workload     `yaml:"workload" lockstep:"required"`
 	Impairments []Impairment   `yaml:"impairments"`
+	Output      Output         `yaml:"output"`
 	Placement   *Placement     `yaml:"placement"`
 }
 
@@ -136,6 +137,43 @@ type Transport struct {
 	RTO       RTO         `yaml:"rto"`
 	ECN       bool        `yaml:"ecn"`      // ECT data packets, react to ECE
 	ECNEcho   string      `yaml:"ecn_echo"` // rfc3168 (default) or per-packet
+	// SACK makes receivers send SACK blocks (default: on when the
+	// recovery uses them).
+	SACK *bool `yaml:"sack"`
+	// DelayedAck configures receivers' delayed ACKs (default off).
+	DelayedAck *DelayedAck `yaml:"delayed_ack"`
+	// TSOSegments: senders emit bursts of up to this many segments.
+	TSOSegments int `yaml:"tso_segments"`
+	// Pacing: senders pace at Linux's rate (ratio * cwnd / srtt).
+	Pacing *Pacing `yaml:"pacing"`
+	// RWnd is the receive window (default unlimited).
+	RWnd yamlx.Size `yaml:"rwnd"`
+}
+
+// DelayedAck is the receivers' delayed-ACK policy.
+type DelayedAck struct {
+	Count     int            `yaml:"count"`     // default 2 (RFC 5681 §4.2)
+	Timeout   yamlx.Duration `yaml:"timeout"`   // default 40ms (Linux TCP_DELACK_MIN)
+	QuickAcks int            `yaml:"quickacks"` // default 0
+}
+
+// Pacing is Linux's pacing: rate = ratio * cwnd / srtt.
+type Pacing struct {
+	SSRatio float64 `yaml:"ss_ratio"` // default 2.0 (tcp_pacing_ss_ratio)
+	CARatio float64 `yaml:"ca_ratio"` // default 1.2 (tcp_pacing_ca_ratio)
+}
+
+// Output asks for optional outputs.
+type Output struct {
+	// Cwnd records cwnd.csv for these flows (all, or a list of ids).
+	Cwnd *CwndOutput `yaml:"cwnd"`
+}
+
+// CwndOutput selects the traced flows.
+type CwndOutput struct {
+	All      bool           `yaml:"all"`
+	Flows    []int32        `yaml:"flows"`
+	Interval yamlx.Duration `yaml:"interval"`
 }
 
 // RTO configures the retransmission timeout.

@@ -1,0 +1,210 @@
+package hostsim
+
+import "github.com/lockstep-sim/lockstep/sim"
+
+// interval is a received byte range [start, end) beyond rcvNxt; stamp says
+// how recently it grew (for the order of SACK blocks).
+type interval struct {
+	start, end uint64
+	stamp      uint64
+}
+
+// Receiver is the receiving endpoint of a flow: it reassembles data,
+// acknowledges it (at once or delayed), echoes ECN and reports SACK blocks.
+type Receiver struct {
+	flow      int32
+	size      uint64
+	rcvNxt    uint64
+	ooo       []interval // sorted, disjoint, all above rcvNxt
+	stamp     uint64
+	ceLatched bool // RFC 3168 echo state
+	ceState   bool // RFC 8257 §3.2 DCTCP.CE
+	done      bool
+
+	unacked       int      // data packets since the last ACK
+	tsRecent      sim.Time // TSval to echo: earliest unacknowledged (RFC 7323 §4.3)
+	tsSet         bool
+	quick         int      // quick ACKs left
+	delackAt      sim.Time // delayed-ACK deadline; Never when none
+	delackTimerAt sim.Time // time of the pending timer event; Never if none
+}
+
+func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
+	cfg := &h.T.Cfg
+	now := e.Now()
+	ce := pkt.Flags&sim.FlagCE != 0
+	if cfg.Echo == EchoPerPacket && cfg.DelAck.Enabled && ce != r.ceState && r.unacked > 0 {
+		// RFC 8257 §3.2: when the CE state changes, acknowledge what
+		// arrived before at once, with the old state.
+		r.sendAck(h, e, pkt, r.ceState)
+	}
+	r.ceState = ce
+	// RFC 3168 §6.1.3: CWR ends the echo; a CE mark (re)starts it.
+	if pkt.Flags&sim.FlagCWR != 0 {
+		r.ceLatched = false
+	}
+	if ce {
+		r.ceLatched = true
+	}
+	end := pkt.Seq + uint64(pkt.Payload)
+	prev := r.rcvNxt
+	hadHoles := len(r.ooo) > 0
+	dup := end <= r.rcvNxt
+	outOfOrder := pkt.Seq > r.rcvNxt
+	r.accept(pkt.Seq, end)
+	if !r.tsSet {
+		r.tsRecent, r.tsSet = pkt.TSval, true
+	}
+	r.unacked++
+	rec := &h.T.Records[pkt.Flow]
+	rec.BytesReceived = r.rcvNxt
+	if !r.done && r.rcvNxt >= r.size {
+		r.done = true
+		rec.Finished = true
+		rec.Finish = now
+		h.T.flowDone(pkt.Flow)
+	}
+	echo := r.ceLatched
+	if cfg.Echo == EchoPerPacket {
+		echo = ce
+	}
+	d := &cfg.DelAck
+	// RFC 5681 §4.2: ACK out-of-order segments and those that fill a gap
+	// at once, and at least every second full-sized segment.
+	if !d.Enabled || dup || outOfOrder || (hadHoles && r.rcvNxt > prev) || r.unacked >= d.Count || r.quick > 0 || r.done {
+		if r.quick > 0 {
+			r.quick--
+		}
+		r.sendAck(h, e, pkt, echo)
+		return
+	}
+	if r.delackAt == sim.Never {
+		r.delackAt = now + d.Timeout
+		r.armDelAck(h, e)
+	}
+}
+
+func (r *Receiver) armDelAck(h *Host, e *sim.Engine) {
+	if r.delackTimerAt <= r.delackAt {
+		return
+	}
+	r.delackTimerAt = r.delackAt
+	e.Schedule(h.ID, r.delackAt, timerArg(r.flow, timerDelAck), sim.NoPacket)
+}
+
+func (r *Receiver) onDelAckTimer(h *Host, e *sim.Engine) {
+	now := e.Now()
+	if now != r.delackTimerAt {
+		return
+	}
+	r.delackTimerAt = sim.Never
+	switch {
+	case r.delackAt == sim.Never:
+	case now < r.delackAt:
+		r.armDelAck(h, e)
+	case r.unacked > 0:
+		echo := r.ceLatched
+		if h.T.Cfg.Echo == EchoPerPacket {
+			echo = r.ceState
+		}
+		r.sendAck(h, e, nil, echo)
+	}
+}
+
+// sendAck acknowledges everything received so far. pkt is the data packet
+// that triggered it (nil for the delayed-ACK timer).
+func (r *Receiver) sendAck(h *Host, e *sim.Engine, pkt *sim.Packet, echo bool) {
+	cfg := &h.T.Cfg
+	f := &h.T.Flows[r.flow]
+	a := e.Pool.Alloc()
+	ack := e.Pool.Get(a)
+	ack.ID = e.NewPacketID(h.ID)
+	ack.Flow = r.flow
+	ack.SrcHost, ack.DstHost = int32(f.Dst), int32(f.Src)
+	ack.DstPort = uint16(f.ID)
+	ack.SrcPort = uint16(f.ID>>16) ^ 5201
+	ack.Proto = 6
+	if pkt != nil {
+		ack.Entropy = pkt.Entropy
+		ack.Seq = pkt.Seq
+	} else {
+		ack.Entropy = uint16(sim.Mix64(uint64(f.ID)))
+	}
+	ack.Flags = sim.FlagAck
+	if echo {
+		ack.Flags |= sim.FlagECE
+	}
+	ack.Ack = r.rcvNxt
+	ack.Size = int32(cfg.AckSize)
+	ack.TSval = e.Now()
+	ack.TSecr = r.tsRecent
+	if cfg.SACK {
+		r.fillSack(ack)
+	}
+	r.unacked = 0
+	r.tsSet = false
+	r.delackAt = sim.Never
+	h.send(e, a)
+}
+
+// fillSack writes up to MaxSackBlocks blocks, most recently changed first
+// (RFC 2018 §4: the first block holds the segment that triggered the ACK).
+func (r *Receiver) fillSack(ack *sim.Packet) {
+	var last uint64 = ^uint64(0)
+	n := 0
+	for n < sim.MaxSackBlocks {
+		best := -1
+		for i := range r.ooo {
+			st := r.ooo[i].stamp
+			if st < last && (best < 0 || st > r.ooo[best].stamp) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		ack.Sack[n] = sim.SackBlock{Start: r.ooo[best].start, End: r.ooo[best].end}
+		last = r.ooo[best].stamp
+		n++
+	}
+	ack.NSack = uint8(n)
+}
+
+// accept records bytes [s, t) as received.
+func (r *Receiver) accept(s, t uint64) {
+	if t <= r.rcvNxt {
+		return
+	}
+	r.stamp++
+	if s <= r.rcvNxt {
+		r.rcvNxt = t
+		// Absorb out-of-order ranges now contiguous.
+		i := 0
+		for ; i < len(r.ooo) && r.ooo[i].start <= r.rcvNxt; i++ {
+			if r.ooo[i].end > r.rcvNxt {
+				r.rcvNxt = r.ooo[i].end
+			}
+		}
+		r.ooo = r.ooo[:copy(r.ooo, r.ooo[i:])]
+		return
+	}
+	// Insert [s, t) into the sorted list, merging overlaps.
+	i := 0
+	for i < len(r.ooo) && r.ooo[i].end < s {
+		i++
+	}
+	j := i
+	for j < len(r.ooo) && r.ooo[j].start <= t {
+		s = min(s, r.ooo[j].start)
+		t = max(t, r.ooo[j].end)
+		j++
+	}
+	if i == j {
+		r.ooo = append(r.ooo, interval{})
+		copy(r.ooo[i+1:], r.ooo[i:])
+		r.ooo[i] = interval{s, t, r.stamp}
+		return
+	}
+	r.ooo[i] = interval{s, t, r.stamp}
+	r.ooo = append(r.ooo[:i+1], r.ooo[j:]...)
+}

@@ -1,0 +1,61 @@
+package runner_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-sim/lockstep/results"
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+func oneFlow(hostRate, bnRate, delay, bnBuffer, transport, size string) string {
+	return `
+topology:
+  type: dumbbell
+  dumbbell:
+    senders: 1
+    receivers: 1
+    host: {rate: ` + hostRate + `, delay: ` + delay + `, buffer: 4MiB}
+    bottleneck: {rate: ` + bnRate + `, delay: ` + delay + `, buffer: ` + bnBuffer + `}
+transport: ` + transport + `
+workload:
+  - type: flows
+    flows: [{src: 0, dst: 1, size: ` + size + `}]
+`
+}
+
+func TestReceiveWindow_LimitsRateToRwndPerRTT(t *testing.T) {
+	// 20 segments of 1436 B per round trip of 60 us propagation plus three
+	// 120 ns serialisations of data and three 5.12 ns of ACK.
+	r := runYAML(t, oneFlow("100Gbps", "100Gbps", "10us", "4MiB", "{rwnd: 28720, init_cwnd: 100}", "10MB"))
+	rec := r.Fabric.T.Records[0]
+	rtt := 60*sim.Microsecond + 3*120*sim.Nanosecond + 3*5120*sim.Picosecond
+	want := 28720 / rtt.Seconds() // bytes per second
+	got := 10e6 / rec.Finish.Seconds()
+	if got < 0.95*want || got > 1.01*want {
+		t.Fatalf("rate %.3f Gb/s, want rwnd/RTT = %.3f Gb/s (within -5%%/+1%%)", got*8/1e9, want*8/1e9)
+	}
+}
+
+func TestCwndTrace_RecordsEvents(t *testing.T) {
+	r := runYAML(t, oneFlow("100Gbps", "10Gbps", "5us", "64KiB", "{rto: {min: 1ms}}", "5MB")+"output: {cwnd: {all: true}}\n")
+	dir := t.TempDir()
+	if err := r.WriteDir(dir, results.Perf{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cwnd.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if !strings.HasPrefix(text, results.CwndHeader+"\n") {
+		t.Fatalf("cwnd.csv header: %q", strings.SplitN(text, "\n", 2)[0])
+	}
+	for _, w := range []string{",slow-start,", ",congestion-avoidance,", "fast-retransmit", ",recovery,"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("cwnd.csv lacks %q (a 64 KiB buffer must cause loss and recovery)", w)
+		}
+	}
+}
