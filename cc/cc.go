@@ -115,6 +115,17 @@ type AckInfo struct {
 	// DupCandidate: the ACK carries no data and no window update, so it
 	// can count as a duplicate (RFC 5681 §2's definition).
 	DupCandidate bool
+	// Echo is the first byte of the data packet this ACK answers; EchoValid
+	// says the receiver reports it (per-packet ACKs, as STrack's do).
+	Echo      uint64
+	EchoValid bool
+	// Nack: the ACK carries STrack's received bitmap. Bit i of Bitmap is
+	// set when segment (Ack/MSS)+i has arrived (bit 0, the next expected
+	// segment, is always clear).
+	Nack   bool
+	Bitmap uint64
+	// SRTT and MinRTT are the sender's estimates after this ACK's sample.
+	SRTT, MinRTT sim.Time
 }
 
 // AckVerdict is what a Recovery concluded from an ACK.

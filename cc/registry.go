@@ -14,6 +14,8 @@ type Config struct {
 	InitCwnd int64
 	// DupThresh is the duplicate-ACK threshold (RFC 5681: 3).
 	DupThresh int
+	// Strack parameterises the "strack" controller (nil: defaults).
+	Strack *StrackConfig
 }
 
 // DefaultConfig is Reno with cumulative-ACK recovery, RFC 6928's initial
@@ -34,10 +36,10 @@ func (c *Config) Validate() error {
 }
 
 // ControllerNames lists the congestion controls NewController knows.
-var ControllerNames = []string{"reno"}
+var ControllerNames = []string{"reno", "strack", "strack-sim"}
 
 // RecoveryNames lists the recoveries NewRecovery knows.
-var RecoveryNames = []string{"reno"}
+var RecoveryNames = []string{"reno", "strack"}
 
 // NewController builds the Controller c names.
 func NewController(c Config) (Controller, error) {
@@ -50,6 +52,17 @@ func NewController(c Config) (Controller, error) {
 	switch c.CC {
 	case "reno":
 		return NewReno(c.MSS, c.InitCwnd), nil
+	case "strack":
+		sc := DefaultStrackConfig(c.MSS)
+		if c.Strack != nil {
+			sc = *c.Strack
+		}
+		if err := strackCheck(sc); err != nil {
+			return nil, err
+		}
+		return NewStrack(sc, c.MSS, c.InitCwnd), nil
+	case "strack-sim":
+		return NewStrackSim(c.MSS, c.InitCwnd), nil
 	}
 	return nil, fmt.Errorf("cc: unknown congestion control %q (known: %v)", c.CC, ControllerNames)
 }
@@ -69,6 +82,8 @@ func NewRecovery(c Config, size uint64) (Recovery, error) {
 	switch c.Recovery {
 	case "reno":
 		return NewRenoRecovery(c.MSS, size, dt), nil
+	case "strack":
+		return NewStrackRecovery(c.MSS, size), nil
 	}
 	return nil, fmt.Errorf("recovery: unknown loss recovery %q (known: %v)", c.Recovery, RecoveryNames)
 }

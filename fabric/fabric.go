@@ -124,6 +124,13 @@ func New(cfg Config) (*Fabric, error) {
 	for hi, node := range t.Hosts {
 		hostOf[node] = int32(hi)
 	}
+	routes := t.Routes()
+	for i := range cfg.Flows {
+		f := &cfg.Flows[i]
+		if f.Src >= 0 && f.Src < len(t.Hosts) && f.Dst >= 0 && f.Dst < len(t.Hosts) {
+			f.Hops = pathHops(t, routes, t.Hosts[f.Src], f.Dst)
+		}
+	}
 	tr, err := hostsim.NewTransport(cfg.Transport, cfg.Flows, func(h int) bool { return local(t.Hosts[h]) })
 	if err != nil {
 		return nil, err
@@ -174,6 +181,21 @@ func New(cfg Config) (*Fabric, error) {
 		}
 	}
 	return f, nil
+}
+
+// pathHops counts the links from node src to host dst along the first
+// equal-cost port at each hop (all equal-cost paths have the same length).
+func pathHops(t *topologies.Topology, r *topologies.Routes, src, dst int) int {
+	hops, node := 0, src
+	for node != t.Hosts[dst] && hops <= len(t.Nodes) {
+		next := r.Next(node, dst)
+		if len(next) == 0 {
+			return 0
+		}
+		node = t.Ports(node)[next[0]].Peer
+		hops++
+	}
+	return hops
 }
 
 // Done reports whether every flow with a local endpoint has finished.

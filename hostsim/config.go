@@ -69,6 +69,9 @@ type Config struct {
 	RWnd int64
 	// Trace records a cwnd time series for the flows it selects.
 	Trace TraceConfig
+	// STrack, when set, makes the endpoints STrack's: per-packet ACKs
+	// echoing entropy and CE, NACK bitmaps, path manager entropies.
+	STrack *STrackConfig
 }
 
 // DelAckConfig is the receivers' delayed-ACK policy (RFC 5681 §4.2, RFC
@@ -155,6 +158,15 @@ func (c *Config) Validate() error {
 	if p := &c.Pacing; p.Enabled && (p.SSRatio <= 0 || p.CARatio <= 0) {
 		return fmt.Errorf("pacing: ratios must be positive, got ss %v and ca %v", p.SSRatio, p.CARatio)
 	}
+	if st := c.STrack; st != nil {
+		if st.Entropies < 1 || st.Entropies > 1<<15 {
+			return fmt.Errorf("strack.entropies: must be in [1, 32768], got %d", st.Entropies)
+		}
+		if st.Mode == PathSimRR && st.SkipTime <= 0 {
+			return fmt.Errorf("strack.skip_time: must be positive, got %v", st.SkipTime)
+		}
+		c.DelAck.Enabled = false // STrack ACKs every packet
+	}
 	if c.RWnd < 0 {
 		return fmt.Errorf("rwnd: must not be negative, got %d", c.RWnd)
 	}
@@ -168,6 +180,9 @@ type FlowSpec struct {
 	Dst   int // host index
 	Size  int64
 	Start sim.Time
+	// Hops is the number of links on the flow's path (set by the fabric;
+	// STrack's target delay scales with it).
+	Hops int
 }
 
 // FlowRecord is what a run reports per flow. The sender fills the send-side

@@ -24,9 +24,29 @@ type Receiver struct {
 	unacked       int      // data packets since the last ACK
 	tsRecent      sim.Time // TSval to echo: earliest unacknowledged (RFC 7323 §4.3)
 	tsSet         bool
-	quick         int      // quick ACKs left
-	delackAt      sim.Time // delayed-ACK deadline; Never when none
-	delackTimerAt sim.Time // time of the pending timer event; Never if none
+	quick         int         // quick ACKs left
+	delackAt      sim.Time    // delayed-ACK deadline; Never when none
+	delackTimerAt sim.Time    // time of the pending timer event; Never if none
+	lastAck       *sim.Packet // the ACK sendAck just queued (valid until the next event)
+}
+
+// bitmap is STrack's received bitmap: bit i is set when segment
+// rcvNxt/mss + i has fully arrived (bit 0 never is).
+func (r *Receiver) bitmap(mss int64) uint64 {
+	m := uint64(mss)
+	base := r.rcvNxt / m
+	var b uint64
+	for _, iv := range r.ooo {
+		for idx := (iv.start + m - 1) / m; idx-base < 64; idx++ {
+			if min((idx+1)*m, r.size) > iv.end {
+				break
+			}
+			if idx > base {
+				b |= 1 << (idx - base)
+			}
+		}
+	}
+	return b
 }
 
 func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
@@ -65,8 +85,18 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 		h.T.flowDone(pkt.Flow)
 	}
 	echo := r.ceLatched
-	if cfg.Echo == EchoPerPacket {
+	if cfg.Echo == EchoPerPacket || cfg.STrack != nil {
 		echo = ce
+	}
+	if cfg.STrack != nil {
+		// STrack: ACK every packet, echo its entropy and CE; an
+		// out-of-order arrival also carries the received bitmap (NACK).
+		r.sendAck(h, e, pkt, echo)
+		if outOfOrder {
+			r.lastAck.Flags |= sim.FlagNack
+			r.lastAck.Bitmap = r.bitmap(cfg.CC.MSS)
+		}
+		return
 	}
 	d := &cfg.DelAck
 	// RFC 5681 §4.2: ACK out-of-order segments and those that fill a gap
@@ -144,6 +174,7 @@ func (r *Receiver) sendAck(h *Host, e *sim.Engine, pkt *sim.Packet, echo bool) {
 	r.unacked = 0
 	r.tsSet = false
 	r.delackAt = sim.Never
+	r.lastAck = ack
 	h.send(e, a)
 }
 

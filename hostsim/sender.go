@@ -28,6 +28,10 @@ type Sender struct {
 	cwndLimited bool  // trySend stopped on cwnd since the last ACK
 	delivered   int64 // bytes acknowledged so far
 
+	pm        *PathManager // STrack's entropy choice; nil otherwise
+	lastHalve sim.Time     // PathSimRR: last all-paths-skipped halving
+	halved    bool
+
 	trace       bool
 	lastTraceAt sim.Time
 	lastCwnd    int64
@@ -55,6 +59,12 @@ func newSender(cfg *Config, f *FlowSpec) (*Sender, error) {
 		rtoAt: sim.Never, timerAt: sim.Never, recTimerAt: sim.Never, paceTimerAt: sim.Never,
 		lastTraceAt: -1}
 	s.timed, _ = rec.(cc.TimedRecovery)
+	if st, ok := ctl.(*cc.Strack); ok {
+		st.SetHops(f.Hops)
+	}
+	if cfg.STrack != nil {
+		s.pm = NewPathManager(*cfg.STrack, uint16(sim.Mix64(uint64(f.ID))))
+	}
 	return s, nil
 }
 
@@ -152,8 +162,10 @@ func (s *Sender) sendSegment(h *Host, e *sim.Engine, cfg *Config, rec *FlowRecor
 		pkt.Flags |= sim.FlagRetx
 		rec.Retransmits++
 	}
-	switch cfg.Entropy {
-	case EntropyRandom:
+	switch {
+	case s.pm != nil:
+		pkt.Entropy = s.pm.Pick(now, e.Rand(h.ID), s.rec.SndNxt() < uint64(s.cc.Cwnd()))
+	case cfg.Entropy == EntropyRandom:
 		pkt.Entropy = uint16(e.Rand(h.ID).Uint32())
 	default:
 		pkt.Entropy = uint16(sim.Mix64(uint64(s.spec.ID)))
@@ -252,11 +264,18 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	rec := &h.T.Records[s.spec.ID]
 	prior := s.rec.Pipe()
 	flight := s.rec.FlightSize()
-	s.ai = cc.AckInfo{Now: now, Ack: pkt.Ack, Sack: pkt.Sack[:pkt.NSack], DupCandidate: true}
+	s.ai = cc.AckInfo{Now: now, Ack: pkt.Ack, Sack: pkt.Sack[:pkt.NSack], DupCandidate: true,
+		SRTT: s.rto.SRTT(), MinRTT: s.rto.MinRTT()}
+	if s.pm != nil {
+		s.ai.Echo, s.ai.EchoValid = pkt.Seq, true
+		s.ai.Nack, s.ai.Bitmap = pkt.Flags&sim.FlagNack != 0, pkt.Bitmap
+	}
 	v := s.rec.OnAck(&s.ai)
 	s.delivered += v.Acked
 	var rtt sim.Time
-	if v.AdvancedUna && pkt.TSecr > 0 {
+	// Exact timestamps identify the transmission, so per-packet ACKs
+	// (STrack) give a sample for every packet newly acknowledged.
+	if (v.AdvancedUna || s.pm != nil && v.Acked > 0) && pkt.TSecr > 0 {
 		rtt = now - pkt.TSecr // RFC 7323 §4: the echoed timestamp is exact
 		s.rto.OnSample(rtt)
 	}
@@ -280,8 +299,17 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 			CwndLimited: s.cwndLimited, Paced: cfg.Pacing.Enabled}
 		s.cc.OnAck(&s.ae)
 	}
-	// RFC 3168 §6.1.2: react to ECE at most once per window of data.
-	if cfg.ECN && ece && !s.rec.InRecovery() && (!s.ecnReduced || s.rec.SndUna() > s.ecnRecover) {
+	if s.pm != nil {
+		// STrack: marks steer paths; STrack-Sim halves when every path is
+		// skipped, at most once per skip period.
+		all := s.pm.OnAck(now, pkt.Entropy, ece, s.cc.Cwnd()/s.mss)
+		if all && (!s.halved || now-s.lastHalve >= cfg.STrack.SkipTime) {
+			s.congestion(now, cc.CongECN, s.rec.FlightSize())
+			s.lastHalve, s.halved = now, true
+			event = "all-paths-skipped"
+		}
+	} else if cfg.ECN && ece && !s.rec.InRecovery() && (!s.ecnReduced || s.rec.SndUna() > s.ecnRecover) {
+		// RFC 3168 §6.1.2: react to ECE at most once per window of data.
 		s.congestion(now, cc.CongECN, s.rec.FlightSize())
 		s.ecnRecover, s.ecnReduced = s.rec.SndNxt(), true
 		s.cwrPending = true

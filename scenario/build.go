@@ -423,6 +423,62 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 		}
 	}
 	c.RWnd = int64(t.RWnd)
+	strackCC := c.CC.CC == "strack" || c.CC.CC == "strack-sim"
+	if t.STrack != nil && !strackCC {
+		return c, l.errf("transport.strack", "only for cc strack or strack-sim, not %q", c.CC.CC)
+	}
+	if strackCC {
+		if t.Recovery == "" {
+			c.CC.Recovery = "strack"
+		}
+		if c.CC.Recovery != "strack" {
+			return c, l.errf("transport.recovery", "cc %s needs recovery strack, got %q", c.CC.CC, c.CC.Recovery)
+		}
+		st := t.STrack
+		if st == nil {
+			st = &STrack{}
+		}
+		hc := hostsim.STrackConfig{Entropies: 256, SkipTime: 50 * sim.Microsecond}
+		mode := st.Paths
+		if mode == "" && c.CC.CC == "strack-sim" {
+			mode = "strack-sim"
+		}
+		m, err := hostsim.ParsePathMode(mode)
+		if err != nil {
+			return c, l.errf("transport.strack.paths", "%v", err)
+		}
+		hc.Mode = m
+		if st.Entropies != 0 {
+			hc.Entropies = st.Entropies
+		}
+		if st.SkipTime != 0 {
+			hc.SkipTime = sim.Time(st.SkipTime)
+		}
+		c.STrack = &hc
+		sc := cc.DefaultStrackConfig(c.MTU - c.Header)
+		if st.Alpha != nil {
+			sc.Alpha = *st.Alpha
+		}
+		if st.Beta != nil {
+			sc.Beta = *st.Beta
+		}
+		if st.MaxMDF != nil {
+			sc.MaxMDF = *st.MaxMDF
+		}
+		if st.BaseTarget != 0 {
+			sc.BaseTarget = sim.Time(st.BaseTarget)
+		}
+		if st.PerHop != nil {
+			sc.PerHop = sim.Time(*st.PerHop)
+		}
+		if st.MinCwnd != 0 {
+			sc.MinCwnd = int64(st.MinCwnd)
+		}
+		if st.MaxCwnd != 0 {
+			sc.MaxCwnd = int64(st.MaxCwnd)
+		}
+		c.CC.Strack = &sc
+	}
 	if err := c.Validate(); err != nil {
 		return c, l.errf("transport", "%v", err)
 	}

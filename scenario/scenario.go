@@ -148,6 +148,23 @@ type Transport struct {
 	Pacing *Pacing `yaml:"pacing"`
 	// RWnd is the receive window (default unlimited).
 	RWnd yamlx.Size `yaml:"rwnd"`
+	// STrack configures STrack's endpoints (cc strack or strack-sim).
+	STrack *STrack `yaml:"strack"`
+}
+
+// STrack holds STrack's parameters; docs/scenario.md gives each default
+// and its source.
+type STrack struct {
+	Paths      string          `yaml:"paths"`     // skip (default), reuse, strack-sim
+	Entropies  int             `yaml:"entropies"` // default 256
+	SkipTime   yamlx.Duration  `yaml:"skip_time"` // strack-sim: default 50us
+	Alpha      *float64        `yaml:"alpha"`
+	Beta       *float64        `yaml:"beta"`
+	MaxMDF     *float64        `yaml:"max_mdf"`
+	BaseTarget yamlx.Duration  `yaml:"base_target"`
+	PerHop     *yamlx.Duration `yaml:"per_hop"`
+	MinCwnd    yamlx.Size      `yaml:"min_cwnd"`
+	MaxCwnd    yamlx.Size      `yaml:"max_cwnd"`
 }
 
 // DelayedAck is the receivers' delayed-ACK policy.

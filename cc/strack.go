@@ -1,0 +1,430 @@
+package cc
+
+import (
+	"fmt"
+
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// STrack ("STrack: A Reliable Multipath Transport for AI/ML Clusters", Le
+// et al., 2024, arXiv 2407.15266) and the STrack-Sim variant. Sources:
+// the paper, and Broadcom/csg-htsim sim/strack.cpp (STrackSrc::adjust_cwnd,
+// handle_ack, doNextEvent, choose_route) for constants and formulas. The
+// public htsim code has adjust_cwnd disabled and its additive increase
+// assigns rather than adds; we add (docs/decisions.md).
+//
+// Loss recovery is per packet: every ACK names the packet it answers
+// (AckInfo.Echo), and an out-of-order arrival makes the receiver attach a
+// 64-bit received bitmap after the next expected packet (a NACK). The
+// sender retransmits exactly the holes, with an RTO as the last resort.
+// A hole is lost when the packet that revealed it was sent after the hole's
+// latest transmission; the sender dates each packet, so stale NACKs (sent
+// before a retransmission could land) do not repeat it.
+
+// segState is one segment's state in the STrack scoreboard.
+type segState struct {
+	sentAt sim.Time
+	acked  bool
+	lost   bool // presumed lost and queued for retransmission
+	retx   uint16
+}
+
+// StrackRecovery is STrack's per-packet loss recovery.
+//
+// Invariant: pipe is the payload bytes of segments sent (or resent) and
+// neither acknowledged nor presumed lost.
+type StrackRecovery struct {
+	SeqSpace
+	segs       sim.Ring[segState] // segment Una/MSS onward, up to Nxt
+	lost       sim.Ring[int64]    // segment indices to resend, in order
+	pipe       int64
+	inRecovery bool
+	recoverPt  uint64 // HighSent when the loss episode began
+	// Retransmissions counts segments resent because a NACK showed them
+	// missing; RTOResent those resent after a timeout.
+	Retransmissions, RTOResent uint64
+	// ReoWnd tolerates reordering: a hole counts as lost only if it was
+	// sent more than ReoWnd before the packet that overtook it (0: the
+	// published behaviour, every hole below a later packet is lost).
+	ReoWnd sim.Time
+}
+
+var _ Recovery = (*StrackRecovery)(nil)
+
+// NewStrackRecovery returns the recovery state for a flow of size bytes.
+func NewStrackRecovery(mss int64, size uint64) *StrackRecovery {
+	return &StrackRecovery{SeqSpace: SeqSpace{MSS: mss, End: size}}
+}
+
+func (r *StrackRecovery) segLen(idx int64) int64 {
+	start := uint64(idx) * uint64(r.MSS)
+	return int64(min(uint64(r.MSS), r.End-start))
+}
+
+// at returns the state of segment idx, or nil when it is below Una or not
+// sent yet.
+func (r *StrackRecovery) at(idx int64) *segState {
+	base := int64(r.Una / uint64(r.MSS))
+	if idx < base || idx-base >= int64(r.segs.Len()) {
+		return nil
+	}
+	return r.segs.At(int(idx - base))
+}
+
+// OnSent implements Recovery.OnSent.
+func (r *StrackRecovery) OnSent(now sim.Time, seg Segment) {
+	idx := int64(seg.Seq / uint64(r.MSS))
+	if seg.Seq == r.Nxt {
+		r.segs.Push(segState{sentAt: now})
+		r.sent(seg)
+		r.pipe += seg.Len
+		return
+	}
+	st := r.at(idx)
+	if st == nil || st.acked {
+		return
+	}
+	if st.lost {
+		st.lost = false
+		if r.lost.Len() > 0 && *r.lost.Front() == idx {
+			r.lost.Pop()
+		}
+	}
+	st.sentAt = now
+	st.retx++
+	r.pipe += seg.Len
+}
+
+// markAcked records that segment idx arrived.
+func (r *StrackRecovery) markAcked(idx int64) int64 {
+	st := r.at(idx)
+	if st == nil || st.acked {
+		return 0
+	}
+	st.acked = true
+	n := r.segLen(idx)
+	if !st.lost {
+		r.pipe -= n
+	} // a lost segment leaves the queue lazily, in Next
+	return n
+}
+
+// OnAck implements Recovery.OnAck.
+func (r *StrackRecovery) OnAck(ai *AckInfo) AckVerdict {
+	var v AckVerdict
+	// The echoed packet and the bitmap first, while their segments are
+	// still on the scoreboard. The echoed packet's send time dates the
+	// NACK: only holes (re)sent before it are known to be lost.
+	echoSent := sim.Time(-1)
+	if ai.EchoValid {
+		idx := int64(ai.Echo / uint64(r.MSS))
+		if st := r.at(idx); st != nil {
+			echoSent = st.sentAt
+		}
+		v.Acked += r.markAcked(idx)
+	}
+	wasLost := r.lost.Len()
+	if ai.Nack {
+		base := int64(ai.Ack / uint64(r.MSS))
+		top := -1
+		for i := 63; i >= 1; i-- {
+			if ai.Bitmap&(1<<uint(i)) != 0 {
+				top = i
+				break
+			}
+		}
+		for i := 0; i <= top; i++ {
+			idx := base + int64(i)
+			if ai.Bitmap&(1<<uint(i)) != 0 {
+				v.Acked += r.markAcked(idx)
+				continue
+			}
+			// A hole below a packet that arrived. It is lost when its
+			// latest transmission went out before the packet this ACK
+			// answers (as RACK reasons, RFC 8985 §6.2): a NACK dated
+			// before a retransmission must not repeat it.
+			st := r.at(idx)
+			if st == nil || st.acked || st.lost || st.sentAt+r.ReoWnd >= echoSent {
+				continue
+			}
+			st.lost = true
+			r.pipe -= r.segLen(idx)
+			r.lost.Push(idx)
+			r.Retransmissions++
+		}
+	}
+	if ack := min(ai.Ack, r.HighSent); ack > r.Una {
+		for r.Una < ack {
+			idx := int64(r.Una / uint64(r.MSS))
+			v.Acked += r.markAcked(idx)
+			r.segs.Pop()
+			r.Una = min(uint64(idx+1)*uint64(r.MSS), r.End)
+		}
+		if r.Nxt < r.Una {
+			r.Nxt = r.Una
+		}
+		v.AdvancedUna = true
+	}
+	if wasLost == 0 && r.lost.Len() > 0 && !r.inRecovery {
+		r.inRecovery = true
+		r.recoverPt = r.HighSent
+		v.EnterRecovery = true
+	}
+	if r.inRecovery && r.Una >= r.recoverPt {
+		r.inRecovery = false
+		v.ExitRecovery = !v.EnterRecovery
+	}
+	return v
+}
+
+// OnRTO implements Recovery.OnRTO: every segment still outstanding is
+// presumed lost and resent; segments known to have arrived are not.
+func (r *StrackRecovery) OnRTO(now sim.Time) {
+	r.lost = sim.Ring[int64]{}
+	base := int64(r.Una / uint64(r.MSS))
+	for i := 0; i < r.segs.Len(); i++ {
+		st := r.segs.At(i)
+		if st.acked {
+			continue
+		}
+		if !st.lost {
+			r.pipe -= r.segLen(base + int64(i))
+		}
+		st.lost = true
+		r.lost.Push(base + int64(i))
+		r.RTOResent++
+	}
+	r.inRecovery = false
+}
+
+// Next implements Recovery.Next: lost segments first, then new data.
+func (r *StrackRecovery) Next() (Segment, bool) {
+	for r.lost.Len() > 0 {
+		idx := *r.lost.Front()
+		st := r.at(idx)
+		if st == nil || st.acked || !st.lost {
+			r.lost.Pop() // acknowledged meanwhile
+			continue
+		}
+		return Segment{Seq: uint64(idx) * uint64(r.MSS), Len: r.segLen(idx), Retx: true}, true
+	}
+	return r.nextNew()
+}
+
+// Pipe implements Recovery.Pipe.
+func (r *StrackRecovery) Pipe() int64 { return r.pipe }
+
+// FlightSize implements Recovery.FlightSize.
+func (r *StrackRecovery) FlightSize() int64 { return int64(r.Nxt - r.Una) }
+
+// SndUna implements Recovery.SndUna.
+func (r *StrackRecovery) SndUna() uint64 { return r.Una }
+
+// SndNxt implements Recovery.SndNxt.
+func (r *StrackRecovery) SndNxt() uint64 { return r.Nxt }
+
+// InRecovery implements Recovery.InRecovery.
+func (r *StrackRecovery) InRecovery() bool { return r.inRecovery }
+
+// StrackConfig parameterises STrack's window control. Defaults and their
+// sources are in DefaultStrackConfig.
+type StrackConfig struct {
+	// Alpha is the additive-increase constant: per ACK with an RTT below
+	// the target, cwnd grows by Alpha*(target-srtt)/cwnd, with the times
+	// in picoseconds and cwnd in bytes (htsim's units).
+	Alpha float64
+	// Beta scales the multiplicative decrease: cwnd *= 1 -
+	// Beta*(rtt-target)/rtt, at most once per smoothed RTT ...
+	Beta float64
+	// MaxMDF floors it: cwnd never drops below (1-MaxMDF)*cwnd at once.
+	MaxMDF float64
+	// BaseTarget and PerHop make the target RTT: BaseTarget + hops*PerHop.
+	BaseTarget sim.Time
+	PerHop     sim.Time
+	// Hops is the flow's path length in links (set by the host).
+	Hops int
+	// MinCwnd and MaxCwnd clamp the window, in bytes.
+	MinCwnd, MaxCwnd int64
+	// RTXResetThreshold: after this many consecutive timeouts the window
+	// drops to MinCwnd.
+	RTXResetThreshold int
+}
+
+// DefaultStrackConfig has htsim's values (strack.cpp STrackSrc::STrackSrc):
+// alpha 0.25, beta 0.8, max_mdf 0.5, base target 20 us, h = base/6.55 per
+// hop, max cwnd 1000 packets, reset after 5 timeouts. htsim's min cwnd of 10
+// bytes relies on sub-packet pacing, which we do not model: our floor is one
+// segment.
+func DefaultStrackConfig(mss int64) StrackConfig {
+	return StrackConfig{Alpha: 0.25, Beta: 0.8, MaxMDF: 0.5, BaseTarget: 20 * sim.Microsecond,
+		PerHop: 3053435 * sim.Picosecond /* 20 us / 6.55 */, MinCwnd: mss, MaxCwnd: 1000 * mss,
+		RTXResetThreshold: 5}
+}
+
+// Strack is STrack's RTT-based window control. ECN marks steer paths (the
+// host's path manager) and do not touch the window.
+type Strack struct {
+	cfg      StrackConfig
+	mss      int64
+	cwnd     float64
+	srtt     sim.Time
+	lastDec  sim.Time
+	decayed  bool // a decrease happened (lastDec valid)
+	rxCount  int64
+	bdp      int64 // bytes acked in the last base RTT (0: invalid)
+	lastBDP  sim.Time
+	lastAck  sim.Time
+	timeouts int
+	state    string
+}
+
+var _ Controller = (*Strack)(nil)
+
+// NewStrack returns STrack's controller with an initial window of initCwnd
+// segments.
+func NewStrack(cfg StrackConfig, mss, initCwnd int64) *Strack {
+	return &Strack{cfg: cfg, mss: mss, cwnd: float64(initCwnd * mss), state: "window"}
+}
+
+func (s *Strack) target() sim.Time { return s.cfg.BaseTarget + sim.Time(s.cfg.Hops)*s.cfg.PerHop }
+
+func (s *Strack) canDecrease(now sim.Time) bool { return !s.decayed || now-s.lastDec >= s.srtt }
+
+func (s *Strack) decreaseTo(now sim.Time, w float64) {
+	s.cwnd = w
+	s.lastDec, s.decayed = now, true
+	s.clamp()
+}
+
+func (s *Strack) clamp() {
+	s.cwnd = min(max(s.cwnd, float64(s.cfg.MinCwnd)), float64(s.cfg.MaxCwnd))
+}
+
+// OnAck implements Controller.OnAck (htsim adjust_cwnd).
+func (s *Strack) OnAck(ev *AckEvent) {
+	now := ev.Now
+	if ev.Acked > 0 {
+		s.timeouts = 0
+		// Achieved BDP: bytes acknowledged per base (minimum) RTT.
+		s.rxCount += ev.Acked
+		if base := ev.MinRTT; base > 0 && now-s.lastBDP > base {
+			if now-s.lastAck < base {
+				s.bdp, s.rxCount = s.rxCount, 0
+			} else {
+				s.bdp, s.rxCount = 0, ev.Acked
+			}
+			s.lastBDP = now
+		}
+		s.lastAck = now
+	}
+	d := ev.RTT
+	if d <= 0 {
+		return
+	}
+	if s.srtt == 0 {
+		s.srtt = d
+	} else {
+		s.srtt = (7*s.srtt + d) / 8
+	}
+	tgt := s.target()
+	switch {
+	case d < tgt:
+		s.state = "increase"
+		s.cwnd += s.cfg.Alpha * float64(tgt-s.srtt) / s.cwnd
+		s.clamp()
+	case !s.canDecrease(now):
+	case d > 2*tgt && s.bdp > 0:
+		s.state = "fast-decrease"
+		s.decreaseTo(now, float64(s.bdp))
+	default:
+		s.state = "decrease"
+		f := max(1-s.cfg.Beta*float64(d-tgt)/float64(d), 1-s.cfg.MaxMDF)
+		s.decreaseTo(now, s.cwnd*f)
+	}
+}
+
+// OnCongestion implements Controller.OnCongestion: a loss episode cuts by
+// MaxMDF once per RTT (htsim handle_ack at the end of fast recovery); a
+// timeout too, and RTXResetThreshold timeouts in a row reset the window
+// (htsim doNextEvent). ECN does not change the window.
+func (s *Strack) OnCongestion(ev *CongestionEvent) {
+	switch ev.Kind {
+	case CongLoss:
+		if s.canDecrease(ev.Now) {
+			s.decreaseTo(ev.Now, s.cwnd*(1-s.cfg.MaxMDF))
+		}
+	case CongRTO:
+		s.timeouts++
+		if s.timeouts >= s.cfg.RTXResetThreshold {
+			s.decreaseTo(ev.Now, float64(s.cfg.MinCwnd))
+		} else if s.canDecrease(ev.Now) {
+			s.decreaseTo(ev.Now, s.cwnd*(1-s.cfg.MaxMDF))
+		}
+	}
+}
+
+// OnRecoveryExit implements Controller.OnRecoveryExit (no deflation: the
+// window is delay-driven).
+func (s *Strack) OnRecoveryExit(now sim.Time) {}
+
+// Cwnd implements Controller.Cwnd.
+func (s *Strack) Cwnd() int64 { return int64(s.cwnd) }
+
+// Ssthresh implements Controller.Ssthresh: STrack has no slow start.
+func (s *Strack) Ssthresh() int64 { return 0 }
+
+// State implements Observer.
+func (s *Strack) State() string { return s.state }
+
+// StrackSim is the window rule of the Rust STrack-Sim: +1 segment per
+// ACK of new data, halved (at least one segment) when the path manager
+// finds every path skipped, which the host reports as CongECN. Losses and
+// timeouts leave the window alone.
+type StrackSim struct {
+	mss  int64
+	cwnd int64
+}
+
+var _ Controller = (*StrackSim)(nil)
+
+// NewStrackSim returns the STrack-Sim controller.
+func NewStrackSim(mss, initCwnd int64) *StrackSim { return &StrackSim{mss: mss, cwnd: initCwnd * mss} }
+
+// OnAck implements Controller.OnAck.
+func (s *StrackSim) OnAck(ev *AckEvent) {
+	if ev.Acked > 0 {
+		s.cwnd += s.mss
+	}
+}
+
+// OnCongestion implements Controller.OnCongestion.
+func (s *StrackSim) OnCongestion(ev *CongestionEvent) {
+	if ev.Kind == CongECN {
+		s.cwnd = max(s.cwnd/2, s.mss)
+	}
+}
+
+// OnRecoveryExit implements Controller.OnRecoveryExit.
+func (s *StrackSim) OnRecoveryExit(now sim.Time) {}
+
+// Cwnd implements Controller.Cwnd.
+func (s *StrackSim) Cwnd() int64 { return s.cwnd }
+
+// Ssthresh implements Controller.Ssthresh.
+func (s *StrackSim) Ssthresh() int64 { return 0 }
+
+// State implements Observer.
+func (s *StrackSim) State() string { return "window" }
+
+func strackCheck(c StrackConfig) error {
+	if c.Alpha <= 0 || c.Beta <= 0 || c.MaxMDF <= 0 || c.MaxMDF >= 1 {
+		return fmt.Errorf("strack: need alpha > 0, beta > 0 and 0 < max_mdf < 1")
+	}
+	if c.MinCwnd <= 0 || c.MaxCwnd < c.MinCwnd {
+		return fmt.Errorf("strack: need 0 < min_cwnd <= max_cwnd")
+	}
+	return nil
+}
+
+// SetHops sets the flow's path length, which scales the target RTT.
+func (s *Strack) SetHops(h int) { s.cfg.Hops = h }

@@ -1,0 +1,147 @@
+package cc
+
+import (
+	"testing"
+
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+const sMSS = 1000
+
+// sendN sends n new segments at now.
+func sendN(t *testing.T, r *StrackRecovery, now sim.Time, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		seg, ok := r.Next()
+		if !ok || seg.Retx {
+			t.Fatalf("send %d: got %+v ok=%v, want new data", i, seg, ok)
+		}
+		r.OnSent(now+sim.Time(i), seg) // segment i leaves at now+i ps
+	}
+}
+
+func TestStrack_NackWithTwoHolesRetransmitsExactlyThoseTwo(t *testing.T) {
+	r := NewStrackRecovery(sMSS, 100*sMSS)
+	sendN(t, r, 0, 10)
+	// Segments 0 and 1 arrive; 2 and 5 are missing; 3, 4, 6 arrive. The
+	// ACK of segment 6 carries the bitmap after the next expected (2):
+	// bits 1 (seg 3), 2 (seg 4), 4 (seg 6).
+	now := 10 * sim.Microsecond
+	for _, seg := range []uint64{0, 1} {
+		r.OnAck(&AckInfo{Now: now, Ack: (seg + 1) * sMSS, Echo: seg * sMSS, EchoValid: true, MinRTT: sim.Microsecond})
+	}
+	v := r.OnAck(&AckInfo{Now: now, Ack: 2 * sMSS, Echo: 6 * sMSS, EchoValid: true, Nack: true,
+		Bitmap: 1<<1 | 1<<2 | 1<<4, MinRTT: sim.Microsecond})
+	if !v.EnterRecovery {
+		t.Fatalf("verdict %+v: want a loss episode to begin", v)
+	}
+	var resent []uint64
+	for {
+		seg, ok := r.Next()
+		if !ok || !seg.Retx {
+			break
+		}
+		resent = append(resent, seg.Seq/sMSS)
+		r.OnSent(now, seg)
+	}
+	if len(resent) != 2 || resent[0] != 2 || resent[1] != 5 {
+		t.Fatalf("retransmitted segments %v, want exactly [2 5]", resent)
+	}
+	// Pipe: 10 sent, 2 cumulatively acked, 3 acked by the bitmap, 1 by the
+	// echo (6), 2 lost and resent (back in flight): 10-2-3-1 = 4 segments
+	// (2, 5 resent; 7, 8, 9 outstanding ... minus none) -> 2 + 3 = 5? Count:
+	// outstanding = {2r, 5r, 7, 8, 9} = 5 segments.
+	if got := r.Pipe(); got != 5*sMSS {
+		t.Fatalf("pipe %d, want %d (segments 2, 5 resent and 7, 8, 9)", got, 5*sMSS)
+	}
+	// A second NACK right away (before the resends could land) must not
+	// resend them again.
+	r.OnAck(&AckInfo{Now: now + 1, Ack: 2 * sMSS, Echo: 7 * sMSS, EchoValid: true, Nack: true,
+		Bitmap: 1<<1 | 1<<2 | 1<<4 | 1<<5, MinRTT: sim.Microsecond})
+	if seg, ok := r.Next(); ok && seg.Retx {
+		t.Fatalf("a repeated NACK resent %d again within one RTT", seg.Seq/sMSS)
+	}
+}
+
+func TestStrack_CumulativeAckAcrossBitmapAckedSegments(t *testing.T) {
+	r := NewStrackRecovery(sMSS, 5*sMSS)
+	sendN(t, r, 0, 5)
+	r.OnAck(&AckInfo{Now: 1, Ack: 0, Echo: 3 * sMSS, EchoValid: true})
+	v := r.OnAck(&AckInfo{Now: 2, Ack: 5 * sMSS, Echo: 0, EchoValid: true})
+	if r.SndUna() != 5*sMSS || r.Pipe() != 0 || v.Acked != 4*sMSS {
+		t.Fatalf("una %d pipe %d acked %d, want 5000, 0 and 4000 (segment 3 was acked before)", r.SndUna(), r.Pipe(), v.Acked)
+	}
+}
+
+func TestStrack_RTOResendsOnlyWhatIsMissing(t *testing.T) {
+	r := NewStrackRecovery(sMSS, 6*sMSS)
+	sendN(t, r, 0, 6)
+	r.OnAck(&AckInfo{Now: 1, Ack: 0, Echo: 2 * sMSS, EchoValid: true})
+	r.OnAck(&AckInfo{Now: 1, Ack: 0, Echo: 4 * sMSS, EchoValid: true})
+	r.OnRTO(100)
+	var resent []uint64
+	for {
+		seg, ok := r.Next()
+		if !ok {
+			break
+		}
+		resent = append(resent, seg.Seq/sMSS)
+		r.OnSent(100, seg)
+	}
+	want := []uint64{0, 1, 3, 5}
+	if len(resent) != len(want) {
+		t.Fatalf("after the RTO resent %v, want %v", resent, want)
+	}
+	for i := range want {
+		if resent[i] != want[i] {
+			t.Fatalf("after the RTO resent %v, want %v", resent, want)
+		}
+	}
+}
+
+func TestStrackCC_AdditiveIncreaseProportionalToGap(t *testing.T) {
+	cfg := DefaultStrackConfig(sMSS)
+	s := NewStrack(cfg, sMSS, 10)
+	// First sample sets srtt = 5 us; target = 20 us (hops 0); per-ACK
+	// increase = 0.25 * (20e6 - 5e6) ps / 10000 B = 375 bytes.
+	s.OnAck(&AckEvent{Now: sim.Microsecond, Acked: sMSS, RTT: 5 * sim.Microsecond, MSS: sMSS})
+	if got := s.Cwnd(); got != 10375 {
+		t.Fatalf("cwnd %d, want 10375 (0.25*(target-srtt)/cwnd added)", got)
+	}
+}
+
+func TestStrackCC_MultiplicativeDecreaseOncePerRTT(t *testing.T) {
+	cfg := DefaultStrackConfig(sMSS)
+	s := NewStrack(cfg, sMSS, 100)
+	// RTT 25 us > target 20 us: cwnd *= max(1 - 0.8*5/25, 0.5) = 0.84.
+	s.OnAck(&AckEvent{Now: 100 * sim.Microsecond, Acked: sMSS, RTT: 25 * sim.Microsecond, MSS: sMSS})
+	if got := s.Cwnd(); got != 84000 {
+		t.Fatalf("cwnd %d, want 84000", got)
+	}
+	// Within one smoothed RTT: no second decrease.
+	s.OnAck(&AckEvent{Now: 110 * sim.Microsecond, Acked: sMSS, RTT: 25 * sim.Microsecond, MSS: sMSS})
+	if got := s.Cwnd(); got != 84000 {
+		t.Fatalf("cwnd %d after a second sample within an RTT, want 84000", got)
+	}
+	// A huge delay is floored at max_mdf: 1 - 0.8*(200-20)/200 = 0.28 < 0.5.
+	s.OnAck(&AckEvent{Now: 200 * sim.Microsecond, Acked: sMSS, RTT: 200 * sim.Microsecond, MSS: sMSS})
+	if got := s.Cwnd(); got != 42000 {
+		t.Fatalf("cwnd %d, want 42000 (floored at 1-max_mdf)", got)
+	}
+}
+
+func TestStrackSim_PlusOnePerAckHalvedOnAllSkipped(t *testing.T) {
+	s := NewStrackSim(sMSS, 16)
+	s.OnAck(&AckEvent{Acked: sMSS})
+	if s.Cwnd() != 17*sMSS {
+		t.Fatalf("cwnd %d, want 17 segments", s.Cwnd())
+	}
+	s.OnCongestion(&CongestionEvent{Kind: CongLoss})
+	if s.Cwnd() != 17*sMSS {
+		t.Fatalf("a loss changed the window to %d; STrack-Sim leaves it", s.Cwnd())
+	}
+	s.OnCongestion(&CongestionEvent{Kind: CongECN})
+	if s.Cwnd() != 8500 {
+		t.Fatalf("cwnd %d after all paths were skipped, want half (8500)", s.Cwnd())
+	}
+}

@@ -1,0 +1,157 @@
+package hostsim
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// PathMode selects how an STrack sender picks the entropy of each packet.
+type PathMode uint8
+
+const (
+	pathInvalid PathMode = iota
+	// PathSkip cycles through the entropies and passes over an entropy
+	// whose ACK came back marked, for about cwnd/N packets (htsim
+	// strack.cpp ECMP_FIB_ECN with the skip count of the published code).
+	PathSkip
+	// PathReuse sends on the entropy of the last unmarked ACK and picks
+	// one at random after a marked ACK; the first window cycles (htsim
+	// ECMP_RANDOM_ECN).
+	PathReuse
+	// PathSimRR is the STrack-Sim rule: round robin, an entropy is skipped
+	// for SkipTime after a mark.
+	PathSimRR
+)
+
+// ParsePathMode maps a scenario name to a PathMode.
+func ParsePathMode(s string) (PathMode, error) {
+	switch s {
+	case "skip", "":
+		return PathSkip, nil
+	case "reuse":
+		return PathReuse, nil
+	case "strack-sim":
+		return PathSimRR, nil
+	}
+	return pathInvalid, fmt.Errorf("unknown path selection %q (known: skip, reuse, strack-sim)", s)
+}
+
+// STrackConfig switches hosts to STrack's endpoints: per-packet ACKs that
+// echo entropy and CE, NACK bitmaps, and entropy selection by the path
+// manager.
+type STrackConfig struct {
+	Mode      PathMode
+	Entropies int      // N, the entropies a sender cycles through (e.g. 256)
+	SkipTime  sim.Time // PathSimRR: how long a marked entropy is skipped (50 us)
+}
+
+// PathManager chooses entropies for one STrack sender. It is a pure state
+// machine: the sender calls Pick for every data packet and OnAck for every
+// ACK.
+type PathManager struct {
+	mode      PathMode
+	n         int
+	base      uint16 // the flow's entropies are base, base+1, ..., base+n-1
+	cursor    int
+	skip      []int32    // PathSkip: packets to pass over per entropy
+	skipUntil []sim.Time // PathSimRR: skipped until then
+	next      int        // PathReuse: -1 = pick at random
+	skipTime  sim.Time
+	// Skips counts entropies passed over; AllSkipped the times every
+	// entropy was skipped at once (PathSimRR).
+	Skips, AllSkipped uint64
+}
+
+// NewPathManager returns a path manager for a flow whose entropies start at
+// base.
+func NewPathManager(cfg STrackConfig, base uint16) *PathManager {
+	p := &PathManager{mode: cfg.Mode, n: cfg.Entropies, base: base, next: -1, skipTime: cfg.SkipTime}
+	switch cfg.Mode {
+	case PathSkip:
+		p.skip = make([]int32, cfg.Entropies)
+	case PathSimRR:
+		p.skipUntil = make([]sim.Time, cfg.Entropies)
+	}
+	p.cursor = -1
+	return p
+}
+
+func (p *PathManager) advance() int {
+	p.cursor++
+	if p.cursor == p.n {
+		p.cursor = 0
+	}
+	return p.cursor
+}
+
+// Pick returns the entropy for the next data packet. firstWindow reports
+// whether the sender is still in its first window (PathReuse cycles then).
+func (p *PathManager) Pick(now sim.Time, rng *rand.Rand, firstWindow bool) uint16 {
+	switch p.mode {
+	case PathSkip:
+		for tries := 0; ; tries++ {
+			i := p.advance()
+			if p.skip[i] > 0 && tries < p.n {
+				p.skip[i]--
+				p.Skips++
+				continue
+			}
+			return p.base + uint16(i)
+		}
+	case PathReuse:
+		if firstWindow {
+			return p.base + uint16(p.advance())
+		}
+		if p.next < 0 {
+			return p.base + uint16(rng.IntN(p.n))
+		}
+		return p.base + uint16(p.next)
+	default: // PathSimRR
+		for tries := 0; tries < p.n; tries++ {
+			i := p.advance()
+			if now >= p.skipUntil[i] {
+				return p.base + uint16(i)
+			}
+			p.Skips++
+		}
+		return p.base + uint16(p.advance()) // all skipped: keep cycling
+	}
+}
+
+// OnAck takes the entropy an ACK echoes and whether it was marked. cwndPkts
+// is the sender's window in packets (PathSkip skips about cwnd/N). It
+// returns true when, after this ACK, every entropy is being skipped
+// (PathSimRR's signal to halve the window).
+func (p *PathManager) OnAck(now sim.Time, entropy uint16, marked bool, cwndPkts int64) bool {
+	i := int(entropy - p.base)
+	if i < 0 || i >= p.n {
+		return false
+	}
+	switch p.mode {
+	case PathSkip:
+		if marked {
+			p.skip[i] = int32(max(1, (cwndPkts+int64(p.n)-1)/int64(p.n)))
+		}
+	case PathReuse:
+		if marked {
+			p.next = -1
+		} else {
+			p.next = i
+		}
+	case PathSimRR:
+		if !marked {
+			return false
+		}
+		p.skipUntil[i] = now + p.skipTime
+		for _, u := range p.skipUntil {
+			if now >= u {
+				return false
+			}
+		}
+		p.AllSkipped++
+		return true
+	}
+	return false
+}
