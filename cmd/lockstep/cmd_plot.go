@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockstep-sim/lockstep/plot"
+)
+
+func newPlotCmd(stdout io.Writer) *cobra.Command {
+	var (
+		out       string
+		formats   []string
+		logx      bool
+		maxSeries int
+	)
+	cmd := &cobra.Command{
+		Use:   "plot DIR",
+		Short: "Draw a run's standard figures (FCT, cwnd, queue depth) as PNG and SVG",
+		Long: `Read the CSV files a run wrote into DIR and draw its standard figures, each
+as NAME.png and NAME.svg (6x4 inches):
+
+  fct_cdf       CDF of flow completion time (µs) of the finished flows
+  fct_per_flow  FCT against flow id; unfinished flows are marked
+  fct_vs_size   FCT against flow size, log-log
+  cwnd          cwnd over time per flow (needs cwnd.csv)
+  queue_depth   queue depth over time per port, highest peaks first
+                (needs queue_depth.csv)
+
+fct.csv is required; a figure whose input is missing is skipped. The title
+comes from summary.json when present. The same inputs give the same bytes.
+Exit status 2 when DIR or one of its files is missing or malformed.`,
+		Example: "  lockstep plot results/run1\n  lockstep plot --logx --format svg --out figs results/run1",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fmts, err := plot.ParseFormats(formats)
+			if err != nil {
+				return badInput(err)
+			}
+			if maxSeries < 1 {
+				return badInput(fmt.Errorf("--max-series: want at least 1, got %d", maxSeries))
+			}
+			run, err := plot.Load(args[0])
+			if err != nil {
+				return badInput(err)
+			}
+			figs, skips, err := plot.Figures(run, plot.Options{LogX: logx, MaxSeries: maxSeries})
+			if err != nil {
+				return err
+			}
+			dir := out
+			if dir == "" {
+				dir = args[0]
+			}
+			outs, err := plot.Save(figs, dir, fmts)
+			if err != nil {
+				return err
+			}
+			for _, o := range outs {
+				fmt.Fprintf(stdout, "drew %s: %s\n", o.Figure, strings.Join(o.Files, " "))
+			}
+			for _, s := range skips {
+				fmt.Fprintf(stdout, "skipped %s: %s\n", s.Name, s.Reason)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&out, "out", "", "write the figures into this directory (created if needed) instead of DIR")
+	f.StringSliceVar(&formats, "format", []string{"png", "svg"}, "output formats: png, svg or both")
+	f.BoolVar(&logx, "logx", false, "log-scale FCT axis in fct_cdf")
+	f.IntVar(&maxSeries, "max-series", plot.DefaultMaxSeries, "most lines in the cwnd and queue_depth figures")
+	return cmd
+}
