@@ -140,6 +140,10 @@ type AckVerdict struct {
 	EnterRecovery bool
 	// ExitRecovery: fast recovery ended with this ACK.
 	ExitRecovery bool
+	// LossFlightSize, when EnterRecovery is set and it is positive, is the
+	// FlightSize to use in RFC 5681 eq. 4: data sent by limited transmit
+	// is not part of it (§3.2 step 2). 0 means FlightSize().
+	LossFlightSize int64
 }
 
 // Segment is a run of payload bytes [Seq, Seq+Len).
@@ -234,4 +238,13 @@ type Observer interface {
 // returns "" while in slow start or when there is nothing to report.
 type SlowStartExit interface {
 	SlowStartExitReason() string
+}
+
+// LossFlight is the FlightSize for eq. 4 of RFC 5681 at the start of fast
+// recovery: the verdict's, when the Recovery gave one, else flight.
+func LossFlight(v AckVerdict, flight int64) int64 {
+	if v.LossFlightSize > 0 {
+		return v.LossFlightSize
+	}
+	return flight
 }

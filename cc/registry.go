@@ -1,6 +1,10 @@
 package cc
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+	"strconv"
+)
 
 // Config selects and parameterises the modules of one flow.
 type Config struct {
@@ -16,6 +20,64 @@ type Config struct {
 	DupThresh int
 	// Strack parameterises the "strack" controller (nil: defaults).
 	Strack *StrackConfig
+	// Options are module-specific settings as key=value text, checked by
+	// the module's constructor (an unknown key is an error): scalable
+	// variant=kelly|linux; dctcp g=, init_alpha=.
+	Options map[string]string
+}
+
+// options parses a module's options: each key must be one of known.
+type options struct {
+	module string
+	m      map[string]string
+	used   map[string]bool
+}
+
+func newOptions(module string, m map[string]string) *options {
+	return &options{module: module, m: m, used: map[string]bool{}}
+}
+
+func (o *options) str(key, def string) string {
+	o.used[key] = true
+	if v, ok := o.m[key]; ok {
+		return v
+	}
+	return def
+}
+
+func (o *options) float(key string, def float64) (float64, error) {
+	o.used[key] = true
+	v, ok := o.m[key]
+	if !ok {
+		return def, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s option %s: expected a number, got %q", o.module, key, v)
+	}
+	return f, nil
+}
+
+// done reports the first option no parser asked for, in sorted order.
+func (o *options) done() error {
+	keys := make([]string, 0, len(o.m))
+	for k := range o.m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !o.used[k] {
+			return &UnknownOptionError{Module: o.module, Key: k}
+		}
+	}
+	return nil
+}
+
+// UnknownOptionError is an option the module does not take.
+type UnknownOptionError struct{ Module, Key string }
+
+func (e *UnknownOptionError) Error() string {
+	return fmt.Sprintf("%s: unknown option %q", e.Module, e.Key)
 }
 
 // DefaultConfig is Reno with cumulative-ACK recovery, RFC 6928's initial
@@ -36,7 +98,7 @@ func (c *Config) Validate() error {
 }
 
 // ControllerNames lists the congestion controls NewController knows.
-var ControllerNames = []string{"reno", "strack", "strack-sim"}
+var ControllerNames = []string{"reno", "scalable", "dctcp", "strack", "strack-sim"}
 
 // RecoveryNames lists the recoveries NewRecovery knows.
 var RecoveryNames = []string{"reno", "strack"}
@@ -49,9 +111,36 @@ func NewController(c Config) (Controller, error) {
 	if c.InitCwnd <= 0 {
 		return nil, fmt.Errorf("init_cwnd: must be positive, got %d", c.InitCwnd)
 	}
+	o := newOptions(c.CC, c.Options)
+	ctl, err := newController(c, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.done(); err != nil {
+		return nil, err
+	}
+	return ctl, nil
+}
+
+func newController(c Config, o *options) (Controller, error) {
 	switch c.CC {
 	case "reno":
 		return NewReno(c.MSS, c.InitCwnd), nil
+	case "scalable":
+		return NewScalable(o.str("variant", "kelly"), c.MSS, c.InitCwnd)
+	case "dctcp":
+		d := DefaultDCTCPConfig()
+		var err error
+		if d.G, err = o.float("g", d.G); err != nil {
+			return nil, err
+		}
+		if d.InitAlpha, err = o.float("init_alpha", d.InitAlpha); err != nil {
+			return nil, err
+		}
+		if err := d.Validate(); err != nil {
+			return nil, err
+		}
+		return NewDCTCP(d, c.MSS, c.InitCwnd), nil
 	case "strack":
 		sc := DefaultStrackConfig(c.MSS)
 		if c.Strack != nil {

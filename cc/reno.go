@@ -24,7 +24,10 @@ import (
 //     instead; the send decisions (pipe < cwnd) are identical, and cwnd
 //     traces show the window the sender will return to (docs/decisions.md).
 //   - RTO: ssthresh = max(FlightSize/2, 2*SMSS), cwnd = 1 SMSS (the loss
-//     window, RFC 5681 §3.1).
+//     window, RFC 5681 §3.1); a repeated timeout before any new data is
+//     acknowledged keeps ssthresh (§3.1, "held constant").
+//   - FlightSize at fast retransmit excludes data sent by limited
+//     transmit (§3.2 step 2; the Recovery reports it in the verdict).
 //   - End of fast recovery: cwnd = ssthresh (RFC 5681 §3.2 step 6).
 //
 // The window does not grow while the sender is in recovery.
@@ -33,6 +36,7 @@ type Reno struct {
 	cwnd     int64
 	ssthresh int64
 	acked    int64 // bytes counted towards the next CA increase
+	afterRTO bool  // no new data acknowledged since the last RTO
 }
 
 var _ Controller = (*Reno)(nil)
@@ -48,6 +52,9 @@ func NewReno(mss, initCwnd int64) *Reno {
 
 // OnAck implements Controller.OnAck.
 func (r *Reno) OnAck(ev *AckEvent) {
+	if ev.Acked > 0 {
+		r.afterRTO = false
+	}
 	if ev.InRecovery || ev.Acked <= 0 {
 		return
 	}
@@ -71,12 +78,18 @@ func (r *Reno) OnAck(ev *AckEvent) {
 
 // OnCongestion implements Controller.OnCongestion.
 func (r *Reno) OnCongestion(ev *CongestionEvent) {
-	r.ssthresh = max(ev.FlightSize/2, 2*r.mss)
 	r.acked = 0
 	if ev.Kind == CongRTO {
+		// RFC 5681 §3.1: when the timer expires again for a segment it
+		// already retransmitted, ssthresh is held constant.
+		if !r.afterRTO {
+			r.ssthresh = max(ev.FlightSize/2, 2*r.mss)
+		}
+		r.afterRTO = true
 		r.cwnd = r.mss
 		return
 	}
+	r.ssthresh = max(ev.FlightSize/2, 2*r.mss)
 	r.cwnd = r.ssthresh
 }
 

@@ -24,7 +24,8 @@ type RenoRecovery struct {
 	dupThresh   int
 	dupAcks     int
 	inRecovery  bool
-	retxPending bool // the fast retransmission of [Una, Una+MSS) is due
+	retxPending bool  // the fast retransmission of [Una, Una+MSS) is due
+	ltBytes     int64 // new data sent by limited transmit since the last new ACK
 }
 
 var _ Recovery = (*RenoRecovery)(nil)
@@ -38,6 +39,9 @@ func NewRenoRecovery(mss int64, size uint64, dupThresh int) *RenoRecovery {
 func (r *RenoRecovery) OnSent(now sim.Time, seg Segment) {
 	if r.retxPending && seg.Seq == r.Una {
 		r.retxPending = false
+	}
+	if seg.Seq == r.Nxt && r.dupAcks > 0 && !r.inRecovery {
+		r.ltBytes += seg.Len // limited transmit (RFC 3042)
 	}
 	r.sent(seg)
 }
@@ -55,6 +59,7 @@ func (r *RenoRecovery) OnAck(ai *AckInfo) AckVerdict {
 			r.Nxt = r.Una
 		}
 		r.dupAcks = 0
+		r.ltBytes = 0
 		r.retxPending = false
 		if r.inRecovery {
 			r.inRecovery = false
@@ -71,6 +76,7 @@ func (r *RenoRecovery) OnAck(ai *AckInfo) AckVerdict {
 		r.inRecovery = true
 		r.retxPending = true
 		v.EnterRecovery = true
+		v.LossFlightSize = r.FlightSize() - r.ltBytes // RFC 5681 §3.2 step 2
 	}
 	return v
 }
@@ -79,6 +85,7 @@ func (r *RenoRecovery) OnAck(ai *AckInfo) AckVerdict {
 func (r *RenoRecovery) OnRTO(now sim.Time) {
 	r.Nxt = r.Una
 	r.dupAcks = 0
+	r.ltBytes = 0
 	r.inRecovery = false
 	r.retxPending = false
 }

@@ -288,7 +288,7 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	case v.ExitRecovery:
 		s.cc.OnRecoveryExit(now)
 	case v.EnterRecovery:
-		s.congestion(now, cc.CongLoss, flight)
+		s.congestion(now, cc.CongLoss, cc.LossFlight(v, flight))
 		// A loss reduction counts as this window's reaction (RFC 3168 §6.1.2).
 		s.ecnRecover, s.ecnReduced = s.rec.SndNxt(), true
 		event = "fast-retransmit"

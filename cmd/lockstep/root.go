@@ -74,7 +74,8 @@ seed give byte-identical results. See docs/scenario.md for the format.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(v, stdout, stderr), newValidateCmd(stdout), newTopoCmd(stdout), newPlotCmd(stdout))
+	root.AddCommand(newRunCmd(v, stdout, stderr), newValidateCmd(stdout), newTopoCmd(stdout), newPlotCmd(stdout),
+		newCCCmd(stdout, stderr), newExperimentCmd(stdout, stderr))
 	return root
 }
 

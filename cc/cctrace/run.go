@@ -1,0 +1,567 @@
+package cctrace
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/lockstep-sim/lockstep/cc"
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// Builder makes the modules a script names. opts are the script's
+// `option` lines; a builder must reject the ones it does not know.
+type Builder func(cfg cc.Config, opts []Option, size uint64) (cc.Controller, cc.Recovery, error)
+
+// OptionError is an option a builder refused.
+type OptionError struct {
+	Option Option
+	Err    error
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("option %s=%s: %v", e.Option.Key, e.Option.Value, e.Err)
+}
+
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// RegistryBuilder builds modules by name through cc.NewController and
+// cc.NewRecovery, so every name the registry knows can be traced.
+func RegistryBuilder(cfg cc.Config, opts []Option, size uint64) (cc.Controller, cc.Recovery, error) {
+	if len(opts) > 0 {
+		cfg.Options = make(map[string]string, len(opts))
+		for _, o := range opts {
+			cfg.Options[o.Key] = o.Value
+		}
+	}
+	ctl, err := cc.NewController(cfg)
+	if err != nil {
+		var ue *cc.UnknownOptionError
+		if errors.As(err, &ue) {
+			for _, o := range opts {
+				if o.Key == ue.Key {
+					return nil, nil, &OptionError{Option: o, Err: err}
+				}
+			}
+		}
+		return nil, nil, err
+	}
+	rec, err := cc.NewRecovery(cfg, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ctl, rec, nil
+}
+
+// Failure is one expect that did not hold.
+type Failure struct {
+	Line int
+	Text string // the expect line
+	Msg  string // want vs got
+}
+
+// ExpectError lists the expects of a run that did not hold.
+type ExpectError struct {
+	Name     string
+	Failures []Failure
+}
+
+func (e *ExpectError) Error() string {
+	var b strings.Builder
+	for i, f := range e.Failures {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s:%d: %s: %s", e.Name, f.Line, f.Text, f.Msg)
+	}
+	return b.String()
+}
+
+// StepError is a step that cannot be carried out (an ACK for bytes never
+// sent, a timer that is not armed ...). The run stops there.
+type StepError struct {
+	Name string
+	Line int
+	Msg  string
+}
+
+func (e *StepError) Error() string { return fmt.Sprintf("%s:%d: %s", e.Name, e.Line, e.Msg) }
+
+// alphaer is a controller that reports an estimate of the marked fraction
+// (DCTCP's alpha).
+type alphaer interface{ Alpha() float64 }
+
+// Snapshot is the state the table prints after a step.
+type Snapshot struct {
+	Now        sim.Time
+	Cwnd       int64
+	Ssthresh   int64
+	State      string // Observer.State(), "-" when the controller has none
+	Alpha      float64
+	HasAlpha   bool
+	Pipe       int64
+	Flight     int64
+	Una, Nxt   uint64
+	InRecovery bool
+	RTO        sim.Time // current timeout
+	Timer      sim.Time // RTO deadline, sim.Never when off
+	Done       bool
+	Sent       int // segments sent by the step
+	Retx       int // of which retransmissions
+}
+
+// Snapshot reads the driver's current state (Sent and Retx are left 0).
+func (d *Driver) Snapshot() Snapshot {
+	s := Snapshot{Now: d.now, Cwnd: d.ctl.Cwnd(), Ssthresh: d.ctl.Ssthresh(), State: "-",
+		Pipe: d.rec.Pipe(), Flight: d.rec.FlightSize(), Una: d.rec.SndUna(), Nxt: d.rec.SndNxt(),
+		InRecovery: d.rec.InRecovery(), RTO: d.rto.Timeout(), Timer: d.rtoAt, Done: d.done}
+	if o, ok := d.ctl.(cc.Observer); ok {
+		s.State = o.State()
+	}
+	if a, ok := d.ctl.(alphaer); ok {
+		s.Alpha, s.HasAlpha = a.Alpha(), true
+	}
+	return s
+}
+
+// infSsthresh: an ssthresh this large prints as "inf" (the "arbitrarily
+// high" initial value of RFC 5681 §3.1).
+const infSsthresh = math.MaxInt64 / 4
+
+// runner is one run of a script.
+type runner struct {
+	s     *Script
+	d     *Driver
+	mss   int64
+	rtt   sim.Time        // pending `rtt` sample for the next ACK
+	lost  []sim.SackBlock // `lose` ranges not resent since, sorted, disjoint
+	rows  [][]string      // the table
+	last  Snapshot        // after the last step
+	fails []Failure
+	sack  []sim.SackBlock // scratch
+}
+
+// Run executes the script against the modules b builds, writes the table
+// to w, and returns a *StepError if a step cannot be carried out, an
+// *ExpectError if expects failed (after the whole table), or the
+// builder's error.
+func (s *Script) Run(w io.Writer, b Builder) error {
+	h := &s.Header
+	ctl, rec, err := b(h.CC, h.Options, h.Size)
+	if err != nil {
+		line := 1
+		var oe *OptionError
+		if errors.As(err, &oe) {
+			line = oe.Option.Line
+		}
+		return &StepError{Name: s.Name, Line: line, Msg: err.Error()}
+	}
+	d, err := NewDriver(DriverConfig{CC: ctl, Rec: rec, RTO: h.RTO, MSS: h.CC.MSS, Size: h.Size,
+		ECN: h.ECN, AutoSend: h.AutoSend})
+	if err != nil {
+		return &StepError{Name: s.Name, Line: 1, Msg: err.Error()}
+	}
+	r := &runner{s: s, d: d, mss: h.CC.MSS}
+	_, hasAlpha := ctl.(alphaer)
+	r.rows = append(r.rows, header(hasAlpha))
+	r.last = d.Snapshot()
+	r.row(0, "(start)", r.last, nil, Events{}, "")
+	var stepErr error
+	for i := range s.Steps {
+		if err := r.step(&s.Steps[i]); err != nil {
+			stepErr = &StepError{Name: s.Name, Line: s.Steps[i].Line, Msg: err.Error()}
+			break
+		}
+	}
+	writeTable(w, r.rows)
+	if stepErr != nil {
+		return stepErr
+	}
+	if len(r.fails) > 0 {
+		return &ExpectError{Name: s.Name, Failures: r.fails}
+	}
+	return nil
+}
+
+// step carries out one step and adds its row.
+func (r *runner) step(st *Step) error {
+	d := r.d
+	note := ""
+	switch st.kind {
+	case stepExpect:
+		r.check(st)
+		return nil
+	case stepRTT:
+		r.rtt = st.rtt
+		return nil
+	case stepSend:
+		d.Send(st.n)
+	case stepAck, stepDupAck:
+		n := st.n
+		for i := range n {
+			a := Ack{Ack: st.ack, ECE: st.ece}
+			if st.kind == stepDupAck {
+				a.Ack = d.Recovery().SndUna()
+			}
+			if err := r.checkAck(a.Ack, st.sack); err != nil {
+				return err
+			}
+			r.sack = append(r.sack[:0], st.sack...)
+			a.Sack = r.sack
+			if i == 0 {
+				a.RTT = st.rtt
+				if a.RTT == 0 {
+					a.RTT = r.rtt
+				}
+				r.rtt = 0
+			}
+			d.OnAck(a)
+			r.repair(d.sent)
+		}
+	case stepAdvance:
+		if err := d.AdvanceTo(d.Now() + st.dur); err != nil {
+			return err
+		}
+	case stepRTO:
+		if err := d.FireRTO(); err != nil {
+			return err
+		}
+	case stepLose:
+		if st.lose.End > d.HighSent() {
+			return fmt.Errorf("lose %d-%d: only bytes below %d have been sent", st.lose.Start, st.lose.End, d.HighSent())
+		}
+		if st.lose.Start < d.Recovery().SndUna() {
+			return fmt.Errorf("lose %d-%d: bytes below SndUna %d are already acknowledged", st.lose.Start, st.lose.End, d.Recovery().SndUna())
+		}
+		r.addLost(st.lose)
+		note = fmt.Sprintf("lost %d-%d", st.lose.Start, st.lose.End)
+	}
+	sent := d.TakeSent()
+	r.repair(sent)
+	snap := d.Snapshot()
+	for _, seg := range sent {
+		snap.Sent++
+		if seg.Retx {
+			snap.Retx++
+		}
+	}
+	r.last = snap
+	r.row(st.Line, st.Text, snap, sent, d.TakeEvents(), note)
+	return nil
+}
+
+// checkAck refuses ACKs for bytes never sent or declared lost and not
+// resent since.
+func (r *runner) checkAck(ack uint64, sack []sim.SackBlock) error {
+	hs := r.d.HighSent()
+	if ack > hs {
+		return fmt.Errorf("ack %d: only bytes below %d have been sent", ack, hs)
+	}
+	for _, l := range r.lost {
+		if l.Start < ack {
+			return fmt.Errorf("ack %d covers lost bytes %d-%d that were not sent again", ack, l.Start, l.End)
+		}
+	}
+	for _, b := range sack {
+		if b.End > hs {
+			return fmt.Errorf("sack %d-%d: only bytes below %d have been sent", b.Start, b.End, hs)
+		}
+		for _, l := range r.lost {
+			if b.Start < l.End && l.Start < b.End {
+				return fmt.Errorf("sack %d-%d covers lost bytes %d-%d that were not sent again", b.Start, b.End, l.Start, l.End)
+			}
+		}
+	}
+	return nil
+}
+
+// addLost records [b.Start, b.End) as lost, merging with what is there.
+func (r *runner) addLost(b sim.SackBlock) {
+	out := r.lost[:0:0]
+	for _, l := range r.lost {
+		if l.End < b.Start || b.End < l.Start {
+			out = append(out, l)
+			continue
+		}
+		b.Start, b.End = min(b.Start, l.Start), max(b.End, l.End)
+	}
+	out = append(out, b)
+	for i := len(out) - 1; i > 0 && out[i].Start < out[i-1].Start; i-- {
+		out[i], out[i-1] = out[i-1], out[i]
+	}
+	r.lost = out
+}
+
+// repair removes the bytes of sent segments from the lost ranges: sent
+// again, they may be acknowledged.
+func (r *runner) repair(sent []cc.Segment) {
+	for _, seg := range sent {
+		s, e := seg.Seq, seg.Seq+uint64(seg.Len)
+		out := r.lost[:0:0]
+		for _, l := range r.lost {
+			if e <= l.Start || l.End <= s {
+				out = append(out, l)
+				continue
+			}
+			if l.Start < s {
+				out = append(out, sim.SackBlock{Start: l.Start, End: s})
+			}
+			if e < l.End {
+				out = append(out, sim.SackBlock{Start: e, End: l.End})
+			}
+		}
+		r.lost = out
+	}
+}
+
+// check evaluates an expect line against the state after the last step.
+func (r *runner) check(st *Step) {
+	s := &r.last
+	var msgs []string
+	for _, e := range st.want {
+		if msg := r.checkOne(s, e); msg != "" {
+			msgs = append(msgs, msg)
+		}
+	}
+	if len(msgs) > 0 {
+		r.fails = append(r.fails, Failure{Line: st.Line, Text: st.Text, Msg: strings.Join(msgs, ", ")})
+	}
+}
+
+// checkOne returns "" if the expectation holds, else "key: want W, got G".
+func (r *runner) checkOne(s *Snapshot, e expectation) string {
+	var got string
+	ok := false
+	switch e.key {
+	case "time":
+		got = fmtTime(s.Now)
+		want, err := parseDuration(e.value)
+		ok = err == nil && want == s.Now
+	case "cwnd":
+		got = strconv.FormatInt(s.Cwnd, 10)
+	case "segs":
+		got = fmtSegs(s.Cwnd, r.mss)
+		ok = decimalEqual(e.value, got)
+	case "ssthresh":
+		got = fmtSsthresh(s.Ssthresh)
+	case "state":
+		got = s.State
+	case "alpha":
+		if !s.HasAlpha {
+			return "alpha: the controller has no Alpha()"
+		}
+		got = fmtAlpha(s.Alpha)
+		want, err := strconv.ParseFloat(e.value, 64)
+		ok = err == nil && math.Abs(want-s.Alpha) <= 1e-9
+	case "pipe":
+		got = strconv.FormatInt(s.Pipe, 10)
+	case "flight":
+		got = strconv.FormatInt(s.Flight, 10)
+	case "una":
+		got = strconv.FormatUint(s.Una, 10)
+	case "nxt":
+		got = strconv.FormatUint(s.Nxt, 10)
+	case "recovery":
+		got = yesNo(s.InRecovery)
+	case "rto":
+		got = fmtTime(s.RTO)
+		want, err := parseDuration(e.value)
+		ok = err == nil && want == s.RTO
+	case "timer":
+		got = fmtTimer(s.Timer)
+		if e.value != "off" {
+			want, err := parseDuration(e.value)
+			ok = err == nil && want == s.Timer
+		}
+	case "sent":
+		got = strconv.Itoa(s.Sent)
+	case "retx":
+		got = strconv.Itoa(s.Retx)
+	case "done":
+		got = yesNo(s.Done)
+	}
+	if !ok {
+		ok = got == e.value
+	}
+	if ok {
+		return ""
+	}
+	return fmt.Sprintf("%s: want %s, got %s", e.key, e.value, got)
+}
+
+// decimalEqual compares two decimals written with up to two fraction
+// digits ("14" equals "14.00").
+func decimalEqual(a, b string) bool {
+	norm := func(s string) string {
+		w, f, _ := strings.Cut(s, ".")
+		f = strings.TrimRight(f, "0")
+		if f == "" {
+			return w
+		}
+		return w + "." + f
+	}
+	return norm(a) == norm(b)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// fmtTime prints 0 as "0" and other times as sim.Time does.
+func fmtTime(t sim.Time) string {
+	if t == 0 {
+		return "0"
+	}
+	return t.String()
+}
+
+func fmtTimer(t sim.Time) string {
+	if t == sim.Never {
+		return "off"
+	}
+	return fmtTime(t)
+}
+
+// fmtSegs prints cwnd in segments, truncated to hundredths, with integer
+// arithmetic.
+func fmtSegs(cwnd, mss int64) string {
+	h := cwnd * 100 / mss
+	return fmt.Sprintf("%d.%02d", h/100, h%100)
+}
+
+func fmtSsthresh(s int64) string {
+	if s >= infSsthresh {
+		return "inf"
+	}
+	return strconv.FormatInt(s, 10)
+}
+
+func fmtAlpha(a float64) string { return strconv.FormatFloat(a, 'f', 6, 64) }
+
+// fmtSent prints the segments a step sent: runs of contiguous segments of
+// the same kind become one range, "new 0-10000 (10)" or "retx 3000-4000".
+func fmtSent(sent []cc.Segment) string {
+	if len(sent) == 0 {
+		return "-"
+	}
+	var parts []string
+	for i := 0; i < len(sent); {
+		j := i + 1
+		end := sent[i].Seq + uint64(sent[i].Len)
+		for j < len(sent) && sent[j].Retx == sent[i].Retx && sent[j].Seq == end {
+			end += uint64(sent[j].Len)
+			j++
+		}
+		kind := "new"
+		if sent[i].Retx {
+			kind = "retx"
+		}
+		p := fmt.Sprintf("%s %d-%d", kind, sent[i].Seq, end)
+		if j-i > 1 {
+			p += fmt.Sprintf(" (%d)", j-i)
+		}
+		parts = append(parts, p)
+		i = j
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fmtEvents prints the event counts and the step's note.
+func fmtEvents(e Events, note string) string {
+	var parts []string
+	add := func(n int, name string) {
+		switch {
+		case n == 1:
+			parts = append(parts, name)
+		case n > 1:
+			parts = append(parts, fmt.Sprintf("%s x%d", name, n))
+		}
+	}
+	add(e.Dups, "dupack")
+	add(e.EnterRecovery, "enter-recovery")
+	add(e.ExitRecovery, "exit-recovery")
+	add(e.ECNCuts, "ecn-cut")
+	add(e.RecTimers, "rec-timer")
+	add(e.RTOs, "rto")
+	if e.Done {
+		parts = append(parts, "done")
+	}
+	if note != "" {
+		parts = append(parts, note)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Table columns. Numbers are right-aligned, text left-aligned; the last
+// two columns are free text.
+var (
+	colsBase  = []string{"line", "time", "step", "cwnd", "segs", "ssthresh", "state", "pipe", "una", "nxt", "rec", "timer", "sent", "events"}
+	colsAlpha = []string{"line", "time", "step", "cwnd", "segs", "ssthresh", "state", "alpha", "pipe", "una", "nxt", "rec", "timer", "sent", "events"}
+	leftCols  = map[string]bool{"step": true, "state": true, "rec": true, "sent": true, "events": true}
+)
+
+func header(hasAlpha bool) []string {
+	if hasAlpha {
+		return colsAlpha
+	}
+	return colsBase
+}
+
+// row adds one table row.
+func (r *runner) row(line int, text string, s Snapshot, sent []cc.Segment, ev Events, note string) {
+	ln := "-"
+	if line > 0 {
+		ln = strconv.Itoa(line)
+	}
+	row := []string{ln, fmtTime(s.Now), text, strconv.FormatInt(s.Cwnd, 10), fmtSegs(s.Cwnd, r.mss),
+		fmtSsthresh(s.Ssthresh), s.State}
+	if s.HasAlpha {
+		row = append(row, fmtAlpha(s.Alpha))
+	}
+	row = append(row, strconv.FormatInt(s.Pipe, 10), strconv.FormatUint(s.Una, 10),
+		strconv.FormatUint(s.Nxt, 10), yesNo(s.InRecovery), fmtTimer(s.Timer),
+		fmtSent(sent), fmtEvents(ev, note))
+	r.rows = append(r.rows, row)
+}
+
+// writeTable pads every column to its widest cell, two spaces apart; the
+// last column is not padded.
+func writeTable(w io.Writer, rows [][]string) {
+	if len(rows) == 0 {
+		return
+	}
+	names := rows[0]
+	width := make([]int, len(names))
+	for _, row := range rows {
+		for i, c := range row {
+			width[i] = max(width[i], len(c))
+		}
+	}
+	var b strings.Builder
+	for _, row := range rows {
+		b.Reset()
+		for i, c := range row {
+			if i == len(row)-1 {
+				b.WriteString(c)
+				break
+			}
+			pad := strings.Repeat(" ", width[i]-len(c))
+			if leftCols[names[i]] {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString(pad + c)
+			}
+			b.WriteString("  ")
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}

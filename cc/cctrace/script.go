@@ -1,0 +1,467 @@
+package cctrace
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/lockstep-sim/lockstep/cc"
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// Option is a module-specific setting, `option key=value` in a script. The
+// builder decides what it means.
+type Option struct {
+	Key, Value string
+	Line       int // where the script set it
+}
+
+// Header is a script's set-up: which modules, with what parameters.
+type Header struct {
+	// CC holds the names and numbers cc.NewController and cc.NewRecovery
+	// take.
+	CC cc.Config
+	// Size is the flow's length in bytes.
+	Size uint64
+	RTO  cc.RTOConfig
+	// ECN: the sender responds to ECE (default on).
+	ECN bool
+	// AutoSend: each ACK and timer expiry ends by sending (default on).
+	AutoSend bool
+	// Options are passed to the builder, in script order.
+	Options []Option
+}
+
+// stepKind is what a step does.
+type stepKind uint8
+
+const (
+	stepInvalid stepKind = iota
+	stepSend
+	stepAck
+	stepDupAck
+	stepRTT
+	stepAdvance
+	stepRTO
+	stepLose
+	stepExpect
+)
+
+// Step is one line of a script's body.
+type Step struct {
+	Line int
+	Text string // the line without its comment
+	kind stepKind
+
+	n    int             // send: segment limit; dupack: count
+	ack  uint64          // ack
+	sack []sim.SackBlock // ack, dupack
+	ece  bool            // ack, dupack
+	rtt  sim.Time        // ack (rtt=), rtt
+	dur  sim.Time        // advance
+	lose sim.SackBlock   // lose
+	want []expectation   // expect
+}
+
+// expectation is one key=value of an expect line.
+type expectation struct{ key, value string }
+
+// Script is a parsed trace script.
+type Script struct {
+	Name   string
+	Header Header
+	Steps  []Step
+}
+
+// expectKeys are the keys an expect line may test.
+var expectKeys = []string{"time", "cwnd", "segs", "ssthresh", "state", "alpha", "pipe",
+	"flight", "una", "nxt", "recovery", "rto", "timer", "sent", "retx", "done"}
+
+// ParseError is a script that cannot be read.
+type ParseError struct {
+	Name string
+	Line int
+	Msg  string
+}
+
+func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.Name, e.Line, e.Msg) }
+
+// DefaultHeader is what a script gets for the lines it leaves out: the
+// registry's default modules and numbers (cc.DefaultConfig), a 1 MB flow,
+// the default RFC 6298 RTO (cc.DefaultRTOConfig), ECN on, AutoSend on.
+func DefaultHeader() Header {
+	return Header{CC: cc.DefaultConfig(), Size: 1_000_000, RTO: cc.DefaultRTOConfig(),
+		ECN: true, AutoSend: true}
+}
+
+// Parse reads a script. name is used in error messages.
+func Parse(name string, src []byte) (*Script, error) {
+	s := &Script{Name: name, Header: DefaultHeader()}
+	inBody := false
+	for i, raw := range strings.Split(string(src), "\n") {
+		line := i + 1
+		text := raw
+		if k := strings.IndexByte(text, '#'); k >= 0 {
+			text = text[:k]
+		}
+		text = strings.TrimSpace(text)
+		if text == "" {
+			continue
+		}
+		f := strings.Fields(text)
+		perr := func(format string, a ...any) error {
+			return &ParseError{Name: name, Line: line, Msg: fmt.Sprintf(format, a...)}
+		}
+		if isHeaderLine(f) {
+			if inBody {
+				return nil, perr("%q is a header line: it must come before the first step", f[0])
+			}
+			if err := s.Header.parse(f, line); err != nil {
+				return nil, perr("%s", err)
+			}
+			continue
+		}
+		inBody = true
+		st, err := parseStep(f)
+		if err != nil {
+			return nil, perr("%s", err)
+		}
+		st.Line, st.Text = line, strings.Join(f, " ")
+		s.Steps = append(s.Steps, st)
+	}
+	return s, nil
+}
+
+// isHeaderLine tells header lines from steps. `rto` is both: with a mode
+// it configures the timer, alone it fires it.
+func isHeaderLine(f []string) bool {
+	switch f[0] {
+	case "cc", "recovery", "mss", "init_cwnd", "size", "dupthresh", "ecn", "autosend", "option":
+		return true
+	case "rto":
+		return len(f) > 1
+	}
+	return false
+}
+
+// parse reads one header line.
+func (h *Header) parse(f []string, line int) error {
+	arg1 := func() (string, error) {
+		if len(f) != 2 {
+			return "", fmt.Errorf("%s: want one value, got %d", f[0], len(f)-1)
+		}
+		return f[1], nil
+	}
+	switch f[0] {
+	case "cc", "recovery":
+		v, err := arg1()
+		if err != nil {
+			return err
+		}
+		if f[0] == "cc" {
+			h.CC.CC = v
+		} else {
+			h.CC.Recovery = v
+		}
+	case "mss", "init_cwnd", "size", "dupthresh":
+		v, err := arg1()
+		if err != nil {
+			return err
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("%s: want a positive integer, got %q", f[0], v)
+		}
+		switch f[0] {
+		case "mss":
+			h.CC.MSS = n
+		case "init_cwnd":
+			h.CC.InitCwnd = n
+		case "size":
+			h.Size = uint64(n)
+		default:
+			h.CC.DupThresh = int(n)
+		}
+	case "ecn", "autosend":
+		v, err := arg1()
+		if err != nil {
+			return err
+		}
+		b, err := parseOnOff(f[0], v)
+		if err != nil {
+			return err
+		}
+		if f[0] == "ecn" {
+			h.ECN = b
+		} else {
+			h.AutoSend = b
+		}
+	case "rto":
+		return h.parseRTO(f[1:])
+	case "option":
+		if len(f) < 2 {
+			return fmt.Errorf("option: want key=value")
+		}
+		for _, kv := range f[1:] {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return fmt.Errorf("option: want key=value, got %q", kv)
+			}
+			h.Options = append(h.Options, Option{Key: k, Value: v, Line: line})
+		}
+	}
+	return nil
+}
+
+// parseRTO reads `rto fixed D [backoff=on]` or `rto rfc6298 [initial=D]
+// [min=D] [max=D] [granularity=D] [backoff=on|off]`.
+func (h *Header) parseRTO(f []string) error {
+	if len(f) == 0 {
+		return fmt.Errorf("rto: want `fixed DURATION` or `rfc6298 [key=value ...]`")
+	}
+	var c cc.RTOConfig
+	rest := f[1:]
+	switch f[0] {
+	case "fixed":
+		if len(rest) == 0 {
+			return fmt.Errorf("rto fixed: want a duration")
+		}
+		d, err := parseDuration(rest[0])
+		if err != nil {
+			return fmt.Errorf("rto fixed: %v", err)
+		}
+		c = cc.RTOConfig{Mode: cc.RTOFixed, Fixed: d}
+		rest = rest[1:]
+	case "rfc6298":
+		c = cc.DefaultRTOConfig()
+	default:
+		return fmt.Errorf("rto: unknown mode %q (known: fixed, rfc6298)", f[0])
+	}
+	for _, kv := range rest {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("rto: want key=value, got %q", kv)
+		}
+		if k == "backoff" {
+			b, err := parseOnOff("rto backoff", v)
+			if err != nil {
+				return err
+			}
+			c.Backoff = b
+			continue
+		}
+		if c.Mode == cc.RTOFixed && k != "max" {
+			return fmt.Errorf("rto fixed: unknown key %q (known: backoff, max)", k)
+		}
+		d, err := parseDuration(v)
+		if err != nil {
+			return fmt.Errorf("rto %s: %v", k, err)
+		}
+		switch k {
+		case "initial":
+			c.Initial = d
+		case "min":
+			c.Min = d
+		case "max":
+			c.Max = d
+		case "granularity":
+			c.Granularity = d
+		default:
+			return fmt.Errorf("rto rfc6298: unknown key %q (known: initial, min, max, granularity, backoff)", k)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	h.RTO = c
+	return nil
+}
+
+func parseOnOff(what, v string) (bool, error) {
+	switch v {
+	case "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s: want on or off, got %q", what, v)
+}
+
+// parseStep reads one body line.
+func parseStep(f []string) (Step, error) {
+	var st Step
+	args := f[1:]
+	switch f[0] {
+	case "send":
+		st.kind = stepSend
+		for _, a := range args {
+			v, ok := strings.CutPrefix(a, "n=")
+			if !ok {
+				return st, fmt.Errorf("send: unknown argument %q (known: n=N)", a)
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return st, fmt.Errorf("send: n wants a positive integer, got %q", v)
+			}
+			st.n = n
+		}
+	case "ack", "dupack":
+		st.kind = stepAck
+		st.n = 1
+		if f[0] == "ack" {
+			if len(args) == 0 {
+				return st, fmt.Errorf("ack: want the cumulative ACK number")
+			}
+			n, err := strconv.ParseUint(args[0], 10, 64)
+			if err != nil {
+				return st, fmt.Errorf("ack: want a byte number, got %q", args[0])
+			}
+			st.ack = n
+			args = args[1:]
+		} else {
+			st.kind = stepDupAck
+		}
+		for _, a := range args {
+			if err := st.parseAckArg(f[0], a); err != nil {
+				return st, err
+			}
+		}
+	case "rtt", "advance":
+		if len(args) != 1 {
+			return st, fmt.Errorf("%s: want one duration", f[0])
+		}
+		d, err := parseDuration(args[0])
+		if err != nil {
+			return st, fmt.Errorf("%s: %v", f[0], err)
+		}
+		if f[0] == "rtt" {
+			if d <= 0 {
+				return st, fmt.Errorf("rtt: want a positive duration, got %v", d)
+			}
+			st.kind, st.rtt = stepRTT, d
+		} else {
+			st.kind, st.dur = stepAdvance, d
+		}
+	case "rto":
+		if len(args) != 0 {
+			return st, fmt.Errorf("rto: takes no arguments (as a step it fires the timer)")
+		}
+		st.kind = stepRTO
+	case "lose":
+		if len(args) != 1 {
+			return st, fmt.Errorf("lose: want one byte range START-END")
+		}
+		b, err := parseRange(args[0])
+		if err != nil {
+			return st, fmt.Errorf("lose: %v", err)
+		}
+		st.kind, st.lose = stepLose, b
+	case "expect":
+		st.kind = stepExpect
+		if len(args) == 0 {
+			return st, fmt.Errorf("expect: want key=value ... (keys: %s)", strings.Join(expectKeys, ", "))
+		}
+		for _, a := range args {
+			k, v, ok := strings.Cut(a, "=")
+			if !ok || v == "" {
+				return st, fmt.Errorf("expect: want key=value, got %q", a)
+			}
+			known := false
+			for _, x := range expectKeys {
+				known = known || x == k
+			}
+			if !known {
+				return st, fmt.Errorf("expect: unknown key %q (keys: %s)", k, strings.Join(expectKeys, ", "))
+			}
+			st.want = append(st.want, expectation{k, v})
+		}
+	default:
+		return st, fmt.Errorf("unknown step %q (steps: send, ack, dupack, rtt, advance, rto, lose, expect)", f[0])
+	}
+	return st, nil
+}
+
+// parseAckArg reads one of sack=A-B,C-D, ece, rtt=D, xN (dupack only).
+func (st *Step) parseAckArg(step, a string) error {
+	switch {
+	case a == "ece":
+		st.ece = true
+	case strings.HasPrefix(a, "sack="):
+		for _, r := range strings.Split(strings.TrimPrefix(a, "sack="), ",") {
+			b, err := parseRange(r)
+			if err != nil {
+				return fmt.Errorf("%s: sack: %v", step, err)
+			}
+			st.sack = append(st.sack, b)
+		}
+		if len(st.sack) > sim.MaxSackBlocks {
+			return fmt.Errorf("%s: at most %d SACK blocks, got %d", step, sim.MaxSackBlocks, len(st.sack))
+		}
+	case strings.HasPrefix(a, "rtt="):
+		d, err := parseDuration(strings.TrimPrefix(a, "rtt="))
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%s: rtt wants a positive duration, got %q", step, a)
+		}
+		st.rtt = d
+	case step == "dupack" && strings.HasPrefix(a, "x"):
+		n, err := strconv.Atoi(a[1:])
+		if err != nil || n <= 0 {
+			return fmt.Errorf("dupack: want xN with N a positive count, got %q", a)
+		}
+		st.n = n
+	default:
+		return fmt.Errorf("%s: unknown argument %q", step, a)
+	}
+	return nil
+}
+
+// parseRange reads START-END, a byte range [START, END).
+func parseRange(s string) (sim.SackBlock, error) {
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		return sim.SackBlock{}, fmt.Errorf("want START-END, got %q", s)
+	}
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	if err1 != nil || err2 != nil || x >= y {
+		return sim.SackBlock{}, fmt.Errorf("want START-END with START < END, got %q", s)
+	}
+	return sim.SackBlock{Start: x, End: y}, nil
+}
+
+// timeUnits are the units a duration may carry.
+var timeUnits = []struct {
+	suffix string
+	unit   sim.Time
+}{{"ps", sim.Picosecond}, {"ns", sim.Nanosecond}, {"us", sim.Microsecond},
+	{"ms", sim.Millisecond}, {"s", sim.Second}}
+
+// parseDuration reads "0" or a decimal number with a unit ps, ns, us, ms or
+// s ("100us", "1.5ms"). The value must be a whole number of picoseconds.
+func parseDuration(s string) (sim.Time, error) {
+	if s == "0" {
+		return 0, nil
+	}
+	for _, u := range timeUnits {
+		num, ok := strings.CutSuffix(s, u.suffix)
+		if !ok {
+			continue
+		}
+		whole, frac, _ := strings.Cut(num, ".")
+		w, err := strconv.ParseInt(whole, 10, 64)
+		if err != nil || w < 0 {
+			return 0, fmt.Errorf("bad duration %q", s)
+		}
+		t := sim.Time(w) * u.unit
+		scale := u.unit
+		for _, c := range frac {
+			if c < '0' || c > '9' || scale%10 != 0 {
+				return 0, fmt.Errorf("bad duration %q (at most picosecond precision)", s)
+			}
+			scale /= 10
+			t += sim.Time(c-'0') * scale
+		}
+		return t, nil
+	}
+	return 0, fmt.Errorf("duration %q has no unit (ps, ns, us, ms, s)", s)
+}

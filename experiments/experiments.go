@@ -1,0 +1,145 @@
+// Package experiments reproduces lockstep's published experiments: each
+// builds variants of an example scenario, runs them, and writes a Markdown
+// report with result tables, CSV data and PNG figures. `lockstep experiment
+// NAME` runs one; docs/experiments/ holds their last output.
+package experiments
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/lockstep-sim/lockstep/results"
+	"github.com/lockstep-sim/lockstep/runner"
+	"github.com/lockstep-sim/lockstep/scenario"
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// Env is where an experiment reads examples and writes its report.
+type Env struct {
+	Examples string    // the examples/ directory
+	Out      string    // report directory (NAME.md and NAME/ go here)
+	Seeds    int       // seeds for spreads (0: the experiment's default)
+	Log      io.Writer // progress lines (may be nil)
+	Quick    bool      // smaller runs, for tests
+}
+
+func (e *Env) logf(format string, args ...any) {
+	if e.Log != nil {
+		fmt.Fprintf(e.Log, format+"\n", args...)
+	}
+}
+
+// Experiment is one reproducible experiment.
+type Experiment struct {
+	Name    string
+	Summary string
+	Run     func(env *Env) error
+}
+
+// All lists the experiments by name.
+func All() []Experiment {
+	return []Experiment{
+		{Name: "multi-loss", Summary: "STrack vs cumulative-ACK Reno, NewReno, SACK, RACK-TLP under correlated burst losses", Run: multiLoss},
+	}
+}
+
+// Find returns the experiment called name.
+func Find(name string) (Experiment, error) {
+	var names []string
+	for _, x := range All() {
+		if x.Name == name {
+			return x, nil
+		}
+		names = append(names, x.Name)
+	}
+	return Experiment{}, fmt.Errorf("unknown experiment %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// variant loads an example, lets mutate change it, and runs it.
+func variant(env *Env, file string, mutate func(*scenario.Scenario)) (*runner.Result, error) {
+	path := filepath.Join(env.Examples, file)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := scenario.Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if mutate != nil {
+		mutate(s)
+	}
+	b, err := scenario.Build(path, data, s, scenario.Dir(filepath.Dir(path)))
+	if err != nil {
+		return nil, err
+	}
+	return runner.Run(b, runner.Options{})
+}
+
+// fcts returns the FCTs of finished flows in microseconds and the number
+// of unfinished flows.
+func fcts(r *runner.Result) (us []float64, unfinished int) {
+	for i, rec := range r.Fabric.T.Records {
+		if !rec.Finished {
+			unfinished++
+			continue
+		}
+		us = append(us, (rec.Finish-r.Built.Fabric.Flows[i].Start).Nanoseconds()/1e3)
+	}
+	return us, unfinished
+}
+
+// percentile is the nearest-rank percentile (p in (0,100]).
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	k := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return s[max(k, 0)]
+}
+
+func mean(xs []float64) float64 {
+	t := 0.0
+	for _, x := range xs {
+		t += x
+	}
+	return t / float64(len(xs))
+}
+
+// totals sums the per-flow and per-port counters of a run.
+type totals struct {
+	sent, retx, timeouts, marks, drops uint64
+}
+
+func sum(r *runner.Result) totals {
+	var t totals
+	for _, rec := range r.Fabric.T.Records {
+		t.sent += rec.PacketsSent
+		t.retx += rec.Retransmits
+		t.timeouts += rec.Timeouts
+	}
+	s := r.Summary()
+	t.marks, t.drops = s.Marks, s.Drops
+	return t
+}
+
+// writeFile writes name under dir atomically.
+func writeFile(dir, name string, text string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return results.WriteFileAtomic(filepath.Join(dir, name), func(w io.Writer) error {
+		_, err := io.WriteString(w, text)
+		return err
+	})
+}
+
+func us(t sim.Time) float64 { return t.Nanoseconds() / 1e3 }
