@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -329,6 +330,7 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 	if t.Recovery != "" {
 		c.CC.Recovery = t.Recovery
 	}
+	c.CC.Options = t.Options
 	if !slices.Contains(cc.RecoveryNames, c.CC.Recovery) {
 		return c, l.errf("transport.recovery", "unknown loss recovery %q (known: %v)", t.Recovery, cc.RecoveryNames)
 	}
@@ -480,6 +482,10 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 		c.CC.Strack = &sc
 	}
 	if err := c.Validate(); err != nil {
+		var ue *cc.UnknownOptionError
+		if errors.As(err, &ue) {
+			return c, l.errf("transport.options."+ue.Key, "cc %s takes no such option", ue.Module)
+		}
 		return c, l.errf("transport", "%v", err)
 	}
 	return c, nil

@@ -150,6 +150,10 @@ type Transport struct {
 	RWnd yamlx.Size `yaml:"rwnd"`
 	// STrack configures STrack's endpoints (cc strack or strack-sim).
 	STrack *STrack `yaml:"strack"`
+	// Options are the congestion control's own settings (docs/scenario.md
+	// lists them per module), e.g. {variant: linux} for scalable,
+	// {hystart: linux-2008} for cubic, {g: 0.0625} for dctcp.
+	Options map[string]string `yaml:"options"`
 }
 
 // STrack holds STrack's parameters; docs/scenario.md gives each default
