@@ -650,8 +650,12 @@ func (l *loader) impairments(is []Impairment, topo *topologies.Topology) ([]fabr
 				n++
 				sp.Schedule = append(sp.Schedule, sim.LinkChange{At: sim.Time(c.At), Kind: sim.ChangeDelay, Delay: sim.Time(*c.Delay)})
 			}
+			if c.Loss != nil {
+				n++
+				sp.Schedule = append(sp.Schedule, sim.LinkChange{At: sim.Time(c.At), Kind: sim.ChangeLoss, Loss: float64(*c.Loss)})
+			}
 			if n == 0 {
-				return nil, l.errf(cp, "says nothing: set down, rate or delay")
+				return nil, l.errf(cp, "says nothing: set down, rate, delay or loss")
 			}
 		}
 		slices.SortStableFunc(sp.Schedule, func(x, y sim.LinkChange) int {

@@ -281,4 +281,6 @@ type Change struct {
 	Down  yamlx.Duration  `yaml:"down"`  // the link is down for this long
 	Rate  yamlx.Rate      `yaml:"rate"`  // new rate from At on
 	Delay *yamlx.Duration `yaml:"delay"` // new propagation delay from At on
+	// Loss sets the independent loss probability from At on.
+	Loss *yamlx.Probability `yaml:"loss"`
 }

@@ -76,6 +76,7 @@ func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) b
 		if im := s.Impair; im != nil {
 			l.rng = NewRand(seed, StreamLink+uint64(i))
 			l.sched = im.Schedule
+			l.loss = im.Loss
 			l.perPacket = im.Jitter > 0 || im.ReorderProb > 0
 			for _, c := range im.Schedule {
 				// A shorter delay lets a later packet overtake an earlier

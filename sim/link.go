@@ -57,6 +57,8 @@ const (
 	ChangeRate
 	// ChangeDelay sets the propagation delay.
 	ChangeDelay
+	// ChangeLoss sets the independent loss probability.
+	ChangeLoss
 )
 
 // LinkChange is one scheduled change of a link direction.
@@ -65,6 +67,7 @@ type LinkChange struct {
 	Kind  ChangeKind
 	Rate  Bandwidth // for ChangeRate
 	Delay Time      // for ChangeDelay
+	Loss  float64   // for ChangeLoss
 }
 
 // inflight is a packet on the wire of a FIFO link.
@@ -91,6 +94,7 @@ type Link struct {
 
 	rate      Bandwidth
 	delay     Time
+	loss      float64 // independent loss probability in force
 	down      bool
 	geBad     bool
 	sched     []LinkChange
@@ -127,6 +131,8 @@ func (l *Link) advance(now Time) {
 			l.rate = c.Rate
 		case ChangeDelay:
 			l.delay = c.Delay
+		case ChangeLoss:
+			l.loss = c.Loss
 		}
 		l.si++
 	}
@@ -164,7 +170,7 @@ func (l *Link) lose() bool {
 			l.geBad = true
 		}
 	}
-	if im.Loss > 0 && l.rng.Float64() < im.Loss {
+	if l.loss > 0 && l.rng.Float64() < l.loss {
 		lost = true
 	}
 	return lost

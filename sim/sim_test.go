@@ -366,3 +366,13 @@ func itoa(n int) string {
 	}
 	return string(b)
 }
+
+func TestLink_LossSchedule(t *testing.T) {
+	// No loss until 1 ms, then every packet is lost.
+	e := twoElems(t, 1, LinkSpec{Rate: 10 * GbitPerSecond,
+		Impair: &Impairments{Schedule: []LinkChange{{At: Millisecond, Kind: ChangeLoss, Loss: 1}}}})
+	at, _ := sendAll(e, 2000, 1250) // 1 us each: 1000 before, 1000 after
+	if len(at) != 1000 || e.Links[0].LostRandom != 1000 {
+		t.Fatalf("delivered %d, lost %d; want 1000 and 1000", len(at), e.Links[0].LostRandom)
+	}
+}
