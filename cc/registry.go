@@ -21,7 +21,8 @@ type Config struct {
 	// Strack parameterises the "strack" controller (nil: defaults).
 	Strack *StrackConfig
 	// Options are module-specific settings as key=value text, checked by
-	// the module's constructor (an unknown key is an error): scalable
+	// the module's constructor (an unknown key is an error): cubic
+	// hystart=, fast_convergence=, tcp_friendliness=; scalable
 	// variant=kelly|linux; dctcp g=, init_alpha=.
 	Options map[string]string
 }
@@ -56,6 +57,19 @@ func (o *options) float(key string, def float64) (float64, error) {
 		return 0, fmt.Errorf("%s option %s: expected a number, got %q", o.module, key, v)
 	}
 	return f, nil
+}
+
+func (o *options) boolean(key string, def bool) (bool, error) {
+	o.used[key] = true
+	v, ok := o.m[key]
+	if !ok {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s option %s: expected true or false, got %q", o.module, key, v)
+	}
+	return b, nil
 }
 
 // done reports the first option no parser asked for, in sorted order.
@@ -98,7 +112,7 @@ func (c *Config) Validate() error {
 }
 
 // ControllerNames lists the congestion controls NewController knows.
-var ControllerNames = []string{"reno", "scalable", "dctcp", "strack", "strack-sim"}
+var ControllerNames = []string{"reno", "cubic", "scalable", "dctcp", "strack", "strack-sim"}
 
 // RecoveryNames lists the recoveries NewRecovery knows.
 var RecoveryNames = []string{"reno", "strack"}
@@ -126,6 +140,20 @@ func newController(c Config, o *options) (Controller, error) {
 	switch c.CC {
 	case "reno":
 		return NewReno(c.MSS, c.InitCwnd), nil
+	case "cubic":
+		cu := DefaultCubicConfig()
+		cu.HyStart = o.str("hystart", cu.HyStart)
+		var err error
+		if cu.FastConvergence, err = o.boolean("fast_convergence", cu.FastConvergence); err != nil {
+			return nil, err
+		}
+		if cu.TCPFriendliness, err = o.boolean("tcp_friendliness", cu.TCPFriendliness); err != nil {
+			return nil, err
+		}
+		if err := cu.Validate(); err != nil {
+			return nil, err
+		}
+		return NewCubic(cu, c.MSS, c.InitCwnd), nil
 	case "scalable":
 		return NewScalable(o.str("variant", "kelly"), c.MSS, c.InitCwnd)
 	case "dctcp":
