@@ -33,6 +33,9 @@ type Config struct {
 	// Local reports whether a topology node belongs to this partition
 	// (nil: all do).
 	Local func(node int) bool
+	// QueueSample, when positive, records switch port occupancy on a grid
+	// of this period while a switch holds packets.
+	QueueSample sim.Time
 }
 
 const (
@@ -171,6 +174,7 @@ func New(cfg Config) (*Fabric, error) {
 					Queue: t.Links[p.Link].Queue}
 			}
 			f.Switches[node] = switchsim.New(id, node, sp, f.Routes, cfg.Forwarding)
+			f.Switches[node].SampleEvery = cfg.QueueSample
 		default:
 			return nil, fmt.Errorf("node %d (%s) has no kind", node, t.Nodes[node].Name)
 		}
@@ -268,7 +272,7 @@ func (f *Fabric) dispatch(ev *sim.Event) {
 		case sim.EvTxDone:
 			s.OnTxDone(e, int(f.linkPort[ev.Arg]))
 		case sim.EvTimer:
-			panic(fmt.Sprintf("fabric: switch %d got a timer", ev.Dst))
+			s.OnTimer(e)
 		}
 	}
 }

@@ -55,6 +55,27 @@ func WriteCwnd(w io.Writer, rows []hostsim.CwndRow) error {
 	return bw.Flush()
 }
 
+// DepthRow is one queue_depth.csv row.
+type DepthRow struct {
+	Time   sim.Time
+	Switch string
+	Port   int32
+	Bytes  int64
+}
+
+// DepthHeader is the first line of queue_depth.csv.
+const DepthHeader = "time_ns,switch,port,depth_bytes"
+
+// WriteDepth writes queue_depth.csv.
+func WriteDepth(w io.Writer, rows []DepthRow) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, DepthHeader)
+	for _, r := range rows {
+		fmt.Fprintf(bw, "%s,%s,%d,%d\n", r.Time.NsString(), r.Switch, r.Port, r.Bytes)
+	}
+	return bw.Flush()
+}
+
 // QueueRow is one switch port's counters.
 type QueueRow struct {
 	Switch    string

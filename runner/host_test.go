@@ -59,3 +59,35 @@ func TestCwndTrace_RecordsEvents(t *testing.T) {
 		}
 	}
 }
+
+func TestQueueDepth_SampledWhileBusyAndRunDrains(t *testing.T) {
+	r := runYAML(t, oneFlow("100Gbps", "10Gbps", "5us", "64KiB", "{rto: {min: 1ms}}", "1MB")+"output: {queues: {interval: 10us}}\n")
+	if r.StoppedBy != "flows-done" {
+		t.Fatalf("stopped by %s: sampling must not keep the run alive", r.StoppedBy)
+	}
+	rows := r.Depths()
+	var peak int64
+	for i, d := range rows {
+		if d.Time%(10*sim.Microsecond) != 0 {
+			t.Fatalf("sample at %v is off the 10us grid", d.Time)
+		}
+		if i > 0 && d.Time < rows[i-1].Time {
+			t.Fatal("samples out of time order")
+		}
+		if d.Switch == "left" && d.Port == 1 {
+			peak = max(peak, d.Bytes)
+		}
+	}
+	var want int64
+	for _, q := range r.Queues() {
+		if q.Switch == "left" && q.Peer == "right" {
+			want = q.PeakBytes
+		}
+	}
+	if peak == 0 || peak > want {
+		t.Fatalf("sampled bottleneck peak %d B, want in (0, %d] (the port's true peak)", peak, want)
+	}
+	if last := rows[len(rows)-1]; last.Bytes != 0 {
+		t.Fatalf("last sample %+v: want the queue seen draining to 0", last)
+	}
+}

@@ -167,9 +167,32 @@ func (r *Result) WriteDir(dir string, perf results.Perf) error {
 			return err
 		}
 	}
+	if rows := r.Depths(); len(rows) > 0 {
+		if err := results.WriteFileAtomic(filepath.Join(dir, "queue_depth.csv"), func(w io.Writer) error {
+			return results.WriteDepth(w, rows)
+		}); err != nil {
+			return err
+		}
+	}
 	s := r.Summary()
 	s.Perf = perf
 	return results.WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error {
 		return results.WriteSummary(w, &s)
 	})
+}
+
+// Depths returns the queue samples of every local switch, by time, then
+// switch (node order), then port.
+func (r *Result) Depths() []results.DepthRow {
+	var rows []results.DepthRow
+	for node, s := range r.Fabric.Switches {
+		if s == nil {
+			continue
+		}
+		for _, q := range s.Samples {
+			rows = append(rows, results.DepthRow{Time: q.Time, Switch: r.Fabric.Topo.Nodes[node].Name, Port: q.Port, Bytes: q.Bytes})
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b results.DepthRow) int { return cmp.Compare(a.Time, b.Time) })
+	return rows
 }

@@ -136,6 +136,12 @@ func Build(file string, data []byte, s *Scenario, fsys fs.FS) (*Built, error) {
 		return nil, err
 	}
 	b.Fabric = fabric.Config{Topo: topo, Flows: flows, Transport: tc, Forwarding: fwd, Seed: b.Seed, Impairments: imps}
+	if q := s.Output.Queues; q != nil {
+		if q.Interval <= 0 {
+			return nil, l.errf("output.queues.interval", "must be a positive duration")
+		}
+		b.Fabric.QueueSample = sim.Time(q.Interval)
+	}
 	d := sha256.Sum256(l.hash)
 	b.Digest = hex.EncodeToString(d[:])
 	return b, nil

@@ -188,6 +188,13 @@ type Pacing struct {
 type Output struct {
 	// Cwnd records cwnd.csv for these flows (all, or a list of ids).
 	Cwnd *CwndOutput `yaml:"cwnd"`
+	// Queues records queue_depth.csv.
+	Queues *QueuesOutput `yaml:"queues"`
+}
+
+// QueuesOutput samples switch port occupancy every Interval.
+type QueuesOutput struct {
+	Interval yamlx.Duration `yaml:"interval" lockstep:"required"`
 }
 
 // CwndOutput selects the traced flows.

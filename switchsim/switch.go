@@ -87,6 +87,20 @@ type Switch struct {
 
 	routes *topologies.Routes
 	salt   uint64
+
+	// SampleEvery, when positive, records every port's occupancy on a
+	// grid of this period while the switch holds packets (queue_depth.csv).
+	SampleEvery sim.Time
+	Samples     []QueueSample
+	sampling    bool    // a sample timer is pending
+	lastDepth   []int64 // last recorded occupancy per port
+}
+
+// QueueSample is one port's occupancy at one time.
+type QueueSample struct {
+	Time  sim.Time
+	Port  int32
+	Bytes int64
 }
 
 // New returns a switch for topology node `node` with the given ports.
@@ -136,6 +150,9 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet)
 	}
 	pt.Enqueued++
 	pt.Bytes += uint64(size)
+	if s.SampleEvery > 0 && !s.sampling {
+		s.armSample(e)
+	}
 	if occ+size > pt.PeakBytes {
 		pt.PeakBytes = occ + size
 	}
@@ -193,4 +210,32 @@ func (s *Switch) Queued() int {
 		n += s.Ports[i].q.Len()
 	}
 	return n
+}
+
+// armSample schedules the next sample at the next grid point after now.
+func (s *Switch) armSample(e *sim.Engine) {
+	s.sampling = true
+	at := (e.Now()/s.SampleEvery + 1) * s.SampleEvery
+	e.Schedule(s.ID, at, 0, sim.NoPacket)
+}
+
+// OnTimer takes a queue sample. Sampling continues while any port holds
+// packets, so an idle switch schedules nothing and runs can drain.
+func (s *Switch) OnTimer(e *sim.Engine) {
+	if s.lastDepth == nil {
+		s.lastDepth = make([]int64, len(s.Ports))
+	}
+	busy := false
+	for i := range s.Ports {
+		d := s.Ports[i].Occupancy()
+		if d != s.lastDepth[i] || d > 0 {
+			s.Samples = append(s.Samples, QueueSample{Time: e.Now(), Port: int32(i), Bytes: d})
+			s.lastDepth[i] = d
+		}
+		busy = busy || d > 0
+	}
+	s.sampling = false
+	if busy {
+		s.armSample(e)
+	}
 }
