@@ -57,15 +57,17 @@ func (q *eventQueue) Len() int { return len(q.h) }
 
 func (q *eventQueue) push(ev Event) {
 	q.h = append(q.h, ev)
+	// Sift up with a hole: parents move down, ev is written once.
 	i := len(q.h) - 1
 	for i > 0 {
 		p := (i - 1) / 4
-		if !q.h[i].Before(&q.h[p]) {
+		if !ev.Before(&q.h[p]) {
 			break
 		}
-		q.h[i], q.h[p] = q.h[p], q.h[i]
+		q.h[i] = q.h[p]
 		i = p
 	}
+	q.h[i] = ev
 }
 
 // peek returns the earliest event. Precondition: Len() > 0.
@@ -74,8 +76,13 @@ func (q *eventQueue) peek() *Event { return &q.h[0] }
 func (q *eventQueue) pop() Event {
 	top := q.h[0]
 	n := len(q.h) - 1
-	q.h[0] = q.h[n]
+	last := q.h[n]
 	q.h = q.h[:n]
+	if n == 0 {
+		return top
+	}
+	// Sift down with a hole at the root: the smallest child moves up until
+	// last fits, then last is written once.
 	i := 0
 	for {
 		c := 4*i + 1
@@ -83,20 +90,18 @@ func (q *eventQueue) pop() Event {
 			break
 		}
 		m := c
-		end := c + 4
-		if end > n {
-			end = n
-		}
+		end := min(c+4, n)
 		for j := c + 1; j < end; j++ {
 			if q.h[j].Before(&q.h[m]) {
 				m = j
 			}
 		}
-		if !q.h[m].Before(&q.h[i]) {
+		if !q.h[m].Before(&last) {
 			break
 		}
-		q.h[i], q.h[m] = q.h[m], q.h[i]
+		q.h[i] = q.h[m]
 		i = m
 	}
+	q.h[i] = last
 	return top
 }
