@@ -222,7 +222,27 @@ func (s *SeqSpace) sent(seg Segment) {
 type TimedRecovery interface {
 	Recovery
 	Deadline() sim.Time
-	OnDeadline(now sim.Time)
+	// OnDeadline runs the timers due at now. Its verdict has EnterRecovery
+	// set when a timer detected loss, so the controller can react at once.
+	OnDeadline(now sim.Time) AckVerdict
+}
+
+// RTTSink is a Recovery that wants the sender's RTT estimates (RACK). The
+// host calls SetRTT before OnAck, after feeding the ACK's sample.
+type RTTSink interface {
+	SetRTT(srtt, minRTT sim.Time)
+}
+
+// AckEchoSink is a Recovery that wants the echoed timestamp of each ACK
+// (RACK, RFC 8985 §6.2 step 2). The host calls it before OnAck.
+type AckEchoSink interface {
+	SetAckEcho(tsecr sim.Time)
+}
+
+// RTODeadlineSink is a Recovery that wants to know the RTO deadline (TLP
+// caps its probe timer at it, RFC 8985 §7.2).
+type RTODeadlineSink interface {
+	SetRTODeadline(at sim.Time)
 }
 
 // Observer is read-only introspection for traces (cwnd.csv, cc trace).

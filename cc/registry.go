@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+
+	"github.com/lockstep-sim/lockstep/sim"
 )
 
 // Config selects and parameterises the modules of one flow.
@@ -18,6 +20,9 @@ type Config struct {
 	InitCwnd int64
 	// DupThresh is the duplicate-ACK threshold (RFC 5681: 3).
 	DupThresh int
+	// MaxAckDelay is the receiver's delayed-ACK timeout, 0 when it ACKs at
+	// once (RACK's TLP adds it to the probe timeout, RFC 8985 §7.2).
+	MaxAckDelay sim.Time
 	// Strack parameterises the "strack" controller (nil: defaults).
 	Strack *StrackConfig
 	// Options are module-specific settings as key=value text, checked by
@@ -115,7 +120,7 @@ func (c *Config) Validate() error {
 var ControllerNames = []string{"reno", "cubic", "scalable", "dctcp", "strack", "strack-sim"}
 
 // RecoveryNames lists the recoveries NewRecovery knows.
-var RecoveryNames = []string{"reno", "strack"}
+var RecoveryNames = []string{"reno", "newreno", "sack", "rack", "strack"}
 
 // NewController builds the Controller c names.
 func NewController(c Config) (Controller, error) {
@@ -199,6 +204,18 @@ func NewRecovery(c Config, size uint64) (Recovery, error) {
 	switch c.Recovery {
 	case "reno":
 		return NewRenoRecovery(c.MSS, size, dt), nil
+	case "newreno":
+		return NewNewRenoRecovery(c.MSS, size, dt), nil
+	case "sack":
+		return NewSackRecovery(c.MSS, size, dt), nil
+	case "rack":
+		rc := DefaultRackConfig()
+		rc.DupThresh = dt
+		rc.MaxAckDelay = c.MaxAckDelay
+		if err := rc.Validate(); err != nil {
+			return nil, err
+		}
+		return NewRackRecovery(c.MSS, size, rc), nil
 	case "strack":
 		return NewStrackRecovery(c.MSS, size), nil
 	}

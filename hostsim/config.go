@@ -129,6 +129,13 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("ack_size: must be positive, got %d", c.AckSize)
 	}
 	c.CC.MSS = c.MTU - c.Header
+	c.CC.MaxAckDelay = 0
+	if c.DelAck.Enabled {
+		c.CC.MaxAckDelay = c.DelAck.Timeout
+	}
+	if (c.CC.Recovery == "sack" || c.CC.Recovery == "rack") && !c.SACK {
+		return fmt.Errorf("sack: recovery %s needs receivers that send SACK blocks", c.CC.Recovery)
+	}
 	if err := c.CC.Validate(); err != nil {
 		return err
 	}

@@ -13,8 +13,12 @@ type Sender struct {
 	cc    cc.Controller
 	rec   cc.Recovery
 	timed cc.TimedRecovery // rec, when it has timers of its own
-	rto   *cc.RTO
-	mss   int64
+	// Optional inputs the recovery wants (RACK), found once.
+	rttSink  cc.RTTSink
+	echoSink cc.AckEchoSink
+	rtoSink  cc.RTODeadlineSink
+	rto      *cc.RTO
+	mss      int64
 
 	rtoAt       sim.Time // retransmission deadline; Never when disarmed
 	timerAt     sim.Time // time of the pending RTO timer event; Never if none
@@ -59,6 +63,9 @@ func newSender(cfg *Config, f *FlowSpec) (*Sender, error) {
 		rtoAt: sim.Never, timerAt: sim.Never, recTimerAt: sim.Never, paceTimerAt: sim.Never,
 		lastTraceAt: -1}
 	s.timed, _ = rec.(cc.TimedRecovery)
+	s.rttSink, _ = rec.(cc.RTTSink)
+	s.echoSink, _ = rec.(cc.AckEchoSink)
+	s.rtoSink, _ = rec.(cc.RTODeadlineSink)
 	if st, ok := ctl.(*cc.Strack); ok {
 		st.SetHops(f.Hops)
 	}
@@ -194,6 +201,9 @@ func (s *Sender) armPace(h *Host, e *sim.Engine) {
 // pending: a later deadline is picked up when the pending event fires.
 func (s *Sender) armRTO(h *Host, e *sim.Engine, at sim.Time) {
 	s.rtoAt = at
+	if s.rtoSink != nil {
+		s.rtoSink.SetRTODeadline(at)
+	}
 	if s.timerAt <= at {
 		return
 	}
@@ -222,8 +232,14 @@ func (s *Sender) onRecoveryTimer(h *Host, e *sim.Engine) {
 	}
 	s.recTimerAt = sim.Never
 	if d := s.timed.Deadline(); d <= now {
-		s.timed.OnDeadline(now)
-		s.traceSample(h, now, "recovery-timer")
+		event := "recovery-timer"
+		if v := s.timed.OnDeadline(now); v.EnterRecovery {
+			// RACK's reordering timer found a loss: fast recovery begins.
+			s.congestion(now, cc.CongLoss, cc.LossFlight(v, s.rec.FlightSize()))
+			s.ecnRecover, s.ecnReduced = s.rec.SndNxt(), true
+			event = "fast-retransmit"
+		}
+		s.traceSample(h, now, event)
 		s.trySend(h, e)
 		return
 	}
@@ -264,19 +280,31 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	rec := &h.T.Records[s.spec.ID]
 	prior := s.rec.Pipe()
 	flight := s.rec.FlightSize()
+	var rtt sim.Time
+	// RFC 7323 §4: the echoed timestamp is exact. An ACK that moves SndUna
+	// gives a sample, taken before the recovery sees the ACK (RACK uses it).
+	if s.pm == nil && pkt.Ack > s.rec.SndUna() && pkt.TSecr > 0 {
+		rtt = now - pkt.TSecr
+		s.rto.OnSample(rtt)
+	}
 	s.ai = cc.AckInfo{Now: now, Ack: pkt.Ack, Sack: pkt.Sack[:pkt.NSack], DupCandidate: true,
 		SRTT: s.rto.SRTT(), MinRTT: s.rto.MinRTT()}
 	if s.pm != nil {
 		s.ai.Echo, s.ai.EchoValid = pkt.Seq, true
 		s.ai.Nack, s.ai.Bitmap = pkt.Flags&sim.FlagNack != 0, pkt.Bitmap
 	}
+	if s.rttSink != nil {
+		s.rttSink.SetRTT(s.rto.SRTT(), s.rto.MinRTT())
+	}
+	if s.echoSink != nil {
+		s.echoSink.SetAckEcho(pkt.TSecr)
+	}
 	v := s.rec.OnAck(&s.ai)
 	s.delivered += v.Acked
-	var rtt sim.Time
-	// Exact timestamps identify the transmission, so per-packet ACKs
-	// (STrack) give a sample for every packet newly acknowledged.
-	if (v.AdvancedUna || s.pm != nil && v.Acked > 0) && pkt.TSecr > 0 {
-		rtt = now - pkt.TSecr // RFC 7323 §4: the echoed timestamp is exact
+	// Per-packet ACKs (STrack) name the packet, so every packet newly
+	// acknowledged gives a sample.
+	if s.pm != nil && v.Acked > 0 && pkt.TSecr > 0 {
+		rtt = now - pkt.TSecr
 		s.rto.OnSample(rtt)
 	}
 	ece := pkt.Flags&sim.FlagECE != 0

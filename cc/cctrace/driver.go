@@ -200,14 +200,21 @@ func (d *Driver) OnAck(a Ack) {
 	now := d.now
 	prior := d.rec.Pipe()
 	flight := d.rec.FlightSize()
-	d.ai = cc.AckInfo{Now: now, Ack: a.Ack, Sack: a.Sack, DupCandidate: true}
-	v := d.rec.OnAck(&d.ai)
-	d.delivered += v.Acked
 	var rtt sim.Time
-	if v.AdvancedUna && a.RTT > 0 {
+	if a.Ack > d.rec.SndUna() && a.RTT > 0 {
 		rtt = a.RTT
 		d.rto.OnSample(rtt)
 	}
+	d.ai = cc.AckInfo{Now: now, Ack: a.Ack, Sack: a.Sack, DupCandidate: true,
+		SRTT: d.rto.SRTT(), MinRTT: d.rto.MinRTT()}
+	if rs, ok := d.rec.(cc.RTTSink); ok {
+		rs.SetRTT(d.rto.SRTT(), d.rto.MinRTT())
+	}
+	if es, ok := d.rec.(cc.AckEchoSink); ok && a.RTT > 0 {
+		es.SetAckEcho(now - a.RTT)
+	}
+	v := d.rec.OnAck(&d.ai)
+	d.delivered += v.Acked
 	if v.Dup {
 		d.events.Dups++
 	}
@@ -272,7 +279,11 @@ func (d *Driver) AdvanceTo(t sim.Time) error {
 		}
 		d.now = at
 		if recTimer {
-			d.timed.OnDeadline(at)
+			if v := d.timed.OnDeadline(at); v.EnterRecovery {
+				d.congestion(cc.CongLoss, cc.LossFlight(v, d.rec.FlightSize()))
+				d.ecnRecover, d.ecnReduced = d.rec.SndNxt(), true
+				d.events.EnterRecovery++
+			}
 			d.events.RecTimers++
 			if next := d.timed.Deadline(); next <= at {
 				return fmt.Errorf("cctrace: recovery deadline %v did not move past %v after OnDeadline", next, at)
