@@ -67,7 +67,9 @@ func bars(title, ylabel string, labels []string, series []string, values [][]flo
 		}
 	}
 	p.NominalX(labels...)
+	p.X.Min, p.X.Max = -0.7, float64(len(labels))-0.3
 	p.Y.Min = 0
+	p.Legend.Left = true
 	return save(p, dir, name)
 }
 
@@ -92,7 +94,9 @@ func stacked(title, ylabel string, labels []string, series []string, values [][]
 		p.Legend.Add(sname, b)
 	}
 	p.NominalX(labels...)
+	p.X.Min, p.X.Max = -0.7, float64(len(labels))-0.3
 	p.Y.Min = 0
+	p.Legend.Left = true
 	return save(p, dir, name)
 }
 
@@ -115,6 +119,7 @@ func scatterByLabel(title, ylabel string, labels []string, ys [][]float64, dir, 
 		p.Add(s)
 	}
 	p.NominalX(labels...)
+	p.X.Min, p.X.Max = -0.7, float64(len(labels))-0.3
 	p.Y.Min = 0
 	return save(p, dir, name)
 }
