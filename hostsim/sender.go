@@ -41,7 +41,7 @@ type Sender struct {
 	lastCwnd    int64
 	lastSsth    int64
 	lastState   string
-	ssExitSeen  bool
+	lastReason  string // the controller's last slow-start exit reason
 
 	// Scratch events: passing pointers to locals through the module
 	// interfaces would make them escape, one allocation per ACK.
@@ -386,13 +386,22 @@ func (s *Sender) traceSample(h *Host, now sim.Time, event string) {
 	if !s.trace {
 		return
 	}
-	if x, ok := s.cc.(cc.SlowStartExit); ok && !s.ssExitSeen {
-		if r := x.SlowStartExitReason(); r != "" {
-			s.ssExitSeen = true
-			if event == "" {
-				event = "ss-exit:" + r
-			} else {
-				event += ";ss-exit:" + r
+	// Every change of the slow-start exit reason is an event: CSS entry
+	// (HyStart++), the exit and the test that fired, and exits again after
+	// an RTO sent the flow back to slow start (the reason is "" there).
+	if x, ok := s.cc.(cc.SlowStartExit); ok {
+		if r := x.SlowStartExitReason(); r != s.lastReason {
+			s.lastReason = r
+			ev := "ss-exit:" + r
+			if r == "css-entry" {
+				ev = "css-entry"
+			}
+			switch {
+			case r == "":
+			case event == "":
+				event = ev
+			default:
+				event += ";" + ev
 			}
 		}
 	}

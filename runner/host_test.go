@@ -91,3 +91,21 @@ func TestQueueDepth_SampledWhileBusyAndRunDrains(t *testing.T) {
 		t.Fatalf("last sample %+v: want the queue seen draining to 0", last)
 	}
 }
+
+func TestCwndTrace_HyStartPlusPlusReportsCSSEntryAndExit(t *testing.T) {
+	r := runYAML(t, oneFlow("10Gbps", "1Gbps", "500us", "4MiB",
+		"{cc: cubic, options: {hystart: hystart++}, rto: {min: 10ms}}", "20MB")+"output: {cwnd: {all: true}}\n")
+	var events []string
+	for _, row := range r.Fabric.T.CwndLog {
+		if row.Event != "" {
+			events = append(events, row.Event)
+		}
+	}
+	joined := strings.Join(events, " ")
+	if !strings.Contains(joined, "css-entry") || !strings.Contains(joined, "ss-exit:") {
+		t.Fatalf("events %q: want css-entry and a later ss-exit:REASON", joined)
+	}
+	if strings.Index(joined, "css-entry") > strings.Index(joined, "ss-exit:") {
+		t.Fatalf("events %q: css-entry must come before the exit", joined)
+	}
+}
