@@ -113,6 +113,9 @@ type Host struct {
 	// Created counts packets this host put on its NIC; Consumed those it
 	// received and used.
 	Created, Consumed uint64
+	// Tap, when set, sees every packet the host sends (tx) and receives,
+	// at the time it happens (pcap capture). Nil costs nothing.
+	Tap func(now sim.Time, pkt *sim.Packet, tx bool)
 }
 
 // NewHost returns host `index` whose NIC transmits on link.
@@ -172,6 +175,9 @@ func (h *Host) OnTxDone(e *sim.Engine) {
 // send hands packet p to the NIC.
 func (h *Host) send(e *sim.Engine, p sim.PktRef) {
 	h.Created++
+	if h.Tap != nil {
+		h.Tap(e.Now(), e.Pool.Get(p), true)
+	}
 	if !h.busy {
 		h.busy = true
 		e.Transmit(h.Link, p)
@@ -190,6 +196,9 @@ func (h *Host) OnArrive(e *sim.Engine, p sim.PktRef) {
 		return
 	}
 	h.Consumed++
+	if h.Tap != nil {
+		h.Tap(e.Now(), pkt, false)
+	}
 	switch {
 	case pkt.Flags&sim.FlagData != 0:
 		r := h.T.receivers[pkt.Flow]
