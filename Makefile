@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 TIMEOUT ?= 20m
 
-.PHONY: help build run test test-race test-slow bench bench-smoke verify fmt vet tidy-check ci
+.PHONY: help build run deps test test-race test-slow bench bench-smoke verify fmt vet tidy-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -14,7 +14,16 @@ build: ## build bin/lockstep
 run: ## run the main example (examples/dumbbell.yaml) into out/dumbbell
 	$(GO) run ./cmd/lockstep run examples/dumbbell.yaml --out out/dumbbell
 
-test: ## the README's test command: verify, then every test with -race and -shuffle
+# tshark reads the pcap captures in runner/pcap_test.go. Debian's package asks
+# whether non-root users may capture: preseed "no" so the install never waits.
+deps: ## install what the tests need beyond Go: tshark (apt-get; needs root)
+	@command -v tshark >/dev/null && exit 0; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+	  echo "make deps: tshark is missing and installing it needs root and apt-get: run 'sudo make deps' or install tshark (Wireshark's CLI) yourself" >&2; exit 1; fi; \
+	echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null || true; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tshark >/dev/null && command -v tshark >/dev/null
+
+test: deps ## the README's test command: tools (deps), verify, then every test with -race and -shuffle
 	$(MAKE) verify
 	$(GO) test -race -shuffle=on -timeout $(TIMEOUT) $(PKGS)
 

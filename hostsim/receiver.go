@@ -24,10 +24,10 @@ type Receiver struct {
 	unacked       int      // data packets since the last ACK
 	tsRecent      sim.Time // TSval to echo: earliest unacknowledged (RFC 7323 §4.3)
 	tsSet         bool
-	quick         int         // quick ACKs left
-	delackAt      sim.Time    // delayed-ACK deadline; Never when none
-	delackTimerAt sim.Time    // time of the pending timer event; Never if none
-	lastAck       *sim.Packet // the ACK sendAck just queued (valid until the next event)
+	quick         int      // quick ACKs left
+	delackAt      sim.Time // delayed-ACK deadline; Never when none
+	delackTimerAt sim.Time // time of the pending timer event; Never if none
+	nack          bool     // STrack: the next ACK carries the received bitmap
 }
 
 // bitmap is STrack's received bitmap: bit i is set when segment
@@ -91,11 +91,8 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	if cfg.STrack != nil {
 		// STrack: ACK every packet, echo its entropy and CE; an
 		// out-of-order arrival also carries the received bitmap (NACK).
+		r.nack = outOfOrder
 		r.sendAck(h, e, pkt, echo)
-		if outOfOrder {
-			r.lastAck.Flags |= sim.FlagNack
-			r.lastAck.Bitmap = r.bitmap(cfg.CC.MSS)
-		}
 		return
 	}
 	d := &cfg.DelAck
@@ -171,10 +168,14 @@ func (r *Receiver) sendAck(h *Host, e *sim.Engine, pkt *sim.Packet, echo bool) {
 	if cfg.SACK {
 		r.fillSack(ack)
 	}
+	if r.nack {
+		ack.Flags |= sim.FlagNack
+		ack.Bitmap = r.bitmap(cfg.CC.MSS)
+		r.nack = false
+	}
 	r.unacked = 0
 	r.tsSet = false
 	r.delackAt = sim.Never
-	r.lastAck = ack
 	h.send(e, a)
 }
 

@@ -169,5 +169,9 @@ func WriteFileAtomic(path string, write func(io.Writer) error) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	// CreateTemp makes the file 0600; outputs are for everyone to read.
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	return os.Rename(tmp, path)
 }

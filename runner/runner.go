@@ -4,12 +4,15 @@ package runner
 
 import (
 	"cmp"
+	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/lockstep-sim/lockstep/fabric"
 	"github.com/lockstep-sim/lockstep/hostsim"
+	"github.com/lockstep-sim/lockstep/pcap"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/scenario"
 	"github.com/lockstep-sim/lockstep/sim"
@@ -38,6 +41,14 @@ type Result struct {
 	Fabric    *fabric.Fabric
 	End       sim.Time
 	StoppedBy string
+	// Pcaps are the captures output.pcap asked for, in its host order.
+	Pcaps []HostCapture
+}
+
+// HostCapture is one host's packet capture (pcap/h<Host>.pcap).
+type HostCapture struct {
+	Host    int
+	Capture *pcap.Capture
 }
 
 // Run builds the fabric of b and runs it until every flow finished, the
@@ -61,10 +72,18 @@ func Run(b *scenario.Built, opt Options) (*Result, error) {
 				FlowsDone: f.T.Done, Flows: len(b.Fabric.Flows)})
 		}
 	}
+	var caps []HostCapture
+	for _, hi := range b.PcapHosts {
+		if h := f.Hosts[hi]; h != nil {
+			c := pcap.NewCapture()
+			h.Tap = c.Tap
+			caps = append(caps, HostCapture{Host: hi, Capture: c})
+		}
+	}
 	for f.RunUntilBatch(limit, every) {
 		report()
 	}
-	r := &Result{Built: b, Fabric: f, End: f.Eng.Now()}
+	r := &Result{Built: b, Fabric: f, End: f.Eng.Now(), Pcaps: caps}
 	switch {
 	case f.Eng.NextEventTime() != sim.Never:
 		r.End = limit
@@ -139,7 +158,7 @@ func (r *Result) Summary() results.Summary {
 }
 
 // WriteDir writes fct.csv, queues.csv and summary.json into dir, each
-// atomically.
+// atomically, and pcap/h<index>.pcap per captured host.
 func (r *Result) WriteDir(dir string, perf results.Perf) error {
 	f := r.Fabric
 	if err := results.WriteFileAtomic(filepath.Join(dir, "fct.csv"), func(w io.Writer) error {
@@ -172,6 +191,20 @@ func (r *Result) WriteDir(dir string, perf results.Perf) error {
 			return results.WriteDepth(w, rows)
 		}); err != nil {
 			return err
+		}
+	}
+	if len(r.Pcaps) > 0 {
+		pdir := filepath.Join(dir, "pcap")
+		if err := os.MkdirAll(pdir, 0o755); err != nil {
+			return err
+		}
+		for _, c := range r.Pcaps {
+			if err := results.WriteFileAtomic(filepath.Join(pdir, fmt.Sprintf("h%d.pcap", c.Host)), func(w io.Writer) error {
+				_, err := c.Capture.WriteTo(w)
+				return err
+			}); err != nil {
+				return err
+			}
 		}
 	}
 	s := r.Summary()

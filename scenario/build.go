@@ -37,6 +37,9 @@ type Built struct {
 	Topo     *topologies.Topology
 	Fabric   fabric.Config
 	Scenario *Scenario
+	// PcapHosts are the host indices output.pcap captures (distinct,
+	// valid, at most MaxPcapHosts).
+	PcapHosts []int
 }
 
 // loader carries the file name for errors and the files read for the digest.
@@ -142,9 +145,30 @@ func Build(file string, data []byte, s *Scenario, fsys fs.FS) (*Built, error) {
 		}
 		b.Fabric.QueueSample = sim.Time(q.Interval)
 	}
+	if o := s.Output.Pcap; o != nil {
+		if b.PcapHosts, err = l.pcapHosts(o.Hosts, topo.NumHosts()); err != nil {
+			return nil, err
+		}
+	}
 	d := sha256.Sum256(l.hash)
 	b.Digest = hex.EncodeToString(d[:])
 	return b, nil
+}
+
+// pcapHosts checks output.pcap.hosts: 1..MaxPcapHosts distinct host indices.
+func (l *loader) pcapHosts(hosts []int, n int) ([]int, error) {
+	if len(hosts) == 0 || len(hosts) > MaxPcapHosts {
+		return nil, l.errf("output.pcap.hosts", "must list 1 to %d host indices, got %d", MaxPcapHosts, len(hosts))
+	}
+	for i, h := range hosts {
+		if h < 0 || h >= n {
+			return nil, l.errf(fmt.Sprintf("output.pcap.hosts[%d]", i), "host %d does not exist (the topology has hosts 0..%d)", h, n-1)
+		}
+		if slices.Contains(hosts[:i], h) {
+			return nil, l.errf(fmt.Sprintf("output.pcap.hosts[%d]", i), "host %d is listed twice", h)
+		}
+	}
+	return slices.Clone(hosts), nil
 }
 
 func (l *loader) queue(path string, t *Tier) (topologies.QueueConfig, error) {

@@ -190,6 +190,17 @@ type Output struct {
 	Cwnd *CwndOutput `yaml:"cwnd"`
 	// Queues records queue_depth.csv.
 	Queues *QueuesOutput `yaml:"queues"`
+	// Pcap writes pcap/h<index>.pcap for these hosts.
+	Pcap *PcapOutput `yaml:"pcap"`
+}
+
+// MaxPcapHosts bounds output.pcap.hosts: captures are held in memory until
+// the run ends.
+const MaxPcapHosts = 64
+
+// PcapOutput lists the hosts whose packets are captured (pcap package).
+type PcapOutput struct {
+	Hosts []int `yaml:"hosts" lockstep:"required"`
 }
 
 // QueuesOutput samples switch port occupancy every Interval.

@@ -30,8 +30,8 @@ func load(t *testing.T, text string) (*Built, error) {
 func TestImpairment_DirectionsMapToLinkEnds(t *testing.T) {
 	// The dumbbell's bottleneck link is left (A) -> right (B).
 	for _, c := range []struct {
-		link      string
-		dir       string
+		link       string
+		dir        string
 		aToB, bToA bool
 	}{
 		{"[left, right]", "forward", true, false},
