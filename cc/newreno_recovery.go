@@ -57,6 +57,7 @@ type NewRenoLossRecovery struct {
 	SeqSpace
 	dupThresh   int
 	dupAcks     int
+	ltBytes     int64 // new data sent by limited transmit since the last new ACK
 	inRecovery  bool
 	recover     uint64 // RFC 6582's recover, plus one (exclusive end); 0 = ISN
 	inflation   int64  // I above, in bytes
@@ -77,6 +78,9 @@ func (r *NewRenoLossRecovery) OnSent(now sim.Time, seg Segment) {
 	if r.retxPending && seg.Seq == r.Una {
 		r.retxPending = false
 	}
+	if seg.Seq == r.Nxt && r.dupAcks > 0 && !r.inRecovery {
+		r.ltBytes += seg.Len // limited transmit (RFC 3042)
+	}
 	r.sent(seg)
 }
 
@@ -93,6 +97,7 @@ func (r *NewRenoLossRecovery) OnAck(ai *AckInfo) AckVerdict {
 			r.Nxt = r.Una // after go-back-N the receiver had more than we resent
 		}
 		r.dupAcks = 0
+		r.ltBytes = 0
 		if !r.inRecovery {
 			r.inflation = 0
 			r.retxPending = false
@@ -136,6 +141,9 @@ func (r *NewRenoLossRecovery) OnAck(ai *AckInfo) AckVerdict {
 		// RFC 5681 §3.2 step 2: cwnd = ssthresh + 3*SMSS.
 		r.inflation = int64(r.dupThresh) * r.MSS
 		v.EnterRecovery = true
+		// RFC 5681 §3.2 step 2 (via RFC 6582 §3.2 step 2): data sent by
+		// limited transmit is not part of eq. 4's FlightSize.
+		v.LossFlightSize = r.FlightSize() - r.ltBytes
 	}
 	// Otherwise step 1 refused fast retransmit (the duplicates belong to
 	// data sent before an RTO): no inflation beyond limited transmit.
@@ -148,6 +156,7 @@ func (r *NewRenoLossRecovery) OnRTO(now sim.Time) {
 	r.recover = r.HighSent
 	r.Nxt = r.Una
 	r.dupAcks = 0
+	r.ltBytes = 0
 	r.inflation = 0
 	r.inRecovery = false
 	r.retxPending = false

@@ -69,6 +69,7 @@ type SackRecovery struct {
 	sb        Scoreboard
 	dupThresh int
 	dupAcks   int
+	ltBytes   int64 // new data sent by limited transmit since the last new ACK
 
 	inRecovery    bool
 	recoveryPoint uint64 // RecoveryPoint+1; also the §5.1 fence after an RTO
@@ -114,6 +115,9 @@ func (r *SackRecovery) OnSent(now sim.Time, seg Segment) {
 			r.highRxt = max(r.highRxt, end)
 		}
 	}
+	if !retx && r.dupAcks > 0 && !r.inRecovery {
+		r.ltBytes += seg.Len // limited transmit (RFC 3042)
+	}
 	r.sent(seg)
 	r.sb.skipSacked(&r.SeqSpace)
 }
@@ -129,6 +133,7 @@ func (r *SackRecovery) OnAck(ai *AckInfo) AckVerdict {
 			r.Nxt = r.Una // after go-back-N the receiver had more than we resent
 		}
 		r.dupAcks = 0 // §5: a cumulative ACK resets DupAcks
+		r.ltBytes = 0
 		if r.fastRetx && r.sb.base > r.sb.segOf(r.highRxt) {
 			r.fastRetx = false // the segment to resend got acknowledged
 		}
@@ -156,6 +161,9 @@ func (r *SackRecovery) OnAck(ai *AckInfo) AckVerdict {
 	if r.Una >= r.recoveryPoint && (r.dupAcks >= r.dupThresh || r.lostBelow > r.sb.base) {
 		r.enterRecovery()
 		v.EnterRecovery = true
+		// §5 (4.2), RFC 5681 §3.2 step 2: limited-transmit data is not in
+		// the FlightSize that sets ssthresh.
+		v.LossFlightSize = r.FlightSize() - r.ltBytes
 		// A recovery that ends and a new one that starts on the same ACK
 		// are reported as the start only: the Controller's reduction
 		// supersedes the deflation at the end.
@@ -182,6 +190,7 @@ func (r *SackRecovery) OnRTO(now sim.Time) {
 	r.recoveryPoint = r.HighSent
 	r.inRecovery, r.fastRetx, r.rescueNext = false, false, false
 	r.dupAcks = 0
+	r.ltBytes = 0
 	r.sb.expunge()
 	r.sb.markAllLost()
 	r.lostBelow = r.sb.base

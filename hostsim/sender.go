@@ -299,8 +299,17 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	if s.echoSink != nil {
 		s.echoSink.SetAckEcho(pkt.TSecr)
 	}
+	una := s.rec.SndUna()
 	v := s.rec.OnAck(&s.ai)
 	s.delivered += v.Acked
+	// RFC 5681 §3.1: the window grows on ACKs that cumulatively acknowledge
+	// new data, by those bytes (Linux tcp_may_raise_cwnd agrees); SACKed
+	// bytes alone do not count. STrack's ACKs name their packet, so there
+	// every packet newly acknowledged counts.
+	grow := int64(s.rec.SndUna() - una)
+	if s.pm != nil {
+		grow = v.Acked
+	}
 	// Per-packet ACKs (STrack) name the packet, so every packet newly
 	// acknowledged gives a sample.
 	if s.pm != nil && v.Acked > 0 && pkt.TSecr > 0 {
@@ -321,7 +330,7 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 		s.ecnRecover, s.ecnReduced = s.rec.SndNxt(), true
 		event = "fast-retransmit"
 	default:
-		s.ae = cc.AckEvent{Now: now, Acked: v.Acked, PriorInFlight: prior, RTT: rtt,
+		s.ae = cc.AckEvent{Now: now, Acked: grow, PriorInFlight: prior, RTT: rtt,
 			MinRTT: s.rto.MinRTT(), ECE: ece, InRecovery: s.rec.InRecovery(), MSS: s.mss,
 			SndUna: s.rec.SndUna(), SndNxt: s.rec.SndNxt(), Delivered: s.delivered,
 			CwndLimited: s.cwndLimited, Paced: cfg.Pacing.Enabled}

@@ -46,8 +46,16 @@ type Ack struct {
 	// ECE: the ACK echoes a CE mark.
 	ECE bool
 	// RTT is the round-trip time the ACK's timestamp echo gives (0: none).
-	// As in the host, it is used only if the ACK advances SndUna.
+	// As in the host, it is used only if the ACK advances SndUna, or, for
+	// a per-packet ACK (EchoValid), if it newly acknowledges any byte.
 	RTT sim.Time
+	// Echo is the first byte of the data packet a per-packet (STrack) ACK
+	// answers; EchoValid marks such an ACK. Nack and Bitmap are STrack's
+	// received bitmap (cc.AckInfo).
+	Echo      uint64
+	EchoValid bool
+	Nack      bool
+	Bitmap    uint64
 }
 
 // Events counts what happened since the last TakeEvents.
@@ -185,7 +193,8 @@ func (d *Driver) Send(limit int) int {
 // order:
 //
 //  1. Recovery.OnAck, with pipe and FlightSize taken before it;
-//  2. the RTT sample, if the ACK advanced SndUna (RFC 6298 §2);
+//  2. the RTT sample, if the ACK advanced SndUna (RFC 6298 §2), or for a
+//     per-packet ACK (Ack.EchoValid) if it acknowledged any new byte;
 //  3. Controller.OnRecoveryExit if recovery ended, else
 //     OnCongestion(CongLoss) if it began, else Controller.OnAck;
 //  4. the ECN response, at most once per window of data (RFC 3168
@@ -201,20 +210,37 @@ func (d *Driver) OnAck(a Ack) {
 	prior := d.rec.Pipe()
 	flight := d.rec.FlightSize()
 	var rtt sim.Time
-	if a.Ack > d.rec.SndUna() && a.RTT > 0 {
+	if !a.EchoValid && a.Ack > d.rec.SndUna() && a.RTT > 0 {
 		rtt = a.RTT
 		d.rto.OnSample(rtt)
 	}
 	d.ai = cc.AckInfo{Now: now, Ack: a.Ack, Sack: a.Sack, DupCandidate: true,
 		SRTT: d.rto.SRTT(), MinRTT: d.rto.MinRTT()}
+	if a.EchoValid {
+		d.ai.Echo, d.ai.EchoValid = a.Echo, true
+		d.ai.Nack, d.ai.Bitmap = a.Nack, a.Bitmap
+	}
 	if rs, ok := d.rec.(cc.RTTSink); ok {
 		rs.SetRTT(d.rto.SRTT(), d.rto.MinRTT())
 	}
 	if es, ok := d.rec.(cc.AckEchoSink); ok && a.RTT > 0 {
 		es.SetAckEcho(now - a.RTT)
 	}
+	una := d.rec.SndUna()
 	v := d.rec.OnAck(&d.ai)
 	d.delivered += v.Acked
+	// As hostsim: growth counts cumulatively acknowledged bytes (RFC 5681
+	// §3.1), or every newly acknowledged packet with per-packet ACKs.
+	grow := int64(d.rec.SndUna() - una)
+	if a.EchoValid {
+		grow = v.Acked
+	}
+	// As hostsim.Sender.onAck: a per-packet ACK names its packet, so every
+	// ACK that newly acknowledges bytes gives a sample.
+	if a.EchoValid && v.Acked > 0 && a.RTT > 0 {
+		rtt = a.RTT
+		d.rto.OnSample(rtt)
+	}
 	if v.Dup {
 		d.events.Dups++
 	}
@@ -227,7 +253,7 @@ func (d *Driver) OnAck(a Ack) {
 		d.ecnRecover, d.ecnReduced = d.rec.SndNxt(), true
 		d.events.EnterRecovery++
 	default:
-		d.ae = cc.AckEvent{Now: now, Acked: v.Acked, PriorInFlight: prior, RTT: rtt,
+		d.ae = cc.AckEvent{Now: now, Acked: grow, PriorInFlight: prior, RTT: rtt,
 			MinRTT: d.rto.MinRTT(), ECE: a.ECE, InRecovery: d.rec.InRecovery(), MSS: d.mss,
 			SndUna: d.rec.SndUna(), SndNxt: d.rec.SndNxt(), Delivered: d.delivered,
 			CwndLimited: d.cwndLimited}

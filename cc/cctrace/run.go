@@ -202,11 +202,15 @@ func (r *runner) step(st *Step) error {
 	case stepAck, stepDupAck:
 		n := st.n
 		for i := range n {
-			a := Ack{Ack: st.ack, ECE: st.ece}
+			a := Ack{Ack: st.ack, ECE: st.ece, Echo: st.echo, EchoValid: st.echoSet,
+				Nack: st.nack, Bitmap: st.bitmap}
 			if st.kind == stepDupAck {
 				a.Ack = d.Recovery().SndUna()
 			}
 			if err := r.checkAck(a.Ack, st.sack); err != nil {
+				return err
+			}
+			if err := r.checkEcho(&a); err != nil {
 				return err
 			}
 			r.sack = append(r.sack[:0], st.sack...)
@@ -272,6 +276,42 @@ func (r *runner) checkAck(ack uint64, sack []sim.SackBlock) error {
 		for _, l := range r.lost {
 			if b.Start < l.End && l.Start < b.End {
 				return fmt.Errorf("sack %d-%d covers lost bytes %d-%d that were not sent again", b.Start, b.End, l.Start, l.End)
+			}
+		}
+	}
+	return nil
+}
+
+// checkEcho refuses a per-packet ACK whose echoed packet, or a segment
+// its NACK bitmap reports as arrived, was never sent or is lost and not
+// resent since.
+func (r *runner) checkEcho(a *Ack) error {
+	if !a.EchoValid {
+		return nil
+	}
+	mss := uint64(r.mss)
+	seg := func(what string, start uint64) error {
+		end := start + mss
+		if hs := r.d.HighSent(); start >= hs {
+			return fmt.Errorf("%s %d: only bytes below %d have been sent", what, start, hs)
+		}
+		for _, l := range r.lost {
+			if start < l.End && l.Start < end {
+				return fmt.Errorf("%s %d covers lost bytes %d-%d that were not sent again", what, start, l.Start, l.End)
+			}
+		}
+		return nil
+	}
+	if err := seg("echo", a.Echo); err != nil {
+		return err
+	}
+	if a.Nack && a.Ack%mss != 0 {
+		return fmt.Errorf("nack: the cumulative ACK %d is not on a segment boundary (mss %d)", a.Ack, mss)
+	}
+	for i := uint64(1); a.Nack && i < 64; i++ {
+		if a.Bitmap&(1<<i) != 0 {
+			if err := seg(fmt.Sprintf("nack bit %d: segment", i), a.Ack+i*mss); err != nil {
+				return err
 			}
 		}
 	}

@@ -61,6 +61,14 @@ type Step struct {
 	dur  sim.Time        // advance
 	lose sim.SackBlock   // lose
 	want []expectation   // expect
+
+	// ack echo=SEQ [nack=BITS]: a per-packet (STrack) ACK naming the data
+	// packet it answers, with the receiver's bitmap of segments that
+	// arrived after the cumulative ACK (cc.AckInfo Echo, Nack, Bitmap).
+	echo    uint64
+	echoSet bool
+	nack    bool
+	bitmap  uint64
 }
 
 // expectation is one key=value of an expect line.
@@ -326,6 +334,9 @@ func parseStep(f []string) (Step, error) {
 				return st, err
 			}
 		}
+		if st.nack && !st.echoSet {
+			return st, fmt.Errorf("ack: nack= needs echo= (a NACK rides on a per-packet ACK)")
+		}
 	case "rtt", "advance":
 		if len(args) != 1 {
 			return st, fmt.Errorf("%s: want one duration", f[0])
@@ -381,7 +392,8 @@ func parseStep(f []string) (Step, error) {
 	return st, nil
 }
 
-// parseAckArg reads one of sack=A-B,C-D, ece, rtt=D, xN (dupack only).
+// parseAckArg reads one of sack=A-B,C-D, ece, rtt=D, echo=SEQ and
+// nack=BITS (ack only), xN (dupack only).
 func (st *Step) parseAckArg(step, a string) error {
 	switch {
 	case a == "ece":
@@ -403,6 +415,19 @@ func (st *Step) parseAckArg(step, a string) error {
 			return fmt.Errorf("%s: rtt wants a positive duration, got %q", step, a)
 		}
 		st.rtt = d
+	case step == "ack" && strings.HasPrefix(a, "echo="):
+		n, err := strconv.ParseUint(strings.TrimPrefix(a, "echo="), 10, 64)
+		if err != nil {
+			return fmt.Errorf("ack: echo wants the first byte of the packet acknowledged, got %q", a)
+		}
+		st.echo, st.echoSet = n, true
+	case step == "ack" && strings.HasPrefix(a, "nack="):
+		// Base prefixes are allowed: nack=0b110, nack=0x6, nack=6.
+		n, err := strconv.ParseUint(strings.TrimPrefix(a, "nack="), 0, 64)
+		if err != nil || n&1 != 0 {
+			return fmt.Errorf("ack: nack wants a 64-bit bitmap with bit 0 (the next expected segment) clear, got %q", a)
+		}
+		st.nack, st.bitmap = true, n
 	case step == "dupack" && strings.HasPrefix(a, "x"):
 		n, err := strconv.Atoi(a[1:])
 		if err != nil || n <= 0 {
