@@ -181,6 +181,12 @@ const mlDiscussion = `
   10 KiB buffers and loses more packets (see the packet breakdown).
   STrack's timeouts are tail losses: a lost last packet has no later
   packet to reveal it in a NACK.
+- **SACK's timeouts** are lost retransmissions: with 10-packet buffers kept
+  full by the new data RFC 6675 recovery sends, a fast retransmission is
+  itself dropped, and RFC 6675 can only recover it by RTO (HighRxt does not
+  resend a hole twice). RACK-TLP detects lost retransmissions by time (RFC
+  8985 §6.2), which is why it has almost none. A pcap of a SACK run
+  (output.pcap) shows the growing SACK blocks around the unfilled hole.
 - **strack-sim** as specified (+1 segment per ACK, halving only when every
   entropy is skipped) barely ever halves with 256 entropies on one path, so
   its window runs away and it loses the most. With 8 entropies the halving
