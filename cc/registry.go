@@ -217,7 +217,11 @@ func NewRecovery(c Config, size uint64) (Recovery, error) {
 		}
 		return NewRackRecovery(c.MSS, size, rc), nil
 	case "strack":
-		return NewStrackRecovery(c.MSS, size), nil
+		r := NewStrackRecovery(c.MSS, size)
+		if c.Strack != nil {
+			r.ReoWnd = c.Strack.ReoWnd
+		}
+		return r, nil
 	}
 	return nil, fmt.Errorf("recovery: unknown loss recovery %q (known: %v)", c.Recovery, RecoveryNames)
 }

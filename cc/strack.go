@@ -230,8 +230,10 @@ func (r *StrackRecovery) InRecovery() bool { return r.inRecovery }
 // sources are in DefaultStrackConfig.
 type StrackConfig struct {
 	// Alpha is the additive-increase constant: per ACK with an RTT below
-	// the target, cwnd grows by Alpha*(target-srtt)/cwnd, with the times
-	// in picoseconds and cwnd in bytes (htsim's units).
+	// the target, cwnd grows by Alpha*(target-srtt)/cwnd packets, with the
+	// gap in microseconds and cwnd in packets (the paper's units; htsim's
+	// disabled code divides picoseconds by bytes, a third of a segment per
+	// RTT on 4 KB packets).
 	Alpha float64
 	// Beta scales the multiplicative decrease: cwnd *= 1 -
 	// Beta*(rtt-target)/rtt, at most once per smoothed RTT ...
@@ -248,6 +250,8 @@ type StrackConfig struct {
 	// RTXResetThreshold: after this many consecutive timeouts the window
 	// drops to MinCwnd.
 	RTXResetThreshold int
+	// ReoWnd is the recovery's reordering tolerance (StrackRecovery.ReoWnd).
+	ReoWnd sim.Time
 }
 
 // DefaultStrackConfig has htsim's values (strack.cpp STrackSrc::STrackSrc):
@@ -330,8 +334,14 @@ func (s *Strack) OnAck(ev *AckEvent) {
 	switch {
 	case d < tgt:
 		s.state = "increase"
-		s.cwnd += s.cfg.Alpha * float64(tgt-s.srtt) / s.cwnd
-		s.clamp()
+		// Additive increase proportional to the gap, in the paper's units
+		// (microseconds and packets): alpha*gap_us/cwnd_pkts packets per
+		// ACK. No step when the smoothed RTT is above target.
+		if gap := tgt - s.srtt; gap > 0 {
+			m := float64(s.mss)
+			s.cwnd += s.cfg.Alpha * (float64(gap) / float64(sim.Microsecond)) * m * m / s.cwnd
+			s.clamp()
+		}
 	case !s.canDecrease(now):
 	case d > 2*tgt && s.bdp > 0:
 		s.state = "fast-decrease"
@@ -343,16 +353,14 @@ func (s *Strack) OnAck(ev *AckEvent) {
 	}
 }
 
-// OnCongestion implements Controller.OnCongestion: a loss episode cuts by
-// MaxMDF once per RTT (htsim handle_ack at the end of fast recovery); a
-// timeout too, and RTXResetThreshold timeouts in a row reset the window
-// (htsim doNextEvent). ECN does not change the window.
+// OnCongestion implements Controller.OnCongestion. Losses that NACKs
+// reveal only cause retransmissions: the window is delay-driven (in htsim
+// the fast-recovery cut needs 1000 duplicate ACKs, so it never fires, and
+// with spraying most holes are reordering). A timeout cuts by MaxMDF once
+// per RTT, and RTXResetThreshold timeouts in a row reset the window (htsim
+// doNextEvent). ECN does not change the window.
 func (s *Strack) OnCongestion(ev *CongestionEvent) {
 	switch ev.Kind {
-	case CongLoss:
-		if s.canDecrease(ev.Now) {
-			s.decreaseTo(ev.Now, s.cwnd*(1-s.cfg.MaxMDF))
-		}
 	case CongRTO:
 		s.timeouts++
 		if s.timeouts >= s.cfg.RTXResetThreshold {

@@ -509,6 +509,7 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 		if st.MaxCwnd != 0 {
 			sc.MaxCwnd = int64(st.MaxCwnd)
 		}
+		sc.ReoWnd = sim.Time(st.ReoWnd)
 		c.CC.Strack = &sc
 	}
 	if err := c.Validate(); err != nil {

@@ -169,6 +169,9 @@ type STrack struct {
 	PerHop     *yamlx.Duration `yaml:"per_hop"`
 	MinCwnd    yamlx.Size      `yaml:"min_cwnd"`
 	MaxCwnd    yamlx.Size      `yaml:"max_cwnd"`
+	// ReoWnd: a hole counts as lost only if it was sent more than this
+	// before the packet that revealed it (default 0, every hole).
+	ReoWnd yamlx.Duration `yaml:"reo_wnd"`
 }
 
 // DelayedAck is the receivers' delayed-ACK policy.
