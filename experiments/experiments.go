@@ -46,6 +46,7 @@ type Experiment struct {
 func All() []Experiment {
 	return []Experiment{
 		{Name: "multi-loss", Summary: "STrack vs cumulative-ACK Reno, NewReno, SACK, RACK-TLP under correlated burst losses", Run: multiLoss},
+		{Name: "spraying", Summary: "STrack spraying vs DCTCP and Reno over ECMP on a leaf-spine and a k=8 fat-tree, with a degraded link", Run: spraying},
 	}
 }
 

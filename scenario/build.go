@@ -116,6 +116,11 @@ func Build(file string, data []byte, s *Scenario, fsys fs.FS) (*Built, error) {
 		return nil, err
 	}
 	b.Topo = topo
+	if s.Placement != nil {
+		if err := s.Placement.Validate(file, topo); err != nil {
+			return nil, err
+		}
+	}
 	tc, err := l.transport(&s.Transport)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,6 @@ import (
 
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/runner"
-	"github.com/lockstep-sim/lockstep/sim"
 )
 
 func newRunCmd(v *viper.Viper, stdout, stderr io.Writer) *cobra.Command {
@@ -38,6 +37,7 @@ environment: LOCKSTEP_OUT, LOCKSTEP_SEED, LOCKSTEP_PROGRESS.`,
 	cmd.Flags().Uint64("seed", 0, "seed of every random stream (default: the scenario's, else 1)")
 	cmd.Flags().Bool("progress", false, "show progress on stderr even when it is not a terminal")
 	cmd.Flags().Bool("quiet", false, "no progress and no closing line")
+	addRunDistributedFlags(cmd, v)
 	for _, f := range []string{"out", "seed", "progress", "quiet"} {
 		_ = v.BindPFlag("run."+f, cmd.Flags().Lookup(f))
 		_ = v.BindEnv("run."+f, "LOCKSTEP_"+upper(f))
@@ -68,6 +68,9 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return badInput(fmt.Errorf("--out %s: %v", out, unwrapPathErr(err)))
+	}
+	if handled, err := runDistributedIfAsked(cmd, v, b, out, stdout, stderr); handled {
+		return err
 	}
 	quiet := v.GetBool("run.quiet")
 	show := !quiet && (v.GetBool("run.progress") || isTerminal(stderr))
@@ -124,5 +127,3 @@ func isTerminal(w io.Writer) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
-
-var _ = sim.Never

@@ -11,7 +11,7 @@ import (
 )
 
 func newTopoCmd(stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:     "topo FILE",
 		Short:   "Describe a scenario's fabric: hosts, switches, links, diameter, path lengths",
 		Example: "  lockstep topo examples/fattree-k8-permutation.yaml",
@@ -54,7 +54,9 @@ func newTopoCmd(stdout io.Writer) *cobra.Command {
 			for _, k := range keys {
 				fmt.Fprintf(stdout, "tier %d links: %d x %s, %s\n", k.tier, count[k], k.rate, k.delay)
 			}
-			return nil
+			return printPartitions(cmd, b, stdout)
 		},
 	}
+	addTopoPartitionFlags(c)
+	return c
 }

@@ -75,7 +75,8 @@ seed give byte-identical results. See docs/scenario.md for the format.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd(v, stdout, stderr), newValidateCmd(stdout), newTopoCmd(stdout), newPlotCmd(stdout),
-		newCCCmd(stdout, stderr), newExperimentCmd(stdout, stderr))
+		newCCCmd(stdout, stderr), newExperimentCmd(stdout, stderr),
+		newNodeCmd(v, stdout, stderr), newCoordinatorCmd(v, stdout, stderr))
 	return root
 }
 

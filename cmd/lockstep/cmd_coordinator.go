@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/lockstep-sim/lockstep/coordinator"
+	"github.com/lockstep-sim/lockstep/node"
+	"github.com/lockstep-sim/lockstep/partition"
+)
+
+func newCoordinatorCmd(v *viper.Viper, stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "coordinator FILE --nats URL --run ID",
+		Short: "Run a coordinator replica (raft) of a distributed run",
+		Long: `Run one coordinator replica of a distributed run. Replicas form a raft
+cluster (1 or 3 voters, --peers) that replicates the run's control state:
+scenario digest, seed, partition map, membership, phase and progress marks.
+The leader runs the lockstep barrier: it grants windows to the nodes over
+NATS, and raft stays off that path. When a leader dies, another replica
+takes over, asks the nodes where they stand, and continues with the same
+windows, so the results do not change. The leader also answers the nodes'
+setup requests with the scenario and the partition map.
+'lockstep run --coordinators 3' starts three of these processes itself.`,
+		Example: `  lockstep coordinator s.yaml --nats nats://127.0.0.1:4222 --run exp1 --partitions 4 \
+    --id c1 --raft-addr 127.0.0.1:7001 --raft-dir /var/lib/lockstep/c1 \
+    --peers c1=127.0.0.1:7001,c2=127.0.0.1:7002,c3=127.0.0.1:7003`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCoordinator(cmd, v, args[0], stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.String("nats", "", "NATS server URL (required)")
+	f.String("run", "", "run id (required)")
+	f.Int("partitions", 0, "number of partitions (default: the scenario's placement, else 2)")
+	f.Uint64("seed", 0, "seed of every random stream (default: the scenario's, else 1)")
+	f.String("id", "c1", "this replica's raft server id")
+	f.String("raft-addr", "127.0.0.1:0", "address of this replica's raft TCP transport")
+	f.String("peers", "", "every voter as id=host:port, comma-separated (default: this replica alone)")
+	f.String("raft-dir", "", "directory for the BoltDB raft log and snapshots (default: in memory)")
+	f.Uint64("mark-every", coordinator.DefaultMarkEvery, "windows between progress marks in raft")
+	f.Duration("status-every", 0, "how often the leader publishes its status (default 250ms)")
+	f.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
+	addNATSAuthFlags(cmd)
+	for _, n := range []string{"nats", "run", "partitions", "seed", "id", "raft-addr", "peers", "raft-dir", "mark-every", "status-every", "log-level"} {
+		_ = v.BindPFlag("coordinator."+n, f.Lookup(n))
+	}
+	return cmd
+}
+
+func parsePeers(s string) ([]coordinator.Peer, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var peers []coordinator.Peer
+	for _, p := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(p), "=")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("--peers: %q is not id=host:port", p)
+		}
+		peers = append(peers, coordinator.Peer{ID: id, Addr: addr})
+	}
+	return peers, nil
+}
+
+func runCoordinator(cmd *cobra.Command, v *viper.Viper, path string, stderr io.Writer) error {
+	url, run := v.GetString("coordinator.nats"), v.GetString("coordinator.run")
+	if url == "" || run == "" {
+		return badInput(fmt.Errorf("coordinator: --nats and --run are required"))
+	}
+	var seed *uint64
+	if cmd.Flags().Changed("seed") {
+		s := v.GetUint64("coordinator.seed")
+		seed = &s
+	}
+	b, err := loadScenario(path, seed)
+	if err != nil {
+		return err
+	}
+	pl, err := partition.ForScenario(b, v.GetInt("coordinator.partitions"))
+	if err != nil {
+		return badInput(err)
+	}
+	su, err := node.NewSetup(b, pl)
+	if err != nil {
+		return badInput(err)
+	}
+	peers, err := parsePeers(v.GetString("coordinator.peers"))
+	if err != nil {
+		return badInput(err)
+	}
+	log, err := newLogger(v.GetString("coordinator.log-level"), stderr)
+	if err != nil {
+		return badInput(err)
+	}
+	auth, err := natsAuthOptions(cmd)
+	if err != nil {
+		return badInput(err)
+	}
+	id := v.GetString("coordinator.id")
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("lockstep coordinator " + id), nats.MaxReconnects(-1)}, auth...)...)
+	if err != nil {
+		return fmt.Errorf("coordinator %s: connect to %s: %w", id, url, err)
+	}
+	defer nc.Close()
+	return coordinator.Run(ctx, coordinator.Config{Conn: nc, Run: run, Setup: su, ID: id,
+		Addr: v.GetString("coordinator.raft-addr"), Peers: peers, Dir: v.GetString("coordinator.raft-dir"),
+		MarkEvery: v.GetUint64("coordinator.mark-every"), StatusEvery: v.GetDuration("coordinator.status-every"),
+		Logger: log, RaftLog: stderr})
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/lockstep-sim/lockstep/node"
+)
+
+func newNodeCmd(v *viper.Viper, stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "node --nats URL --run ID --partition I",
+		Short: "Run one partition of a distributed run (a node process)",
+		Long: `Run one partition of a distributed run. The node needs nothing but a NATS URL,
+the run id and its partition index: it fetches the scenario and the partition
+map from the run's coordinator over NATS, builds only its partition's hosts
+and switches, runs the windows the coordinator grants, exchanges the packets
+that cross the cut with the other nodes, and sends its results back when the
+run ends. 'lockstep run --procs' starts these processes itself.`,
+		Example: "  lockstep node --nats nats://10.0.0.5:4222 --run exp1 --partition 3 --nats-token s3cret",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runNode(cmd, v, stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.String("nats", "", "NATS server URL (required)")
+	f.String("run", "", "run id (required)")
+	f.Int("partition", -1, "this node's partition index (required)")
+	f.Duration("setup-timeout", 2*time.Minute, "how long to wait for a coordinator to answer")
+	f.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
+	addNATSAuthFlags(cmd)
+	for _, n := range []string{"nats", "run", "partition", "setup-timeout", "log-level"} {
+		_ = v.BindPFlag("node."+n, f.Lookup(n))
+	}
+	return cmd
+}
+
+func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
+	url, run, part := v.GetString("node.nats"), v.GetString("node.run"), v.GetInt("node.partition")
+	if url == "" || run == "" || part < 0 {
+		return badInput(fmt.Errorf("node: --nats, --run and --partition are required"))
+	}
+	log, err := newLogger(v.GetString("node.log-level"), stderr)
+	if err != nil {
+		return badInput(err)
+	}
+	auth, err := natsAuthOptions(cmd)
+	if err != nil {
+		return badInput(err)
+	}
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Name(fmt.Sprintf("lockstep node %d", part)),
+		nats.MaxReconnects(-1)}, auth...)...)
+	if err != nil {
+		return fmt.Errorf("node %d: connect to %s: %w", part, url, err)
+	}
+	defer nc.Close()
+	return node.Run(ctx, node.Config{Conn: nc, Run: run, Partition: part,
+		SetupTimeout: v.GetDuration("node.setup-timeout"), Logger: log})
+}
+
+// cmdContext is the command's context, or Background outside Execute.
+func cmdContext(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+func newLogger(level string, w io.Writer) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/lockstep-sim/lockstep/coordinator/barrier"
+	"github.com/lockstep-sim/lockstep/deploy"
+	"github.com/lockstep-sim/lockstep/internal/wire"
+	"github.com/lockstep-sim/lockstep/node"
+	"github.com/lockstep-sim/lockstep/partition"
+	"github.com/lockstep-sim/lockstep/results"
+	"github.com/lockstep-sim/lockstep/scenario"
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// distFlags are the run flags of a distributed run.
+var distFlags = []string{"partitions", "procs", "coordinators", "nats", "transport", "run-id", "mark-every", "status-every", "external"}
+
+// addRunDistributedFlags adds the distributed-run flags to `lockstep run`.
+func addRunDistributedFlags(cmd *cobra.Command, v *viper.Viper) {
+	f := cmd.Flags()
+	f.Int("partitions", 0, "run distributed in P partitions (placement: the scenario's, else auto)")
+	f.Bool("procs", false, "run each partition as a 'lockstep node' child process (default: goroutines)")
+	f.Int("coordinators", 1, "coordinator replicas: 1 (in this process) or 3 (child processes, raft)")
+	f.String("nats", "", "use this NATS server instead of an embedded one on loopback")
+	f.String("transport", "nats", "nats, or memory: partitions in this process without NATS or raft")
+	f.String("run-id", "", "run id on NATS (default: random)")
+	f.Bool("external", false, "start no node or coordinator: they run elsewhere on --nats and --run-id; only collect and merge")
+	f.Uint64("mark-every", 0, "windows between the coordinators' progress marks in raft (default 256)")
+	f.Duration("status-every", 0, "how often the coordinator leader publishes its status (default 250ms)")
+	addNATSAuthFlags(cmd)
+	for _, n := range distFlags {
+		_ = v.BindPFlag("run."+n, f.Lookup(n))
+	}
+}
+
+// distributedAsked says whether `lockstep run` should run distributed: a
+// distributed flag was given, or the scenario has a placement section.
+func distributedAsked(cmd *cobra.Command, b *scenario.Built) bool {
+	for _, n := range distFlags {
+		if cmd.Flags().Changed(n) {
+			return true
+		}
+	}
+	return b.Scenario != nil && b.Scenario.Placement != nil
+}
+
+// runDistributedIfAsked runs b distributed when the flags (or the
+// scenario's placement section) ask for it, writing the same files into
+// out as a single-process run. It returns handled=false, and does
+// nothing, otherwise.
+func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built, out string, stdout, stderr io.Writer) (handled bool, err error) {
+	if !distributedAsked(cmd, b) {
+		return false, nil
+	}
+	pl, err := partition.ForScenario(b, v.GetInt("run.partitions"))
+	if err != nil {
+		return true, badInput(err)
+	}
+	transport := v.GetString("run.transport")
+	coords := v.GetInt("run.coordinators")
+	procs := v.GetBool("run.procs")
+	switch {
+	case transport != "nats" && transport != "memory":
+		return true, badInput(fmt.Errorf("--transport %q: want nats or memory", transport))
+	case coords != 1 && coords != 3:
+		return true, badInput(fmt.Errorf("--coordinators %d: want 1 or 3", coords))
+	case v.GetBool("run.external") && (v.GetString("run.nats") == "" || v.GetString("run.run-id") == "" || procs):
+		return true, badInput(fmt.Errorf("--external needs --nats and --run-id (and starts no --procs)"))
+	case transport == "memory" && (procs || coords != 1 || v.GetString("run.nats") != "" || v.GetBool("run.external")):
+		return true, badInput(fmt.Errorf("--transport memory runs every partition in this process: no --procs, --coordinators or --nats"))
+	}
+	auth, err := natsAuthOptions(cmd)
+	if err != nil {
+		return true, badInput(err)
+	}
+	childArgs, childEnv, err := natsAuthArgs(cmd)
+	if err != nil {
+		return true, badInput(err)
+	}
+	quiet := v.GetBool("run.quiet")
+	show := !quiet && (v.GetBool("run.progress") || isTerminal(stderr))
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	start := time.Now()
+	stats := node.Stats{Transport: transport, Nodes: "goroutines", Coordinators: coords}
+	var m *node.Merged
+	// Progress: the leader's window and virtual time, and the nodes'
+	// events per second (NATS callbacks and RunLocal call it; mu orders
+	// them).
+	var mu sync.Mutex
+	last := start
+	events := make([]uint64, pl.P)
+	progress := func(window uint64, vt sim.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !show || time.Since(last) < 200*time.Millisecond {
+			return
+		}
+		last = time.Now()
+		el := time.Since(start).Seconds()
+		var total, lo, hi uint64
+		lo = ^uint64(0)
+		for _, e := range events {
+			total += e
+			lo, hi = min(lo, e), max(hi, e)
+		}
+		fmt.Fprintf(stderr, "\r  virtual %-12s window %-9d %7.0f windows/s  %6.2fM events/s (per node %.2f-%.2fM)   ",
+			vt, window, float64(window)/el, float64(total)/el/1e6, float64(lo)/el/1e6, float64(hi)/el/1e6)
+	}
+	nodeStatus := func(st wire.NodeStatus) {
+		mu.Lock()
+		defer mu.Unlock()
+		if st.Partition >= 0 && st.Partition < len(events) {
+			events[st.Partition] = st.Events
+		}
+	}
+	if transport == "memory" {
+		lr, err := node.RunLocal(b, pl, node.LocalOptions{Parallel: true, Window: func(g barrier.Grant, cores []*node.Core) {
+			for _, c := range cores {
+				nodeStatus(wire.NodeStatus{Partition: c.Partition(), Events: c.F.Eng.Stats.Events})
+			}
+			progress(g.Window, g.Start)
+		}})
+		if err != nil {
+			return true, err
+		}
+		m = lr.Merged
+	} else {
+		switch {
+		case v.GetBool("run.external"):
+			stats.Nodes = "external"
+		case procs:
+			stats.Nodes = "processes"
+		}
+		res, err := deploy.Run(ctx, deploy.Options{Built: b, Placement: pl, Procs: procs, Coordinators: coords,
+			External: v.GetBool("run.external"),
+			NATS:     v.GetString("run.nats"), Auth: auth, ChildArgs: childArgs, RunID: v.GetString("run.run-id"),
+			ExeEnv: childEnv, MarkEvery: v.GetUint64("run.mark-every"), StatusEvery: v.GetDuration("run.status-every"),
+			Stderr:   stderr,
+			OnStatus: func(s wire.Status) { progress(s.Window, sim.Time(s.Start)) }, OnNodeStatus: nodeStatus})
+		if err != nil {
+			if show {
+				fmt.Fprintln(stderr)
+			}
+			if errors.Is(err, deploy.ErrInterrupted) {
+				return true, fmt.Errorf("interrupted: every node and coordinator stopped")
+			}
+			return true, err
+		}
+		m = res.Merged
+		for _, l := range res.Leaders {
+			stats.Leaders = append(stats.Leaders, fmt.Sprintf("%s@%d", l.ID, l.Term))
+		}
+	}
+	wall := time.Since(start).Seconds()
+	if show {
+		fmt.Fprintln(stderr)
+	}
+	ds := m.Stats(wall)
+	ds.Transport, ds.Nodes, ds.Coordinators, ds.Leaders = stats.Transport, stats.Nodes, stats.Coordinators, stats.Leaders
+	sum := m.Summary()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	perf := results.Perf{WallSeconds: wall, EventsPerSec: float64(sum.Events) / wall, PeakRSSBytes: peakRSS(),
+		PeakHeapBytes: ms.HeapInuse, Partitions: pl.P}
+	if err := m.WriteDir(out, perf, map[string]any{"distributed": ds}); err != nil {
+		return true, err
+	}
+	if !quiet {
+		fmt.Fprintf(stdout, "%s: %d/%d flows finished, virtual end %s, %d events in %.2fs (%.2fM events/s), %d drops, %d marks; %d partitions, %d windows -> %s\n",
+			b.File, sum.FlowsFinished, sum.Flows, m.End, sum.Events, wall, perf.EventsPerSec/1e6, sum.Drops, sum.Marks,
+			pl.P, ds.Windows, out)
+	}
+	return true, nil
+}
+
+// addNATSAuthFlags adds the NATS credential and TLS flags (DESIGN.md §7:
+// a multi-machine run uses NATS credentials and TLS).
+func addNATSAuthFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.String("nats-token", "", "NATS authentication token (also $LOCKSTEP_NATS_TOKEN)")
+	f.String("nats-nkey", "", "NATS nkey seed file")
+	f.String("nats-creds", "", "NATS user credentials file (JWT and nkey)")
+	f.String("nats-ca", "", "CA certificate file to verify the NATS server (enables TLS)")
+	f.String("nats-cert", "", "client certificate file for NATS TLS")
+	f.String("nats-key", "", "client key file for NATS TLS")
+}
+
+// natsAuth reads the auth flags (the token also from the environment).
+func natsAuth(cmd *cobra.Command) (map[string]string, error) {
+	f := cmd.Flags()
+	m := map[string]string{}
+	for _, n := range []string{"nats-token", "nats-nkey", "nats-creds", "nats-ca", "nats-cert", "nats-key"} {
+		s, err := f.GetString(n)
+		if err != nil {
+			return nil, err
+		}
+		if s != "" {
+			m[n] = s
+		}
+	}
+	if _, ok := m["nats-token"]; !ok {
+		if t := os.Getenv("LOCKSTEP_NATS_TOKEN"); t != "" {
+			m["nats-token"] = t
+		}
+	}
+	if (m["nats-cert"] == "") != (m["nats-key"] == "") {
+		return nil, fmt.Errorf("--nats-cert and --nats-key go together")
+	}
+	return m, nil
+}
+
+// natsAuthOptions turns the auth flags into NATS client options.
+func natsAuthOptions(cmd *cobra.Command) ([]nats.Option, error) {
+	m, err := natsAuth(cmd)
+	if err != nil {
+		return nil, err
+	}
+	var opts []nats.Option
+	if t := m["nats-token"]; t != "" {
+		opts = append(opts, nats.Token(t))
+	}
+	if s := m["nats-nkey"]; s != "" {
+		o, err := nats.NkeyOptionFromSeed(s)
+		if err != nil {
+			return nil, fmt.Errorf("--nats-nkey %s: %w", s, err)
+		}
+		opts = append(opts, o)
+	}
+	if c := m["nats-creds"]; c != "" {
+		opts = append(opts, nats.UserCredentials(c))
+	}
+	if ca := m["nats-ca"]; ca != "" {
+		opts = append(opts, nats.RootCAs(ca))
+	}
+	if m["nats-cert"] != "" {
+		opts = append(opts, nats.ClientCert(m["nats-cert"], m["nats-key"]))
+	}
+	return opts, nil
+}
+
+// natsAuthArgs repeats the auth flags for child processes, except the
+// token, which goes in their environment (env) so that it does not show
+// in ps.
+func natsAuthArgs(cmd *cobra.Command) (args, env []string, err error) {
+	m, err := natsAuth(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, n := range []string{"nats-nkey", "nats-creds", "nats-ca", "nats-cert", "nats-key"} {
+		if s := m[n]; s != "" {
+			args = append(args, "--"+n, s)
+		}
+	}
+	if t := m["nats-token"]; t != "" {
+		env = append(env, "LOCKSTEP_NATS_TOKEN="+t)
+	}
+	return args, env, nil
+}
+
+// addTopoPartitionFlags adds --partitions to `lockstep topo`.
+func addTopoPartitionFlags(cmd *cobra.Command) {
+	cmd.Flags().Int("partitions", 0, "also show how the fabric is cut into P partitions")
+}
+
+// printPartitions prints the cut, the lookahead and the balance when
+// --partitions was given (or the scenario has a placement section).
+func printPartitions(cmd *cobra.Command, b *scenario.Built, stdout io.Writer) error {
+	p, err := cmd.Flags().GetInt("partitions")
+	if err != nil {
+		return err
+	}
+	if !cmd.Flags().Changed("partitions") && (b.Scenario == nil || b.Scenario.Placement == nil) {
+		return nil
+	}
+	pl, err := partition.ForScenario(b, p)
+	if err != nil {
+		return badInput(err)
+	}
+	t := b.Topo
+	mode := scenario.PlacementAuto
+	if b.Scenario != nil && b.Scenario.Placement != nil {
+		mode = b.Scenario.Placement.ModeOrDefault()
+	}
+	fmt.Fprintf(stdout, "partitions: %d (%s)\n", pl.P, mode)
+	if pl.LookaheadLink >= 0 {
+		l := t.Links[pl.LookaheadLink]
+		fmt.Fprintf(stdout, "lookahead: %s (link %d, %s - %s)\n", pl.Lookahead, pl.LookaheadLink, t.Nodes[l.A].Name, t.Nodes[l.B].Name)
+	} else {
+		fmt.Fprintf(stdout, "lookahead: none (nothing is cut)\n")
+	}
+	fmt.Fprintf(stdout, "cut links: %d of %d\n", len(pl.Cuts), len(t.Links))
+	fmt.Fprintf(stdout, "balance:   imbalance %.3f (largest load / mean load; load = ports per element)\n", pl.Imbalance())
+	cuts := make([]int, pl.P)
+	for _, c := range pl.Cuts {
+		cuts[c.PartA]++
+		cuts[c.PartB]++
+	}
+	fmt.Fprintf(stdout, "%9s %8s %6s %8s %6s %9s\n", "partition", "elements", "hosts", "switches", "load", "cut-links")
+	for i := 0; i < pl.P; i++ {
+		fmt.Fprintf(stdout, "%9d %8d %6d %8d %6d %9d\n", i, pl.Elements[i], pl.Hosts[i], pl.Elements[i]-pl.Hosts[i], pl.Load[i], cuts[i])
+	}
+	// Cut links grouped by delay, shortest first.
+	byDelay := map[sim.Time]int{}
+	for _, c := range pl.Cuts {
+		byDelay[c.Delay]++
+	}
+	delays := make([]sim.Time, 0, len(byDelay))
+	for d := range byDelay {
+		delays = append(delays, d)
+	}
+	sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
+	for _, d := range delays {
+		fmt.Fprintf(stdout, "cut at %s: %d links\n", d, byDelay[d])
+	}
+	return nil
+}

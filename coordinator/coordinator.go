@@ -1,0 +1,364 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/nats-io/nats.go"
+
+	"github.com/lockstep-sim/lockstep/internal/wire"
+)
+
+// Peer is a raft voter.
+type Peer struct {
+	ID   string
+	Addr string // host:port of its raft TCP transport
+}
+
+// Config configures one coordinator replica.
+type Config struct {
+	// Conn is the NATS connection; the coordinator does not close it.
+	Conn *nats.Conn
+	Run  string
+	// Setup is the run every node fetches. Every replica must be given the
+	// same run (the first leader records its RunConfig in raft; the others
+	// refuse to lead a different one).
+	Setup *wire.Setup
+	// ID is this replica's raft server id; Addr the address its raft TCP
+	// transport binds (default 127.0.0.1:0, usable for a single replica).
+	ID   string
+	Addr string
+	// Peers lists every voter, this one included (nil: this one alone).
+	Peers []Peer
+	// Dir holds the BoltDB log and the snapshots ("": in memory).
+	Dir string
+	// MarkEvery is the number of windows between progress marks (default
+	// 256).
+	MarkEvery uint64
+	// ResyncEvery is how often a leader that is resynchronising asks the
+	// nodes again (default 100ms); StatusEvery how often a leader
+	// publishes its status (default 250ms).
+	ResyncEvery time.Duration
+	StatusEvery time.Duration
+	// Election is raft's heartbeat and election timeout (default 300ms,
+	// for a loopback or LAN cluster; 50ms for a single replica).
+	Election time.Duration
+	Logger   *slog.Logger
+	// RaftLog receives raft's own errors (nil: discard). Its warnings
+	// (elections, failed heartbeats) are routine in a failover.
+	RaftLog io.Writer
+}
+
+// DefaultMarkEvery is Config.MarkEvery's default.
+const DefaultMarkEvery = 256
+
+// Coordinator is one running replica.
+type Coordinator struct {
+	cfg   Config
+	log   *slog.Logger
+	subj  wire.Subjects
+	rcfg  RunConfig
+	fsm   *FSM
+	raft  *raft.Raft
+	trans *raft.NetworkTransport
+	store io.Closer // the BoltDB store, if any
+
+	notify chan bool
+	props  chan Command
+	done   chan struct{} // closed by Close
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	lead    *leader // guarded by mu; nil unless leading
+	err     error   // guarded by mu; the first fatal error
+	failed  chan struct{}
+	closing bool // guarded by mu
+}
+
+// Start starts a replica: raft (bootstrapping the cluster if this replica
+// has no state yet), and the goroutines that follow leadership.
+func Start(cfg Config) (*Coordinator, error) {
+	if cfg.Conn == nil || cfg.Setup == nil {
+		return nil, fmt.Errorf("coordinator: Conn and Setup are required")
+	}
+	subj, err := wire.NewSubjects(cfg.Run)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ID == "" {
+		cfg.ID = "c0"
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.MarkEvery == 0 {
+		cfg.MarkEvery = DefaultMarkEvery
+	}
+	if cfg.ResyncEvery <= 0 {
+		cfg.ResyncEvery = 100 * time.Millisecond
+	}
+	if cfg.StatusEvery <= 0 {
+		cfg.StatusEvery = 250 * time.Millisecond
+	}
+	if cfg.Election <= 0 {
+		cfg.Election = 300 * time.Millisecond
+		if len(cfg.Peers) <= 1 {
+			// Alone, a replica waits one heartbeat timeout before it
+			// elects itself: keep that short.
+			cfg.Election = 50 * time.Millisecond
+		}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	su := cfg.Setup
+	c := &Coordinator{cfg: cfg, log: log.With("coordinator", cfg.ID), subj: subj, fsm: &FSM{},
+		rcfg:   RunConfig{Digest: su.Digest, Seed: seedOf(su), P: su.P, Part: su.Part, Lookahead: su.Lookahead, StopAt: su.StopAt},
+		notify: make(chan bool, 16), props: make(chan Command, 64), done: make(chan struct{}), failed: make(chan struct{})}
+	if err := c.startRaft(); err != nil {
+		c.closeRaft()
+		return nil, err
+	}
+	c.wg.Add(2)
+	go c.watch()
+	go c.propose()
+	return c, nil
+}
+
+func seedOf(su *wire.Setup) uint64 {
+	if su.Seed == nil {
+		return 0
+	}
+	return *su.Seed
+}
+
+func (c *Coordinator) startRaft() error {
+	cfg := c.cfg
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.Election
+	rc.ElectionTimeout = cfg.Election
+	rc.LeaderLeaseTimeout = cfg.Election / 2
+	rc.CommitTimeout = 5 * time.Millisecond
+	rc.SnapshotThreshold = 1024
+	rc.NotifyCh = c.notify
+	out := cfg.RaftLog
+	if out == nil {
+		out = io.Discard
+	}
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft-" + cfg.ID, Level: hclog.Error, Output: out})
+
+	trans, err := raft.NewTCPTransport(cfg.Addr, nil, 3, 2*time.Second, out)
+	if err != nil {
+		return fmt.Errorf("coordinator %s: raft transport on %s: %w", cfg.ID, cfg.Addr, err)
+	}
+	c.trans = trans
+	var logs raft.LogStore
+	var stable raft.StableStore
+	var snaps raft.SnapshotStore
+	if cfg.Dir == "" {
+		m := raft.NewInmemStore()
+		logs, stable, snaps = m, m, raft.NewInmemSnapshotStore()
+	} else {
+		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+			return fmt.Errorf("coordinator %s: %w", cfg.ID, err)
+		}
+		bs, err := OpenBoltStore(filepath.Join(cfg.Dir, "raft.db"))
+		if err != nil {
+			return err
+		}
+		c.store = bs
+		fs, err := raft.NewFileSnapshotStore(cfg.Dir, 2, out)
+		if err != nil {
+			return fmt.Errorf("coordinator %s: %w", cfg.ID, err)
+		}
+		logs, stable, snaps = bs, bs, fs
+	}
+	has, err := raft.HasExistingState(logs, stable, snaps)
+	if err != nil {
+		return fmt.Errorf("coordinator %s: %w", cfg.ID, err)
+	}
+	r, err := raft.NewRaft(rc, c.fsm, logs, stable, snaps, trans)
+	if err != nil {
+		return fmt.Errorf("coordinator %s: %w", cfg.ID, err)
+	}
+	c.raft = r
+	if !has {
+		var servers []raft.Server
+		for _, p := range cfg.Peers {
+			servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
+		}
+		if len(servers) == 0 {
+			servers = []raft.Server{{ID: rc.LocalID, Address: trans.LocalAddr()}}
+		}
+		// Every replica bootstraps with the same configuration; raft lets
+		// all but the first fail harmlessly.
+		if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil &&
+			!errors.Is(err, raft.ErrCantBootstrap) {
+			return fmt.Errorf("coordinator %s: bootstrap: %w", cfg.ID, err)
+		}
+	}
+	return nil
+}
+
+// Addr is the raft transport's address.
+func (c *Coordinator) Addr() string { return string(c.trans.LocalAddr()) }
+
+// Leading reports whether this replica currently leads.
+func (c *Coordinator) Leading() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lead != nil
+}
+
+// State returns the replicated control state as this replica has applied it.
+func (c *Coordinator) State() ControlState { return c.fsm.State() }
+
+// Failed is closed when the replica hit a fatal error (Err says which).
+func (c *Coordinator) Failed() <-chan struct{} { return c.failed }
+
+// Err is the first fatal error, or nil.
+func (c *Coordinator) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *Coordinator) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil && !c.closing {
+		c.err = err
+		c.log.Error("fatal", "err", err)
+		close(c.failed)
+	}
+}
+
+// Close stops leading and shuts raft down.
+func (c *Coordinator) Close() error {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closing = true
+	l := c.lead
+	c.lead = nil
+	c.mu.Unlock()
+	if l != nil {
+		l.stop()
+	}
+	close(c.done)
+	err := c.closeRaft()
+	c.wg.Wait()
+	return err
+}
+
+func (c *Coordinator) closeRaft() error {
+	var errs []error
+	if c.raft != nil {
+		errs = append(errs, c.raft.Shutdown().Error())
+	}
+	if c.trans != nil {
+		errs = append(errs, c.trans.Close())
+	}
+	if c.store != nil {
+		errs = append(errs, c.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// watch follows leadership changes.
+func (c *Coordinator) watch() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.done:
+			return
+		case isLeader := <-c.notify:
+			c.mu.Lock()
+			old := c.lead
+			c.lead = nil
+			c.mu.Unlock()
+			if old != nil {
+				old.stop()
+				c.log.Info("lost leadership", "term", old.term)
+			}
+			if isLeader {
+				c.becomeLeader()
+			}
+		}
+	}
+}
+
+// propose applies commands one at a time, off the per-window path.
+func (c *Coordinator) propose() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.done:
+			return
+		case cmd := <-c.props:
+			if err := c.raft.Apply(cmd.Encode(), 5*time.Second).Error(); err != nil {
+				c.log.Debug("proposal failed", "op", cmd.Op, "err", err)
+			}
+		}
+	}
+}
+
+// enqueue proposes cmd asynchronously; marks are dropped when the queue is
+// full (a later mark supersedes them), other commands wait.
+func (c *Coordinator) enqueue(cmd Command) {
+	if cmd.Op == OpMark {
+		select {
+		case c.props <- cmd:
+		default:
+		}
+		return
+	}
+	select {
+	case c.props <- cmd:
+	case <-c.done:
+	}
+}
+
+// apply proposes cmd and waits for it to be applied.
+func (c *Coordinator) apply(cmd Command) error {
+	f := c.raft.Apply(cmd.Encode(), 5*time.Second)
+	if err := f.Error(); err != nil {
+		return err
+	}
+	if err, ok := f.Response().(error); ok && err != nil {
+		return err
+	}
+	return nil
+}
+
+// Run starts a replica and keeps it until ctx ends, it fails, or the run
+// finishes (the finish is applied: every node has its finishing grant, and
+// the results go to the collector, not to the coordinators). It returns
+// nil unless the replica failed.
+func Run(ctx context.Context, cfg Config) error {
+	c, err := Start(cfg)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-c.Failed():
+	case <-c.fsm.Finished():
+		c.log.Info("run finished")
+	}
+	_ = c.Close() // shutting down raft mid-run may report closed transports
+	return c.Err()
+}

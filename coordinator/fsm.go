@@ -1,0 +1,268 @@
+package coordinator
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/hashicorp/raft"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Phase is the run's phase as raft records it.
+type Phase uint8
+
+// Phases. The zero value is "not configured".
+const (
+	// PhaseSetup: configured, nodes joining.
+	PhaseSetup Phase = 1 + iota
+	// PhaseRunning: the first window was granted.
+	PhaseRunning
+	// PhaseFinished: the finishing grant was issued.
+	PhaseFinished
+)
+
+func (p Phase) String() string {
+	switch p {
+	case 0:
+		return "unconfigured"
+	case PhaseSetup:
+		return "setup"
+	case PhaseRunning:
+		return "running"
+	case PhaseFinished:
+		return "finished"
+	}
+	return fmt.Sprintf("Phase(%d)", uint8(p))
+}
+
+// RunConfig is what identifies a run: every replica must agree on it.
+type RunConfig struct {
+	Digest    string
+	Seed      uint64
+	P         int
+	Part      []int
+	Lookahead int64
+	StopAt    int64
+}
+
+// Mark is a progress mark: the barrier's state after the grant of Window
+// (msgpack-encoded barrier.State), from which a new leader continues.
+type Mark struct {
+	Window  uint64
+	Start   int64 // the granted window's start, ps
+	Term    uint64
+	Barrier []byte
+}
+
+// LeaderTerm records which replica led which term.
+type LeaderTerm struct {
+	ID   string
+	Term uint64
+}
+
+// ControlState is the run's control state, replicated by raft (DESIGN.md
+// §3): scenario digest, seed, partition map, membership, phase, progress
+// marks, and who led. It never holds per-window data other than the last
+// mark: raft is not on the per-window path.
+type ControlState struct {
+	Config  RunConfig
+	Phase   Phase
+	Joined  []bool // by partition
+	Mark    Mark
+	HasMark bool
+	Leaders []LeaderTerm
+	// FinishWindow and FinishReason describe the finishing grant.
+	FinishWindow uint64
+	FinishReason uint8
+}
+
+// Op is a command's operation.
+type Op uint8
+
+// Operations. The zero value is invalid.
+const (
+	OpConfigure Op = 1 + iota
+	OpLead
+	OpJoin
+	OpMark
+	OpFinish
+)
+
+// Command is one raft log entry's payload.
+type Command struct {
+	Op     Op
+	Config RunConfig  `msgpack:",omitempty"`
+	Lead   LeaderTerm `msgpack:",omitempty"`
+	Joined []int      `msgpack:",omitempty"` // partitions that joined
+	Mark   Mark       `msgpack:",omitempty"`
+	Window uint64     `msgpack:",omitempty"`
+	Reason uint8      `msgpack:",omitempty"`
+}
+
+// Encode encodes c for raft.Apply.
+func (c *Command) Encode() []byte {
+	b, err := msgpack.Marshal(c)
+	if err != nil {
+		panic(fmt.Sprintf("coordinator: encode command %+v: %v", c, err))
+	}
+	return b
+}
+
+// FSM is the raft state machine: Apply decodes a command and changes the
+// ControlState; it is deterministic (hashicorp/raft fsm.go: "Apply must be
+// deterministic") and does no I/O.
+type FSM struct {
+	mu  sync.Mutex
+	s   ControlState  // guarded by mu
+	fin chan struct{} // guarded by mu; closed once Phase is PhaseFinished
+}
+
+// Finished is closed once the run's finish is applied.
+func (f *FSM) Finished() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.finChan()
+	return f.fin
+}
+
+// finChan creates fin and closes it if the run has finished; precondition:
+// mu held.
+func (f *FSM) finChan() {
+	if f.fin == nil {
+		f.fin = make(chan struct{})
+	}
+	if f.s.Phase == PhaseFinished {
+		select {
+		case <-f.fin:
+		default:
+			close(f.fin)
+		}
+	}
+}
+
+var _ raft.FSM = (*FSM)(nil)
+
+// State returns a deep copy of the control state.
+func (f *FSM) State() ControlState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return cloneControl(f.s)
+}
+
+func cloneControl(s ControlState) ControlState {
+	c := s
+	c.Config.Part = slices.Clone(s.Config.Part)
+	c.Joined = slices.Clone(s.Joined)
+	c.Mark.Barrier = slices.Clone(s.Mark.Barrier)
+	c.Leaders = slices.Clone(s.Leaders)
+	return c
+}
+
+// Apply implements raft.FSM.Apply. It returns nil or an error (the
+// future's Response).
+func (f *FSM) Apply(l *raft.Log) any {
+	var c Command
+	if err := msgpack.Unmarshal(l.Data, &c); err != nil {
+		return fmt.Errorf("coordinator: log %d: %w", l.Index, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	err := f.apply(&c)
+	f.finChan()
+	return err
+}
+
+func (f *FSM) apply(c *Command) error {
+	s := &f.s
+	switch c.Op {
+	case OpConfigure:
+		if s.Phase != 0 {
+			if !sameConfig(s.Config, c.Config) {
+				return fmt.Errorf("coordinator: run already configured with digest %s seed %d P=%d, not %s seed %d P=%d",
+					s.Config.Digest, s.Config.Seed, s.Config.P, c.Config.Digest, c.Config.Seed, c.Config.P)
+			}
+			return nil
+		}
+		if c.Config.P < 1 || len(c.Config.Part) == 0 {
+			return fmt.Errorf("coordinator: configure with P=%d and %d nodes", c.Config.P, len(c.Config.Part))
+		}
+		s.Config = c.Config
+		s.Config.Part = slices.Clone(c.Config.Part)
+		s.Joined = make([]bool, c.Config.P)
+		s.Phase = PhaseSetup
+	case OpLead:
+		s.Leaders = append(s.Leaders, c.Lead)
+	case OpJoin:
+		for _, p := range c.Joined {
+			if p < 0 || p >= len(s.Joined) {
+				return fmt.Errorf("coordinator: join of partition %d of %d", p, len(s.Joined))
+			}
+		}
+		for _, p := range c.Joined {
+			s.Joined[p] = true
+		}
+	case OpMark:
+		if s.Phase == 0 {
+			return fmt.Errorf("coordinator: mark before configure")
+		}
+		if s.HasMark && c.Mark.Window <= s.Mark.Window {
+			return nil // an older mark committed late
+		}
+		s.Mark = c.Mark
+		s.Mark.Barrier = slices.Clone(c.Mark.Barrier)
+		s.HasMark = true
+		if s.Phase == PhaseSetup {
+			s.Phase = PhaseRunning
+		}
+	case OpFinish:
+		s.Phase = PhaseFinished
+		s.FinishWindow, s.FinishReason = c.Window, c.Reason
+	default:
+		return fmt.Errorf("coordinator: unknown op %d", c.Op)
+	}
+	return nil
+}
+
+func sameConfig(a, b RunConfig) bool {
+	return a.Digest == b.Digest && a.Seed == b.Seed && a.P == b.P && slices.Equal(a.Part, b.Part) &&
+		a.Lookahead == b.Lookahead && a.StopAt == b.StopAt
+}
+
+// Snapshot implements raft.FSM.Snapshot.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	return &snapshot{s: f.State()}, nil
+}
+
+// Restore implements raft.FSM.Restore.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var s ControlState
+	if err := msgpack.NewDecoder(rc).Decode(&s); err != nil {
+		return fmt.Errorf("coordinator: restore: %w", err)
+	}
+	f.mu.Lock()
+	f.s = s
+	f.finChan()
+	f.mu.Unlock()
+	return nil
+}
+
+type snapshot struct{ s ControlState }
+
+// Persist implements raft.FSMSnapshot.Persist.
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	data, err := msgpack.Marshal(&s.s)
+	if err == nil {
+		_, err = sink.Write(data)
+	}
+	if err != nil {
+		_ = sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+// Release implements raft.FSMSnapshot.Release.
+func (s *snapshot) Release() {}

@@ -1,0 +1,587 @@
+// Package deploy launches a distributed run on one machine (DESIGN.md §7:
+// "the same processes run locally under `lockstep run --procs`"): an
+// embedded NATS server (or an external one), one in-process coordinator or
+// three coordinator processes with raft over loopback TCP, and P nodes as
+// goroutines or as `lockstep node` child processes. It collects the nodes'
+// results over NATS and merges them.
+//
+// Every process it starts is gone when Run returns: children live in
+// their own process groups (so a terminal's Ctrl-C reaches only the
+// launcher, which then stops them), die with the launcher (Linux
+// Pdeathsig), and are killed and reaped on every return path.
+package deploy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/lockstep-sim/lockstep/coordinator"
+	"github.com/lockstep-sim/lockstep/internal/wire"
+	"github.com/lockstep-sim/lockstep/node"
+	"github.com/lockstep-sim/lockstep/partition"
+	"github.com/lockstep-sim/lockstep/scenario"
+)
+
+// Options describe a distributed run.
+type Options struct {
+	Built     *scenario.Built
+	Placement *partition.Placement
+	// Procs runs the nodes as child processes (else goroutines).
+	Procs bool
+	// External starts neither nodes nor coordinators: they run elsewhere
+	// (`lockstep node`, `lockstep coordinator`, e.g. on Kubernetes) on
+	// the same NATS server and run id, and this process only collects and
+	// merges the results. It needs NATS and RunID.
+	External bool
+	// Coordinators is 1 (in this process) or 3 (child processes, raft over
+	// loopback TCP).
+	Coordinators int
+	// NATS is an external server's URL ("": embedded on loopback), with
+	// Auth the client options (credentials, TLS) and ChildArgs the flags
+	// that give child processes the same.
+	NATS      string
+	Auth      []nats.Option
+	ChildArgs []string
+	// Exe is the lockstep binary for child processes (default
+	// os.Executable()), ExeEnv extra environment for them.
+	Exe    string
+	ExeEnv []string
+	// RunID names the run on NATS (default: random).
+	RunID string
+	// Dir holds the coordinators' raft state (default: a temporary
+	// directory, removed at the end).
+	Dir string
+	// MarkEvery is the coordinators' progress-mark interval in windows,
+	// StatusEvery their leader's status interval (0: their defaults).
+	MarkEvery   uint64
+	StatusEvery time.Duration
+	// Stderr receives the children's standard error.
+	Stderr io.Writer
+	Logger *slog.Logger
+	// OnStatus, if set, sees every leader status message (progress, and
+	// tests that kill the leader); OnNodeStatus every node's progress.
+	OnStatus     func(wire.Status)
+	OnNodeStatus func(wire.NodeStatus)
+	// OnChild, if set, is called when a child process starts.
+	OnChild func(Child)
+}
+
+// Child is a child process the launcher started.
+type Child struct {
+	Role string // "node" or "coordinator"
+	Name string // "node 2", "coordinator c1"
+	ID   string // raft id for coordinators
+	PID  int
+}
+
+// Result is a finished distributed run.
+type Result struct {
+	Merged  *node.Merged
+	RunID   string
+	Wall    time.Duration
+	Leaders []wire.Status // the first status seen of every leader term, in order
+	// CoordinatorsLost counts coordinator processes that died during the run.
+	CoordinatorsLost int
+}
+
+// ErrInterrupted marks a run stopped by its context (Ctrl-C).
+var ErrInterrupted = errors.New("deploy: run interrupted")
+
+type launch struct {
+	o      Options
+	log    *slog.Logger
+	out    *syncWriter // o.Stderr, shared by the children
+	subj   wire.Subjects
+	url    string
+	srv    *server.Server
+	conns  []*nats.Conn
+	fatal  chan error
+	tmpDir string
+
+	col *node.Collector
+
+	mu       sync.Mutex
+	children []*child       // guarded by mu
+	leaders  []wire.Status  // guarded by mu
+	lost     int            // guarded by mu; coordinators that died
+	closers  []func() error // guarded by mu; in-process coordinators
+}
+
+type child struct {
+	Child
+	cmd  *exec.Cmd
+	done chan struct{} // closed when reaped
+	err  error         // exit status, valid after done
+}
+
+// Run runs the distributed run o describes and returns its merged result.
+// On any failure it stops every process it started before returning; the
+// error names the partition or coordinator that failed.
+func Run(ctx context.Context, o Options) (res *Result, err error) {
+	if o.Coordinators == 0 {
+		o.Coordinators = 1
+	}
+	if o.Coordinators != 1 && o.Coordinators != 3 {
+		return nil, fmt.Errorf("deploy: %d coordinators; 1 or 3 are supported", o.Coordinators)
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	if o.External && (o.NATS == "" || o.RunID == "") {
+		return nil, fmt.Errorf("deploy: an external run needs a NATS URL and a run id")
+	}
+	if o.RunID == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		o.RunID = "run-" + hex.EncodeToString(b[:])
+	}
+	subj, err := wire.NewSubjects(o.RunID)
+	if err != nil {
+		return nil, err
+	}
+	su, err := node.NewSetup(o.Built, o.Placement)
+	if err != nil {
+		return nil, err
+	}
+	l := &launch{o: o, log: o.Logger, subj: subj, out: &syncWriter{w: o.Stderr}, fatal: make(chan error, 64)}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer func() {
+		cancel(errors.New("deploy: run over"))
+		if cerr := l.cleanup(err != nil); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	if err := l.startNATS(); err != nil {
+		return nil, err
+	}
+	nc, err := l.connect("launcher")
+	if err != nil {
+		return nil, err
+	}
+	if err := l.collect(nc); err != nil {
+		return nil, err
+	}
+	if !o.External {
+		if err := l.startCoordinators(ctx, su); err != nil {
+			return nil, err
+		}
+		if err := l.startNodes(ctx); err != nil {
+			return nil, err
+		}
+	}
+	select {
+	case <-l.col.Done():
+	case err := <-l.fatal:
+		return nil, err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %v", ErrInterrupted, context.Cause(ctx))
+	}
+	parts := l.col.Results()
+	l.mu.Lock()
+	leaders := append([]wire.Status(nil), l.leaders...)
+	lost := l.lost
+	l.mu.Unlock()
+	m, err := node.Merge(o.Built, o.Placement, parts)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Merged: m, RunID: o.RunID, Wall: time.Since(start), Leaders: leaders, CoordinatorsLost: lost}, nil
+}
+
+func (l *launch) startNATS() error {
+	if l.o.NATS != "" {
+		l.url = l.o.NATS
+		return nil
+	}
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true,
+		MaxPayload: 8 << 20})
+	if err != nil {
+		return fmt.Errorf("deploy: embedded NATS: %w", err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		srv.Shutdown()
+		return fmt.Errorf("deploy: embedded NATS did not start")
+	}
+	l.srv = srv
+	l.url = srv.ClientURL()
+	return nil
+}
+
+// connect opens a NATS connection for a component of this process.
+func (l *launch) connect(name string) (*nats.Conn, error) {
+	opts := append([]nats.Option{nats.Name("lockstep " + name), nats.MaxReconnects(-1)}, l.o.Auth...)
+	if l.srv != nil {
+		opts = append(opts, nats.InProcessServer(l.srv))
+	}
+	nc, err := nats.Connect(l.url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("deploy: %s: connect to NATS %s: %w", name, l.url, err)
+	}
+	l.mu.Lock()
+	l.conns = append(l.conns, nc)
+	l.mu.Unlock()
+	return nc, nil
+}
+
+func (l *launch) failf(format string, args ...any) {
+	select {
+	case l.fatal <- fmt.Errorf(format, args...):
+	default:
+	}
+}
+
+// collect receives the nodes' results and the leaders' status.
+func (l *launch) collect(nc *nats.Conn) error {
+	col, err := node.NewCollector(nc, l.o.RunID, l.o.Placement.P)
+	if err != nil {
+		return err
+	}
+	l.col = col
+	go func() {
+		if err := <-col.Errors(); err != nil {
+			l.failf("%v", err)
+		}
+	}()
+	_, err = nc.Subscribe(l.subj.Status(), func(msg *nats.Msg) {
+		m, err := wire.Decode(msg.Data)
+		if err != nil || m.Kind != wire.KindControl || m.Control.Type != wire.TypeStatus {
+			return
+		}
+		var st wire.Status
+		if m.Control.UnmarshalBody(&st) != nil {
+			return
+		}
+		l.mu.Lock()
+		if n := len(l.leaders); n == 0 || l.leaders[n-1].Term < st.Term {
+			l.leaders = append(l.leaders, st)
+		}
+		l.mu.Unlock()
+		if l.o.OnStatus != nil {
+			l.o.OnStatus(st)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if l.o.OnNodeStatus != nil {
+		_, err = nc.Subscribe(l.subj.NodeStatus(), func(msg *nats.Msg) {
+			m, err := wire.Decode(msg.Data)
+			if err != nil || m.Kind != wire.KindControl || m.Control.Type != wire.TypeNodeStatus {
+				return
+			}
+			var st wire.NodeStatus
+			if m.Control.UnmarshalBody(&st) == nil {
+				l.o.OnNodeStatus(st)
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nc.Flush()
+}
+
+// freePorts returns n loopback TCP ports that were free a moment ago.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, n)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, ln)
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
+}
+
+func (l *launch) startCoordinators(ctx context.Context, su *wire.Setup) error {
+	if l.o.Coordinators == 1 {
+		nc, err := l.connect("coordinator")
+		if err != nil {
+			return err
+		}
+		c, err := coordinator.Start(coordinator.Config{Conn: nc, Run: l.o.RunID, Setup: su, ID: "c0",
+			MarkEvery: l.o.MarkEvery, StatusEvery: l.o.StatusEvery, Logger: l.log})
+		if err != nil {
+			return err
+		}
+		go func() {
+			select {
+			case <-c.Failed():
+				l.failf("coordinator c0: %v", c.Err())
+			case <-ctx.Done():
+			}
+		}()
+		l.mu.Lock()
+		l.closers = append(l.closers, c.Close)
+		l.mu.Unlock()
+		return nil
+	}
+	dir := l.o.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "lockstep-raft-*")
+		if err != nil {
+			return err
+		}
+		l.tmpDir = d
+		dir = d
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	var peers []string
+	for i, p := range ports {
+		peers = append(peers, fmt.Sprintf("c%d=127.0.0.1:%d", i+1, p))
+	}
+	seed := strconv.FormatUint(l.o.Built.Seed, 10)
+	for i, p := range ports {
+		id := fmt.Sprintf("c%d", i+1)
+		args := []string{"coordinator", l.o.Built.File, "--nats", l.url, "--run", l.o.RunID, "--id", id,
+			"--raft-addr", fmt.Sprintf("127.0.0.1:%d", p), "--peers", strings.Join(peers, ","),
+			"--raft-dir", filepath.Join(dir, id), "--seed", seed, "--partitions", strconv.Itoa(l.o.Placement.P)}
+		if l.o.MarkEvery > 0 {
+			args = append(args, "--mark-every", strconv.FormatUint(l.o.MarkEvery, 10))
+		}
+		if l.o.StatusEvery > 0 {
+			args = append(args, "--status-every", l.o.StatusEvery.String())
+		}
+		if err := l.spawn(ctx, "coordinator", "coordinator "+id, id, append(args, l.o.ChildArgs...)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *launch) startNodes(ctx context.Context) error {
+	for i := 0; i < l.o.Placement.P; i++ {
+		if l.o.Procs {
+			args := []string{"node", "--nats", l.url, "--run", l.o.RunID, "--partition", strconv.Itoa(i)}
+			if err := l.spawn(ctx, "node", fmt.Sprintf("node %d", i), "", append(args, l.o.ChildArgs...)); err != nil {
+				return err
+			}
+			continue
+		}
+		nc, err := l.connect(fmt.Sprintf("node %d", i))
+		if err != nil {
+			return err
+		}
+		go func() {
+			err := node.Run(ctx, node.Config{Conn: nc, Run: l.o.RunID, Partition: i, Logger: l.log})
+			if err != nil && ctx.Err() == nil {
+				l.failf("partition %d: %v", i, err)
+			}
+		}()
+	}
+	return nil
+}
+
+// spawn starts a child process in its own process group.
+func (l *launch) spawn(ctx context.Context, role, name, id string, args []string) error {
+	exe := l.o.Exe
+	if exe == "" {
+		e, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("deploy: cannot find the lockstep binary: %w", err)
+		}
+		exe = e
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), l.o.ExeEnv...)
+	pw := &prefixWriter{w: l.out, prefix: name + ": "}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("deploy: start %s: %w", name, err)
+	}
+	c := &child{Child: Child{Role: role, Name: name, ID: id, PID: cmd.Process.Pid}, cmd: cmd, done: make(chan struct{})}
+	l.mu.Lock()
+	l.children = append(l.children, c)
+	l.mu.Unlock()
+	if l.o.OnChild != nil {
+		l.o.OnChild(c.Child)
+	}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+		if ctx.Err() != nil {
+			return
+		}
+		switch role {
+		case "node":
+			var part int
+			fmt.Sscanf(name, "node %d", &part)
+			if !l.col.Has(part) || c.err != nil {
+				l.failf("partition %d: node process %d exited: %v", part, c.Child.PID, exitText(c.err))
+			}
+		case "coordinator":
+			if c.err == nil {
+				return // it saw the run finish
+			}
+			l.mu.Lock()
+			l.lost++
+			lost := l.lost
+			l.mu.Unlock()
+			if lost > (l.o.Coordinators-1)/2 {
+				l.failf("%s (pid %d) exited: %v; %d of %d coordinators lost, no raft quorum", name, c.Child.PID,
+					exitText(c.err), lost, l.o.Coordinators)
+			} else {
+				l.log.Warn("coordinator exited; the others continue", "name", name, "err", exitText(c.err))
+			}
+		}
+	}()
+	return nil
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0 before it finished"
+	}
+	return err.Error()
+}
+
+// cleanup stops everything: it tells every process of the run to stop,
+// closes the in-process components, kills the children's process groups
+// and waits until each is reaped, then shuts NATS down.
+func (l *launch) cleanup(failed bool) error {
+	l.mu.Lock()
+	conns := l.conns
+	children := l.children
+	closers := l.closers
+	l.mu.Unlock()
+	if failed && len(conns) > 0 {
+		enc := wire.NewEncoder()
+		if data, err := enc.Control(wire.TypeAbort, wire.Abort{Reason: "the launcher stopped the run"}); err == nil {
+			_ = conns[0].Publish(l.subj.Abort(), data)
+			_ = conns[0].FlushTimeout(time.Second)
+		}
+	}
+	// Nodes exit by themselves after a successful run (after their last
+	// result chunk is acknowledged); give them a moment. Coordinators never
+	// do. Then SIGTERM, and SIGKILL after a grace period.
+	if !failed {
+		wait := time.NewTimer(5 * time.Second)
+	nodes:
+		for _, c := range children {
+			if c.Role != "node" {
+				continue
+			}
+			select {
+			case <-c.done:
+			case <-wait.C:
+				break nodes
+			}
+		}
+		wait.Stop()
+	}
+	for _, c := range children {
+		select {
+		case <-c.done:
+		default:
+			_ = syscall.Kill(-c.PID, syscall.SIGTERM)
+		}
+	}
+	grace := time.NewTimer(3 * time.Second)
+	defer grace.Stop()
+	for _, c := range children {
+		select {
+		case <-c.done:
+		case <-grace.C:
+			for _, k := range children {
+				_ = syscall.Kill(-k.PID, syscall.SIGKILL)
+			}
+			<-c.done
+		}
+	}
+	var errs []error
+	for _, cl := range closers {
+		if err := cl(); err != nil && !failed {
+			l.log.Debug("close", "err", err)
+		}
+	}
+	for _, nc := range conns {
+		nc.Close()
+	}
+	if l.srv != nil {
+		l.srv.Shutdown()
+		l.srv.WaitForShutdown()
+	}
+	if l.tmpDir != "" {
+		errs = append(errs, os.RemoveAll(l.tmpDir))
+	}
+	return errors.Join(errs...)
+}
+
+// syncWriter serialises writes from several children.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}
+
+// prefixWriter prefixes every line a child writes.
+type prefixWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	mid    bool
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(b)
+	for len(b) > 0 {
+		if !p.mid {
+			if _, err := io.WriteString(p.w, p.prefix); err != nil {
+				return 0, err
+			}
+		}
+		i := strings.IndexByte(string(b), '\n')
+		if i < 0 {
+			p.mid = true
+			_, err := p.w.Write(b)
+			return n, err
+		}
+		if _, err := p.w.Write(b[:i+1]); err != nil {
+			return 0, err
+		}
+		p.mid = false
+		b = b[i+1:]
+	}
+	return n, nil
+}

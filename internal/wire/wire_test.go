@@ -1,0 +1,164 @@
+package wire
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/lockstep-sim/lockstep/coordinator/barrier"
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// fillDistinct sets every leaf field of v (a pointer to a struct) to a
+// distinct non-zero value, so that a codec that drops or swaps a field
+// fails a round trip. It walks the type by reflection, so a field added to
+// sim.Packet later is covered without touching this test.
+func fillDistinct(v reflect.Value, next *uint64) {
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			fillDistinct(v.Field(i), next)
+		}
+	case reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			fillDistinct(v.Index(i), next)
+		}
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Int:
+		*next++
+		v.SetInt(int64(*next))
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uint:
+		*next++
+		v.SetUint(*next)
+	case reflect.Bool:
+		v.SetBool(true)
+	default:
+		panic("fillDistinct: unhandled kind " + v.Kind().String())
+	}
+}
+
+func TestBatch_RoundTripCoversEveryPacketField(t *testing.T) {
+	var rp sim.RemotePacket
+	n := uint64(0)
+	fillDistinct(reflect.ValueOf(&rp).Elem(), &n)
+	rp.Pkt.NSack = sim.MaxSackBlocks // the decoder bounds it
+	rp.Pkt.TSecr = -5                // times may be anything in a packet
+	big := rp
+	big.At = sim.Never - 1
+	big.Pkt.ID = 1<<64 - 1
+	big.Pkt.Flow = -1 << 31
+	in := Batch{From: 3, To: 7, Window: 1 << 40, Seq: 2, Packets: []sim.RemotePacket{rp, big}}
+	data := NewEncoder().Batch(&in)
+	m, err := Decode(data)
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if m.Kind != KindBatch || !reflect.DeepEqual(*m.Batch, in) {
+		t.Fatalf("round trip:\n got  %+v\n want %+v", m.Batch, in)
+	}
+}
+
+func TestReportGrantResyncControl_RoundTrip(t *testing.T) {
+	e := NewEncoder()
+	r := barrier.Report{Node: 2, Window: 99, Term: 3, NextEvent: 5 * sim.Microsecond, MinSent: sim.Never,
+		Sent: []uint32{0, 4, 1 << 31}, Done: true}
+	m, err := Decode(e.Report(&r))
+	if err != nil || !reflect.DeepEqual(*m.Report, r) {
+		t.Errorf("report: got %+v, %v; want %+v", m.Report, err, r)
+	}
+	g := barrier.Grant{Window: 100, Term: 3, Start: 5 * sim.Microsecond, End: 6 * sim.Microsecond,
+		Expect: []uint32{1, 0, 2}, Idle: 10, Finished: true, Reason: barrier.FinishStopTime}
+	m, err = Decode(e.Grant(&g))
+	if err != nil || !reflect.DeepEqual(*m.Grant, g) {
+		t.Errorf("grant: got %+v, %v; want %+v", m.Grant, err, g)
+	}
+	m, err = Decode(e.Resync(Resync{Term: 12}))
+	if err != nil || m.Resync.Term != 12 {
+		t.Errorf("resync: got %+v, %v; want term 12", m.Resync, err)
+	}
+	type body struct {
+		A string
+		B []int
+	}
+	data, err := e.Control("hello", body{"x", []int{1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err = Decode(data)
+	if err != nil || m.Control.Type != "hello" {
+		t.Fatalf("control: got %+v, %v", m.Control, err)
+	}
+	var got body
+	if err := m.Control.UnmarshalBody(&got); err != nil || got.A != "x" || len(got.B) != 2 {
+		t.Errorf("control body: got %+v, %v", got, err)
+	}
+}
+
+func TestDecode_RejectsMalformed(t *testing.T) {
+	e := NewEncoder()
+	ok := e.Report(&barrier.Report{Node: 1, Window: 1, Sent: []uint32{0, 0}})
+	cases := map[string][]byte{
+		"empty":          {},
+		"not an array":   {0x01},
+		"unknown kind":   {0x92, 0x09, 0x00},
+		"wrong arity":    {0x92, byte(KindReport), 0x00},
+		"truncated":      ok[:len(ok)-1],
+		"trailing bytes": append(append([]byte{}, ok...), 0x00),
+		"negative node":  e.Report(&barrier.Report{Node: -1, Sent: []uint32{0}}),
+		"negative time":  e.Report(&barrier.Report{Node: 1, NextEvent: -1, Sent: []uint32{0}}),
+		"no counts":      e.Report(&barrier.Report{Node: 1}),
+		"huge array":     {0x92, byte(KindResync), 0xdd, 0xff, 0xff, 0xff, 0xff},
+	}
+	for name, data := range cases {
+		if _, err := Decode(data); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
+		}
+	}
+}
+
+// FuzzDecode checks that Decode never panics and that whatever it accepts
+// re-encodes to a message that decodes to the same value.
+func FuzzDecode(f *testing.F) {
+	e := NewEncoder()
+	var rp sim.RemotePacket
+	n := uint64(0)
+	fillDistinct(reflect.ValueOf(&rp).Elem(), &n)
+	rp.Pkt.NSack = 1
+	f.Add(e.Batch(&Batch{From: 1, To: 0, Window: 4, Packets: []sim.RemotePacket{rp}}))
+	f.Add(e.Batch(&Batch{From: 1, To: 0, Window: 4}))
+	f.Add(e.Report(&barrier.Report{Node: 1, Window: 2, Term: 1, NextEvent: 10, MinSent: sim.Never, Sent: []uint32{1, 0}}))
+	f.Add(e.Grant(&barrier.Grant{Window: 3, Term: 1, Start: 1, End: 2, Expect: []uint32{0, 1}}))
+	f.Add(e.Resync(Resync{Term: 9}))
+	c, _ := e.Control("setup", map[string]int{"a": 1})
+	f.Add(c)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Decode(data)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v does not wrap ErrMalformed", err)
+			}
+			return
+		}
+		var again []byte
+		switch m.Kind {
+		case KindBatch:
+			again = e.Batch(m.Batch)
+		case KindReport:
+			again = e.Report(m.Report)
+		case KindGrant:
+			again = e.Grant(m.Grant)
+		case KindResync:
+			again = e.Resync(*m.Resync)
+		case KindControl:
+			return // the body is opaque here
+		default:
+			t.Fatalf("decoded kind %v", m.Kind)
+		}
+		m2, err := Decode(again)
+		if err != nil {
+			t.Fatalf("re-encoded %v does not decode: %v", m.Kind, err)
+		}
+		if !reflect.DeepEqual(m, m2) {
+			t.Fatalf("re-encoding changed the message:\n %+v\n %+v", m, m2)
+		}
+	})
+}

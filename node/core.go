@@ -1,0 +1,264 @@
+package node
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/lockstep-sim/lockstep/coordinator/barrier"
+	"github.com/lockstep-sim/lockstep/fabric"
+	"github.com/lockstep-sim/lockstep/internal/wire"
+	"github.com/lockstep-sim/lockstep/partition"
+	"github.com/lockstep-sim/lockstep/pcap"
+	"github.com/lockstep-sim/lockstep/scenario"
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// MaxBatchPackets bounds the packets in one batch message, so that a batch
+// stays well under NATS's default 1 MiB payload limit (a packet encodes in
+// at most about 200 bytes).
+const MaxBatchPackets = 2048
+
+// ErrBadBatch marks a batch message that cannot be delivered here: wrong
+// destination, unknown link, a packet for an element of another partition,
+// or one that would arrive before the window that injects it.
+var ErrBadBatch = errors.New("node: bad batch")
+
+// Core is one partition of a run: its fabric (only the partition's
+// elements), the node's side of the barrier, and the batches received but
+// not yet injected. It is the pure part of a node (DESIGN.md §3, STYLE §3c):
+// no I/O, no goroutines, no clock. A shell feeds it grants and batches and
+// sends what it returns.
+//
+// The loop a shell runs: Setup once (window 0) and send its Output; then
+// for every grant Accept it, Deliver batches as they come, and whenever
+// Runnable, Run the window and send its Output. Over says the run ended.
+//
+// It is not safe for concurrent use.
+type Core struct {
+	part  int
+	p     int
+	F     *fabric.Fabric
+	fol   *barrier.Follower
+	limit sim.Time
+	// dest[l] is the partition of link direction l's far end, or -1 when
+	// the far end is local.
+	dest []int32
+	// inbox holds batches delivered and not yet injected.
+	inbox []*wire.Batch
+	// out collects the outbox by destination partition (scratch).
+	out   [][]sim.RemotePacket
+	stats CoreStats
+	grant barrier.Grant // the last finishing grant (Over)
+	// caps are the local hosts' packet captures (output.pcap), in the
+	// scenario's host order.
+	caps []hostCapture
+}
+
+type hostCapture struct {
+	host int
+	c    *pcap.Capture
+}
+
+// CoreStats count what a core did; all of it is a function of the run, not
+// of the machine.
+type CoreStats struct {
+	Windows      uint64   // windows run
+	EmptyWindows uint64   // windows in which no event ran
+	Covered      sim.Time // summed window lengths
+	Skipped      sim.Time // idle time the grants skipped
+	BatchesOut   uint64
+	BatchesIn    uint64
+	PacketsOut   uint64
+	PacketsIn    uint64
+}
+
+// Output is what a core hands its shell after a window: the batches to
+// send (in this order) and the report for the barrier.
+type Output struct {
+	Batches []wire.Batch
+	Report  barrier.Report
+}
+
+// NewCore builds partition part of the scenario b placed by pl, for a node
+// that has seen raft term term.
+func NewCore(b *scenario.Built, pl *partition.Placement, part int, term uint64) (*Core, error) {
+	if part < 0 || part >= pl.P {
+		return nil, fmt.Errorf("node: partition %d out of range 0..%d", part, pl.P-1)
+	}
+	if len(pl.Part) != len(b.Topo.Nodes) {
+		return nil, fmt.Errorf("node: placement of %d nodes for a fabric of %d", len(pl.Part), len(b.Topo.Nodes))
+	}
+	cfg := b.Fabric
+	cfg.Local = pl.Local(part)
+	f, err := fabric.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Core{part: part, p: pl.P, F: f, fol: barrier.NewFollower(part, term), limit: Limit(b),
+		dest: make([]int32, len(f.Eng.Links)), out: make([][]sim.RemotePacket, pl.P)}
+	for _, hi := range b.PcapHosts {
+		if h := f.Hosts[hi]; h != nil {
+			pc := pcap.NewCapture()
+			h.Tap = pc.Tap
+			c.caps = append(c.caps, hostCapture{host: hi, c: pc})
+		}
+	}
+	for i := range f.Eng.Links {
+		to := int(f.Eng.Links[i].Spec.To)
+		c.dest[i] = -1
+		if pl.Part[to] != part {
+			c.dest[i] = int32(pl.Part[to])
+		}
+	}
+	return c, nil
+}
+
+// Limit is the exclusive end of a run's virtual time: events at or after
+// it never run (runner.Run's limit).
+func Limit(b *scenario.Built) sim.Time {
+	if b.StopAt != sim.Never {
+		return b.StopAt
+	}
+	return b.MaxTime
+}
+
+// Partition is the core's partition index.
+func (c *Core) Partition() int { return c.part }
+
+// Stats returns the core's counters.
+func (c *Core) Stats() CoreStats { return c.stats }
+
+// Setup finishes the setup window 0 (barrier package doc): it reports the
+// first event time. Building the fabric sends nothing.
+func (c *Core) Setup() (Output, error) {
+	r, err := c.fol.Finish(barrier.Report{NextEvent: c.F.Eng.NextEventTime(), MinSent: sim.Never,
+		Sent: make([]uint32, c.p)})
+	if err != nil {
+		return Output{}, err
+	}
+	return Output{Report: r}, nil
+}
+
+// Accept takes grant g if the follower does (barrier.Follower.Accept).
+func (c *Core) Accept(g barrier.Grant) (bool, string) {
+	ok, why := c.fol.Accept(g)
+	if ok && g.Finished {
+		c.grant = g
+	}
+	return ok, why
+}
+
+// Deliver records a batch received from another node. Its packets are
+// checked now and injected when the window that needs them starts.
+func (c *Core) Deliver(b *wire.Batch) error {
+	if int(b.To) != c.part || b.From < 0 || int(b.From) >= c.p || int(b.From) == c.part {
+		return fmt.Errorf("%w: batch %d -> %d delivered to node %d of %d", ErrBadBatch, b.From, b.To, c.part, c.p)
+	}
+	e := c.F.Eng
+	for i := range b.Packets {
+		rp := &b.Packets[i]
+		if rp.Link < 0 || int(rp.Link) >= len(c.dest) || c.dest[rp.Link] != -1 ||
+			!e.Local(e.Links[rp.Link].Spec.To) || e.Local(e.Links[rp.Link].Spec.From) {
+			return fmt.Errorf("%w: node %d window %d: packet on link %d does not cross into partition %d",
+				ErrBadBatch, b.From, b.Window, rp.Link, c.part)
+		}
+	}
+	if err := c.fol.Receive(b.Window); err != nil {
+		return err
+	}
+	c.inbox = append(c.inbox, b)
+	c.stats.BatchesIn++
+	return nil
+}
+
+// Runnable says the accepted grant's window may run now: every batch it
+// needs has arrived.
+func (c *Core) Runnable() bool {
+	g, ok := c.fol.Grant()
+	return ok && c.fol.ReadyToRun(g)
+}
+
+// Over says the core accepted the finishing grant, and Final returns it.
+func (c *Core) Over() bool { return c.fol.Over() }
+
+// Final is the finishing grant (valid once Over).
+func (c *Core) Final() barrier.Grant { return c.grant }
+
+// Resend answers a new leader of term term (barrier.Follower.Resend).
+func (c *Core) Resend(term uint64) []barrier.Report { return c.fol.Resend(term) }
+
+// Window is the last accepted window and whether it has run.
+func (c *Core) Window() (uint64, bool) { return c.fol.Window() }
+
+// Run runs the accepted window. Precondition: Runnable.
+//
+// It first injects, in a partition-independent order, every batch sent
+// before this window: sorted by (window, sender, seq), so the packets of
+// each link go in in the order they were sent, as sim.Engine.Inject
+// requires. Batches sent during this window by nodes that are ahead stay
+// in the inbox.
+func (c *Core) Run() (Output, error) {
+	g, ok := c.fol.Grant()
+	if !ok || !c.fol.ReadyToRun(g) {
+		return Output{}, fmt.Errorf("node %d: window not runnable", c.part)
+	}
+	slices.SortFunc(c.inbox, func(a, b *wire.Batch) int {
+		return cmp.Or(cmp.Compare(a.Window, b.Window), cmp.Compare(a.From, b.From), cmp.Compare(a.Seq, b.Seq))
+	})
+	e := c.F.Eng
+	k := 0
+	for ; k < len(c.inbox) && c.inbox[k].Window < g.Window; k++ {
+		b := c.inbox[k]
+		for i := range b.Packets {
+			rp := &b.Packets[i]
+			if rp.At < g.Start {
+				return Output{}, fmt.Errorf("%w: node %d window %d: packet on link %d arrives at %v, before window %d starts at %v",
+					ErrBadBatch, b.From, b.Window, rp.Link, rp.At, g.Window, g.Start)
+			}
+			e.Inject(rp)
+		}
+		c.stats.PacketsIn += uint64(len(b.Packets))
+		c.inbox[k] = nil
+	}
+	c.inbox = c.inbox[:copy(c.inbox, c.inbox[k:])]
+
+	n := c.F.RunUntil(g.End)
+	c.stats.Windows++
+	c.stats.Covered += g.Len()
+	c.stats.Skipped += g.Idle
+	if n == 0 {
+		c.stats.EmptyWindows++
+	}
+
+	var out Output
+	sent := make([]uint32, c.p)
+	minSent := sim.Never
+	for j := range c.out {
+		c.out[j] = c.out[j][:0]
+	}
+	for _, rp := range e.Outbox() {
+		j := c.dest[rp.Link]
+		c.out[j] = append(c.out[j], rp)
+		minSent = min(minSent, rp.At)
+	}
+	e.ResetOutbox()
+	for j, pkts := range c.out {
+		for seq := uint32(0); len(pkts) > 0; seq++ {
+			m := min(len(pkts), MaxBatchPackets)
+			out.Batches = append(out.Batches, wire.Batch{From: int32(c.part), To: int32(j), Window: g.Window, Seq: seq,
+				Packets: slices.Clone(pkts[:m])})
+			pkts = pkts[m:]
+			sent[j]++
+			c.stats.BatchesOut++
+			c.stats.PacketsOut += uint64(m)
+		}
+	}
+	r, err := c.fol.Finish(barrier.Report{NextEvent: e.NextEventTime(), MinSent: minSent, Sent: sent})
+	if err != nil {
+		return Output{}, err
+	}
+	out.Report = r
+	return out, nil
+}

@@ -1,0 +1,108 @@
+package node
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/lockstep-sim/lockstep/coordinator/barrier"
+	"github.com/lockstep-sim/lockstep/partition"
+	"github.com/lockstep-sim/lockstep/scenario"
+)
+
+// LocalOptions tune RunLocal.
+type LocalOptions struct {
+	// Parallel runs each window's partitions in goroutines. The result is
+	// the same either way.
+	Parallel bool
+	// Window, if set, is called after every grant with the cores, between
+	// windows (for progress).
+	Window func(g barrier.Grant, cores []*Core)
+}
+
+// LocalRun is a finished in-memory run.
+type LocalRun struct {
+	Merged  *Merged
+	Barrier barrier.Stats
+	Cores   []*Core
+}
+
+// RunLocal runs scenario b cut by pl with every partition in this process:
+// a Barrier and P Cores joined by an in-memory transport that delivers
+// every batch as it is produced. It is the NATS run without NATS, used to
+// test that partitioning changes no result, and by `lockstep run
+// --partitions P --transport memory`.
+func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*LocalRun, error) {
+	bar, err := barrier.New(barrier.Config{Nodes: pl.P, Lookahead: pl.Lookahead, StopAt: Limit(b)})
+	if err != nil {
+		return nil, err
+	}
+	cores := make([]*Core, pl.P)
+	for i := range cores {
+		if cores[i], err = NewCore(b, pl, i, 0); err != nil {
+			return nil, fmt.Errorf("partition %d: %w", i, err)
+		}
+	}
+	for _, c := range cores {
+		out, err := c.Setup()
+		if err != nil {
+			return nil, err
+		}
+		if err := bar.Step(out.Report); err != nil {
+			return nil, err
+		}
+	}
+	outs := make([]Output, pl.P)
+	errs := make([]error, pl.P)
+	for {
+		g, ok := bar.Ready()
+		if !ok {
+			return nil, fmt.Errorf("node: barrier has no grant after every report")
+		}
+		bar.Advance()
+		if opt.Window != nil {
+			opt.Window(g, cores)
+		}
+		for _, c := range cores {
+			if ok, why := c.Accept(g); !ok {
+				return nil, fmt.Errorf("node %d rejected grant %d: %s", c.part, g.Window, why)
+			}
+		}
+		if g.Finished {
+			break
+		}
+		if opt.Parallel {
+			var wg sync.WaitGroup
+			for i, c := range cores {
+				wg.Go(func() { outs[i], errs[i] = c.Run() })
+			}
+			wg.Wait()
+		} else {
+			for i, c := range cores {
+				outs[i], errs[i] = c.Run()
+			}
+		}
+		for i := range cores {
+			if errs[i] != nil {
+				return nil, fmt.Errorf("partition %d: %w", i, errs[i])
+			}
+			for k := range outs[i].Batches {
+				bt := &outs[i].Batches[k]
+				if err := cores[bt.To].Deliver(bt); err != nil {
+					return nil, err
+				}
+			}
+			if err := bar.Step(outs[i].Report); err != nil {
+				return nil, err
+			}
+		}
+	}
+	parts := make([]*PartResult, pl.P)
+	for i, c := range cores {
+		parts[i] = c.Result()
+	}
+	m, err := Merge(b, pl, parts)
+	if err != nil {
+		return nil, err
+	}
+	return &LocalRun{Merged: m, Barrier: bar.Stats(), Cores: cores}, nil
+}

@@ -1,0 +1,217 @@
+package node
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-sim/lockstep/partition"
+	"github.com/lockstep-sim/lockstep/results"
+	"github.com/lockstep-sim/lockstep/runner"
+	"github.com/lockstep-sim/lockstep/scenario"
+)
+
+// randomScenario is runner_test.go's: random loss, Gilbert-Elliott bursts,
+// jitter, reordering, RED ECN marking and per-packet spraying, so that
+// every random stream of the engine is drawn from.
+const randomScenario = `
+topology:
+  type: leafspine
+  leafspine:
+    leaves: 2
+    spines: 2
+    hosts_per_leaf: 4
+    host: {rate: 100Gbps, delay: 1us, buffer: 128KiB, ecn: {mode: red, min: 20KB, max: 80KB, pmax: 0.2}}
+    fabric: {rate: 100Gbps, delay: 1us, buffer: 128KiB, ecn: {mode: red, min: 20KB, max: 80KB, pmax: 0.2}}
+transport: {ecn: true, rto: {min: 500us}}
+switch: {forwarding: spray}
+impairments:
+  - {link: [leaf0, spine0], loss: 0.5%, jitter: 200ns}
+  - {link: [leaf1, spine1], gilbert_elliott: {p: 0.001, r: 0.3}, reorder: {prob: 2%, delay: 3us}}
+workload:
+  - type: permutation
+    size: 1MB
+`
+
+// markingScenario is randomScenario with RED thresholds low enough that
+// RED draws from the switches' streams, small buffers and an incast on top
+// of the permutation, so that queues drop too; and every optional output:
+// cwnd.csv, queue_depth.csv, pcap files.
+var markingScenario = strings.NewReplacer("min: 20KB, max: 80KB", "min: 4KB, max: 16KB",
+	"buffer: 128KiB", "buffer: 20KiB").Replace(randomScenario) + "  - {type: incast, n: 5, dst: 0, size: 200KB}\n" +
+	"output: {cwnd: {all: true}, queues: {interval: 20us}, pcap: {hosts: [0, 5]}}\n"
+
+func loadText(t testing.TB, name, text string) *scenario.Built {
+	t.Helper()
+	b, err := scenario.Load(name, []byte(text), os.DirFS("../examples"))
+	if err != nil {
+		t.Fatalf("scenario: %v", err)
+	}
+	return b
+}
+
+func loadFile(t testing.TB, path string) *scenario.Built {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := scenario.Load(path, data, os.DirFS(filepath.Dir(path)))
+	if err != nil {
+		t.Fatalf("scenario: %v", err)
+	}
+	return b
+}
+
+// outputs is a run's output directory.
+type outputs struct{ dir string }
+
+func single(t testing.TB, b *scenario.Built) (outputs, results.Summary) {
+	t.Helper()
+	r, err := runner.Run(b, runner.Options{})
+	if err != nil {
+		t.Fatalf("runner: %v", err)
+	}
+	dir := t.TempDir()
+	if err := r.WriteDir(dir, results.Perf{}); err != nil {
+		t.Fatal(err)
+	}
+	return outputs{dir}, r.Summary()
+}
+
+func local(t testing.TB, b *scenario.Built, pl *partition.Placement, parallel bool) (outputs, *LocalRun) {
+	t.Helper()
+	lr, err := RunLocal(b, pl, LocalOptions{Parallel: parallel})
+	if err != nil {
+		t.Fatalf("RunLocal P=%d: %v", pl.P, err)
+	}
+	dir := t.TempDir()
+	if err := lr.Merged.WriteDir(dir, results.Perf{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return outputs{dir}, lr
+}
+
+// files reads every output file but summary.json, by relative path.
+func files(t testing.TB, o outputs) map[string][]byte {
+	t.Helper()
+	m := map[string][]byte{}
+	err := filepath.WalkDir(o.dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == "summary.json" {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(o.dir, p)
+		m[rel] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// firstDiff names the first differing line, for failure messages.
+func firstDiff(want, got []byte) string {
+	w, g := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+	for i := 0; i < max(len(w), len(g)); i++ {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			return "line " + itoa(i+1) + ":\n  want " + a + "\n  got  " + b
+		}
+	}
+	return "no difference"
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}
+
+// compare checks DESIGN.md §2: "one scenario and one seed give
+// byte-identical results whether it runs in one process, in N processes
+// ...": every output file but summary.json is identical, and the
+// machine-independent summary fields that do not describe the process
+// layout agree too.
+func compare(t *testing.T, name0 string, want outputs, wantSum results.Summary, got outputs, lr *LocalRun) {
+	t.Helper()
+	w, g := files(t, want), files(t, got)
+	for name, wb := range w {
+		gb, ok := g[name]
+		switch {
+		case !ok:
+			t.Errorf("%s: %s missing", name0, name)
+		case !bytes.Equal(wb, gb):
+			t.Errorf("%s: %s differs from the single-process run at %s", name0, name, firstDiff(wb, gb))
+		}
+	}
+	for name := range g {
+		if _, ok := w[name]; !ok {
+			t.Errorf("%s: %s written, but not by the single-process run", name0, name)
+		}
+	}
+	s := lr.Merged.Summary()
+	s.PeakEventQueue, s.PacketPool = wantSum.PeakEventQueue, wantSum.PacketPool // per process
+	if s != wantSum {
+		t.Errorf("%s: summary\n  got  %+v\n  want %+v", name0, s, wantSum)
+	}
+	if c := lr.Merged.Conservation(); c.Balance() != 0 || c.PoolLive != c.InQueues+c.OnWire {
+		t.Errorf("%s: packets not conserved across partitions: %+v", name0, c)
+	}
+}
+
+func TestRunLocal_Design2_RandomScenarioByteIdentical(t *testing.T) {
+	for _, seed := range []string{"7", "8"} {
+		b := loadText(t, "random.yaml", "seed: "+seed+"\n"+markingScenario)
+		want, wantSum := single(t, b)
+		if wantSum.LinkLost == 0 || wantSum.Marks == 0 || wantSum.Retransmits == 0 || wantSum.QueueDrops == 0 {
+			t.Fatalf("seed %s: the scenario should lose, mark and retransmit: %+v", seed, wantSum)
+		}
+		wf := files(t, want)
+		for _, n := range []string{"fct.csv", "queues.csv", "cwnd.csv", "queue_depth.csv", "pcap/h0.pcap", "pcap/h5.pcap"} {
+			if len(wf[n]) == 0 {
+				t.Fatalf("seed %s: the single-process run wrote no %s; have %d files", seed, n, len(wf))
+			}
+		}
+		for _, p := range []int{2, 3, 4} {
+			pl, err := partition.Auto(b.Topo, b.Fabric.Impairments, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, lr := local(t, b, pl, p == 4)
+			compare(t, "seed "+seed+" P="+itoa(p), want, wantSum, got, lr)
+		}
+		pl, err := partition.PerElement(b.Topo, b.Fabric.Impairments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, lr := local(t, b, pl, false)
+		compare(t, "seed "+seed+" per-element", want, wantSum, got, lr)
+	}
+}
+
+func TestRunLocal_Design2_StopTimeMidRun(t *testing.T) {
+	// Stopped with packets in flight, also across cuts: the end time and
+	// the unfinished flows must match.
+	b := loadText(t, "random.yaml", "seed: 3\nstop_at: 150us\n"+markingScenario)
+	want, wantSum := single(t, b)
+	if wantSum.StoppedBy != "stop_at" {
+		t.Fatalf("single run stopped by %s, want stop_at", wantSum.StoppedBy)
+	}
+	pl, err := partition.PerElement(b.Topo, b.Fabric.Impairments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, lr := local(t, b, pl, false)
+	compare(t, "stop_at per-element", want, wantSum, got, lr)
+}

@@ -1,0 +1,105 @@
+package node
+
+import (
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// Stats is the distributed run's part of summary.json (under
+// "extra"."distributed"). Fields marked wall-clock depend on the machine;
+// the others are a function of the scenario, seed and placement.
+type Stats struct {
+	Transport    string `json:"transport"` // "nats" or "memory"
+	Nodes        string `json:"nodes"`     // "goroutines" or "processes"
+	Coordinators int    `json:"coordinators"`
+	Partitions   int    `json:"partitions"`
+	// The cut.
+	LookaheadNs string  `json:"lookahead_ns"`
+	CutLinks    int     `json:"cut_links"`
+	Imbalance   float64 `json:"imbalance"`
+	// Windows: how many ran, their mean virtual length, the idle time the
+	// barrier skipped (up to the last event, which may lie well after the
+	// last flow finished: stray timers), and how many windows one
+	// simulated millisecond took (over the run's virtual end).
+	Windows uint64 `json:"windows"`
+	// EmptyWindows counts (node, window) pairs in which the node ran no
+	// event.
+	EmptyWindows    uint64  `json:"empty_node_windows"`
+	LastEventNs     string  `json:"last_event_ns"`
+	MeanWindowNs    string  `json:"mean_window_ns"`
+	SkippedNs       string  `json:"skipped_ns"`
+	WindowsPerSimMs float64 `json:"windows_per_simulated_ms"`
+	// Messages: batches and the packets in them, over all nodes.
+	Batches           uint64  `json:"batches"`
+	CrossPackets      uint64  `json:"cross_packets"`
+	BatchesPerWindow  float64 `json:"batches_per_window"`
+	MeanBarrierWaitUs float64 `json:"mean_barrier_wait_us"` // wall-clock: per window, mean over nodes
+	WindowsPerSec     float64 `json:"windows_per_second"`   // wall-clock
+	// Leaders lists the coordinator leaders in term order ("c2@3").
+	Leaders []string    `json:"leaders,omitempty"`
+	PerNode []NodeStats `json:"per_node"`
+}
+
+// NodeStats is one node's line in Stats.
+type NodeStats struct {
+	Partition  int    `json:"partition"`
+	Elements   int    `json:"elements"`
+	Events     uint64 `json:"events"`
+	BatchesOut uint64 `json:"batches_out"`
+	BatchesIn  uint64 `json:"batches_in"`
+	PacketsOut uint64 `json:"packets_out"`
+	PacketsIn  uint64 `json:"packets_in"`
+	// Wall-clock.
+	WallSeconds   float64 `json:"wall_seconds"`
+	RunSeconds    float64 `json:"run_seconds"`
+	WaitSeconds   float64 `json:"wait_seconds"`
+	MaxWaitMs     float64 `json:"max_wait_ms"`
+	EventsPerSec  float64 `json:"events_per_second"`
+	WindowsPerSec float64 `json:"windows_per_second"`
+}
+
+// Stats gathers the distributed statistics; wall is the run's wall time
+// in seconds (0: unknown).
+func (m *Merged) Stats(wall float64) Stats {
+	pl := m.Placement
+	s := Stats{Partitions: pl.P, CutLinks: len(pl.Cuts), Imbalance: pl.Imbalance()}
+	if pl.Lookahead != sim.Never {
+		s.LookaheadNs = pl.Lookahead.NsString()
+	}
+	first := m.Parts[0].Core
+	s.Windows, s.EmptyWindows = first.Windows, 0
+	if first.Windows > 0 {
+		s.MeanWindowNs = (first.Covered / sim.Time(first.Windows)).NsString()
+	}
+	s.SkippedNs = first.Skipped.NsString()
+	if m.End > 0 {
+		s.WindowsPerSimMs = float64(first.Windows) / (float64(m.End) / float64(sim.Millisecond))
+	}
+	var wait float64
+	var lastEvent sim.Time
+	for _, r := range m.Parts {
+		lastEvent = max(lastEvent, r.Now)
+		c := r.Core
+		ns := NodeStats{Partition: r.Partition, Elements: pl.Elements[r.Partition], Events: r.Stats.Events,
+			BatchesOut: c.BatchesOut, BatchesIn: c.BatchesIn, PacketsOut: c.PacketsOut, PacketsIn: c.PacketsIn,
+			WallSeconds: r.Perf.WallSeconds, RunSeconds: r.Perf.RunSeconds, WaitSeconds: r.Perf.WaitSeconds,
+			MaxWaitMs: r.Perf.MaxWait * 1e3}
+		if w := r.Perf.WallSeconds; w > 0 {
+			ns.EventsPerSec = float64(r.Stats.Events) / w
+			ns.WindowsPerSec = float64(c.Windows) / w
+		}
+		s.EmptyWindows += c.EmptyWindows
+		s.Batches += c.BatchesOut
+		s.CrossPackets += c.PacketsOut
+		wait += r.Perf.WaitSeconds
+		s.PerNode = append(s.PerNode, ns)
+	}
+	s.LastEventNs = lastEvent.NsString()
+	if s.Windows > 0 {
+		s.BatchesPerWindow = float64(s.Batches) / float64(s.Windows)
+		s.MeanBarrierWaitUs = wait / float64(len(m.Parts)) / float64(s.Windows) * 1e6
+	}
+	if wall > 0 {
+		s.WindowsPerSec = float64(s.Windows) / wall
+	}
+	return s
+}

@@ -1,0 +1,51 @@
+package partition
+
+import (
+	"fmt"
+
+	"github.com/lockstep-sim/lockstep/scenario"
+)
+
+// DefaultPartitions is P for mode auto when neither the scenario nor the
+// command line gives one.
+const DefaultPartitions = 2
+
+// ForScenario places a built scenario's fabric as its placement section
+// says, with p (from `--partitions`; 0: not given) overriding the section's
+// partition count for mode auto. A scenario without a placement section is
+// placed by Auto. For modes per-element and map, p must be 0 or agree with
+// the count the mode fixes.
+func ForScenario(b *scenario.Built, p int) (*Placement, error) {
+	sp := b.Scenario.Placement
+	if sp == nil {
+		sp = &scenario.Placement{}
+	}
+	if err := sp.Validate(b.File, b.Topo); err != nil {
+		return nil, err
+	}
+	t, imps := b.Topo, b.Fabric.Impairments
+	var pl *Placement
+	var err error
+	switch sp.ModeOrDefault() {
+	case scenario.PlacementPerElement:
+		pl, err = PerElement(t, imps)
+	case scenario.PlacementMap:
+		pl, err = Make(t, imps, sp.NodeMap(t))
+	default:
+		n := p
+		if n == 0 {
+			n = sp.Partitions
+		}
+		if n == 0 {
+			n = DefaultPartitions
+		}
+		return Auto(t, imps, n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p != 0 && p != pl.P {
+		return nil, fmt.Errorf("--partitions %d: the scenario's placement (mode %s) has %d partitions", p, sp.ModeOrDefault(), pl.P)
+	}
+	return pl, nil
+}
