@@ -32,31 +32,30 @@ type spTransport struct {
 }
 
 var spTransports = []spTransport{
-	{"STrack, paths skip (spray)", "STrack skip", spStrack("skip", 0)},
-	{"STrack, paths reuse (spray)", "STrack reuse", spStrack("reuse", 0)},
+	{"STrack, paths skip (spray)", "STrack skip", spStrack("skip", false)},
+	{"STrack, paths reuse (spray)", "STrack reuse", spStrack("reuse", false)},
 	{"DCTCP over ECMP", "DCTCP", spTCP("dctcp")},
 	{"Reno over ECMP", "Reno", spTCP("reno")},
-	{"diagnostic: STrack skip, max_mdf 0.05", "skip mdf.05", spStrack("skip", spDiagMDF)},
-	{"diagnostic: STrack reuse, max_mdf 0.05", "reuse mdf.05", spStrack("reuse", spDiagMDF)},
+	{"STrack skip, htsim's default target", "skip 20us", spStrack("skip", true)},
+	{"STrack reuse, htsim's default target", "reuse 20us", spStrack("reuse", true)},
 }
 
-// spDiagMDF is the diagnostic rows' max_mdf: it limits the cut that every
-// loss episode makes (0.5 by default), most of them spurious under
-// spraying, so that STrack keeps enough load to congest a degraded link.
-const spDiagMDF = 0.05
-
 // spStrack selects STrack with the given path selection over a spraying
-// fabric (docs/scenario.md, transport.strack); maxMDF 0 keeps the default.
-// The RTO follows htsim's STrackSrc: an initial 1 ms and a 100 us floor.
-func spStrack(paths string, maxMDF float64) func(*scenario.Scenario) {
+// fabric (docs/scenario.md, transport.strack). The example's target RTT
+// (matched to the fabric: hops x per-hop base RTT + the queueing delay at
+// the ECN threshold) is kept unless htsimTarget asks for htsim's default
+// (20 us + 3.05 us per hop). The RTO follows htsim's STrackSrc: an initial
+// 1 ms and a 100 us floor.
+func spStrack(paths string, htsimTarget bool) func(*scenario.Scenario) {
 	return func(s *scenario.Scenario) {
 		s.Switch.Forwarding = "spray"
 		s.Transport.CC, s.Transport.Recovery = "strack", "strack"
 		s.Transport.ECN, s.Transport.ECNEcho = true, ""
-		s.Transport.STrack = &scenario.STrack{Paths: paths, Entropies: spEntropies}
-		if maxMDF > 0 {
-			s.Transport.STrack.MaxMDF = &maxMDF
+		st := &scenario.STrack{Paths: paths, Entropies: spEntropies}
+		if old := s.Transport.STrack; old != nil && !htsimTarget {
+			st.BaseTarget, st.PerHop = old.BaseTarget, old.PerHop
 		}
+		s.Transport.STrack = st
 		s.Transport.RTO = scenario.RTO{Min: yamlx.Duration(100 * sim.Microsecond), Initial: yamlx.Duration(sim.Millisecond)}
 	}
 }
@@ -359,7 +358,7 @@ func spSummary(w *strings.Builder, tp spTopo, perm []spRun, fails []*spFail) {
 		}
 		return fmt.Sprintf("%d retransmissions, %d drops", t.retx, t.drops)
 	}
-	fmt.Fprintf(w, "- FCT P50/P99 (permutation): STrack skip %s, reuse %s, DCTCP %s, Reno %s; with max_mdf 0.05, skip %s and reuse %s. "+
+	fmt.Fprintf(w, "- FCT P50/P99 (permutation): STrack skip %s, reuse %s, DCTCP %s, Reno %s; with htsim's default target, skip %s and reuse %s. "+
 		"STrack skip had %s; reuse %s.\n",
 		fct(spSkip), fct(spReuse), fct(spDCTCP), fct(spReno), fct(spSkipDiag), fct(spReuseDiag), retx(spSkip), retx(spReuse))
 	share := func(i int) string {
@@ -369,12 +368,12 @@ func spSummary(w *strings.Builder, tp spTopo, perm []spRun, fails []*spFail) {
 		return fmt.Sprintf("%.0f%% -> %.0f%%", 100*x.share(x.up, b0, b1), 100*x.share(x.up, a0, a1))
 	}
 	fmt.Fprintf(w, "- Failure: %s->%s's share of %s's uplink bytes went %s under STrack skip, %s under reuse, %s under DCTCP and %s under Reno "+
-		"(ECMP cannot move a flow); with max_mdf 0.05, %s (skip) and %s (reuse).\n",
+		"(ECMP cannot move a flow); with htsim's default target, %s (skip) and %s (reuse).\n",
 		tp.lower, tp.upper, tp.lower, share(spSkip), share(spReuse), share(spDCTCP), share(spReno), share(spSkipDiag), share(spReuseDiag))
 	p99 := func(i int) string {
 		return fmt.Sprintf("%.0f -> %.0f us", percentile(perm[i].fct, 99), percentile(fails[i].run.fct, 99))
 	}
-	fmt.Fprintf(w, "- Failure, P99 FCT without -> with the degraded link: STrack skip %s, reuse %s, DCTCP %s, Reno %s; with max_mdf 0.05, skip %s, reuse %s.\n",
+	fmt.Fprintf(w, "- Failure, P99 FCT without -> with the degraded link: STrack skip %s, reuse %s, DCTCP %s, Reno %s; with htsim's default target, skip %s, reuse %s.\n",
 		p99(spSkip), p99(spReuse), p99(spDCTCP), p99(spReno), p99(spSkipDiag), p99(spReuseDiag))
 }
 
@@ -800,14 +799,14 @@ marking, on every tier). Data packets are 4096 B on the wire (64 B header,
 | STrack, paths reuse | strack | strack | spray; send on the entropy of the last unmarked ACK, a random one after a mark | yes | as above |
 | DCTCP over ECMP | dctcp (g = 1/16) | reno (cumulative ACK, 3 dup ACKs) | ECMP hash of the 5-tuple | yes, per-packet echo (RFC 8257 §3.2) | RFC 6298, min 1 ms, initial 1 ms |
 | Reno over ECMP | reno | reno | ECMP | no | RFC 6298, min 1 ms, initial 1 ms |
-| diagnostic: STrack skip / reuse, max_mdf 0.05 | strack with max_mdf 0.05 (default 0.5) | strack | spray | yes | as STrack |
+| STrack skip / reuse, htsim's default target | strack with target 20 us + 3.05 us per hop | strack | spray | yes | as STrack |
 
-The two diagnostic rows are not a published configuration. max_mdf is both
-the floor of one delay-based decrease and the cut STrack makes on every
-loss episode; under spraying most loss episodes are spurious (a packet
-overtaken by one sent after it on a faster path is declared lost at once),
-so the default cut of 50%% keeps STrack's windows small. The diagnostic rows
-show what the path selection does when STrack keeps its load.
+STrack's target RTT is a per-fabric setting. The examples set it to the
+path's base RTT plus the queueing delay at the 64 KiB ECN threshold on a
+100 Gb/s port: base_target 5.2 us + 2.3 us per hop (a link adds 2 us of
+propagation and up to 0.33 us of serialisation to the RTT). The last two
+rows keep htsim's default, 20 us + 3.05 us per hop, which on these fabrics
+allows 20 us or more of queueing before STrack backs off.
 
 Every transport starts with about one bandwidth-delay product:
 28 segments on the leaf-spine (minimum RTT 8.8 us, 110 KB at 100 Gb/s)
@@ -864,34 +863,23 @@ Read with hostsim/pathmgr.go, cc/strack.go and the tables below.
 
 - Spraying sends a flow's packets over paths whose queues differ, so they
   arrive out of order. STrack's receiver answers every out-of-order arrival
-  with a NACK bitmap, and the sender declares a hole lost as soon as a
-  packet sent after it has arrived (StrackRecovery has no reordering
-  window: ReoWnd is 0 and no scenario field sets it). Each loss episode then
-  cuts the window by max_mdf, 50%, at most once per smoothed RTT. In a run
-  with no drops, every retransmission was one of these.
-- The additive increase is alpha x (target - srtt) / cwnd per ACK with
-  times in picoseconds and cwnd in bytes, about alpha x (target - srtt) /
-  MSS bytes per round trip: 1.4-1.5 KB, a third of a 4 KB segment, on these
-  fabrics (targets 32 and 38 us, RTTs 9 and 14 us). A halved window takes
-  tens of round trips to grow back, so STrack with its defaults runs well
-  below a BDP and trails DCTCP although it balances the load better.
+  with a NACK bitmap, and the sender resends a hole as soon as a packet
+  sent after it has arrived (reo_wnd 0, the published behaviour): under
+  spraying many of these resends are spurious (the retransmission counts
+  with no drops). They cost bandwidth but not window: losses found by NACKs
+  do not cut the window, which follows the RTT against its target.
 - A degraded link makes every path through it slower (a 4 KB packet takes
-  four times as long to serialise), so every flow that sprays over it sees
-  more reordering. With the defaults STrack answers with spurious loss
-  episodes and smaller windows on all flows, and the degraded link seldom
-  queues past the 64 KiB marking threshold (the failure tables give its
-  marks and peak queue): the path manager gets few marks to steer by.
-  Paths skip passes a marked entropy over ceil(cwnd/N) times, which is
-  once whenever the window is below N = 256 packets, and only at the
-  entropy's next turn, N packets later (htsim's strack.cpp skips for the
-  marked packet's RTT divided by the base RTT instead), so even a marked
-  path keeps most of its share. Paths reuse sends on the entropy of the
-  most recent unmarked ACK: the paths whose ACKs come back soonest win, so
-  it drifts off a slow path even when that path marks nothing, and leaves
-  a marked one at once.
-- The diagnostic rows cut by at most 5% per loss episode: STrack keeps its
-  load, the degraded link queues and marks, and both path modes move
-  traffic off it.
+  four times as long to serialise), so its queue and its RTTs grow, the
+  flows that spray over it see their RTT above target and cut, and the
+  link marks: the path manager has marks to steer by. Paths skip passes a
+  marked entropy over ceil(cwnd/N) turns of N = 256 entropies, about one
+  round trip; with 64 entropies per spine, one mark moves little traffic,
+  many marks move more. Paths reuse sends on the entropy of the most
+  recent unmarked ACK: the paths whose ACKs come back soonest win, so it
+  drifts off a slow path even before the path marks.
+- With htsim's default target, STrack lets queues grow to 20 us or more
+  before it backs off, so its FCTs are longer and the degraded link's
+  queue is deeper.
 `
 
 const spNotes = `

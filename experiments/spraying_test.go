@@ -119,21 +119,20 @@ func TestSpraying_STrackSkipBelowECMPOnDegradedLink(t *testing.T) {
 }
 
 // TestSpraying_STrackReuseMovesOffDegradedLink checks that the path
-// manager steers when STrack keeps its load (the diagnostic max_mdf 0.05
-// row): in reuse mode each unmarked ACK makes its entropy the next one and
+// manager steers: in reuse mode each unmarked ACK makes its entropy the next one and
 // a marked ACK a random one, so paths whose ACKs return late or marked
 // lose traffic, and after the degradation
 // the degraded link's share of leaf0's uplink bytes falls to at most 60%
 // of its share before, for every seed.
 func TestSpraying_STrackReuseMovesOffDegradedLink(t *testing.T) {
-	tr := spTransportNamed(t, "reuse mdf.05")
+	tr := spTransportNamed(t, "STrack reuse")
 	for seed := uint64(1); seed <= spTestSeeds; seed++ {
 		before, after := spFailureShares(t, tr, seed)
 		if before < 0.10 {
 			t.Fatalf("seed %d: precondition: want >= 10%% of leaf0's uplink bytes via spine0 before the degradation, got %.1f%%", seed, 100*before)
 		}
 		if after > 0.6*before {
-			t.Errorf("seed %d: STrack reuse (max_mdf 0.05) on leaf0->spine0: want the share after the degradation <= 60%% of the share before (%.1f%%), got %.1f%%",
+			t.Errorf("seed %d: STrack reuse on leaf0->spine0: want the share after the degradation <= 60%% of the share before (%.1f%%), got %.1f%%",
 				seed, 100*before, 100*after)
 		}
 	}
