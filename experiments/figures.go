@@ -145,3 +145,50 @@ func lines(title, xlabel, ylabel string, names []string, xs [][]float64, ys [][]
 }
 
 func f1(x float64) string { return fmt.Sprintf("%.1f", x) }
+
+// palette10 is palette with two more colours (matplotlib's tab10), for
+// figures with up to ten series.
+var palette10 = append(append([]color.Color(nil), palette...),
+	color.RGBA{0xbc, 0xbd, 0x22, 0xff}, color.RGBA{0x17, 0xbe, 0xcf, 0xff})
+
+// lineOpts tunes linesOpt.
+type lineOpts struct {
+	dashed []bool  // per series: draw it dashed (nil: all solid)
+	xpad   float64 // widen the x axis by this fraction, room for the legend
+	left   bool    // legend in the top left corner
+	ymin   float64 // lower y limit (with ymax)
+	ymax   float64 // upper y limit (0: automatic)
+}
+
+// linesOpt is lines with up to ten colours, optional dashes and legend
+// placement.
+func linesOpt(title, xlabel, ylabel string, names []string, xs, ys [][]float64, o lineOpts, dir, name string) error {
+	p := newPlot(title, xlabel, ylabel)
+	p.Legend.Left = o.left
+	xmax := 0.0
+	for i, n := range names {
+		pts := make(plotter.XYs, len(xs[i]))
+		for j := range xs[i] {
+			pts[j] = plotter.XY{X: xs[i][j], Y: ys[i][j]}
+			xmax = max(xmax, xs[i][j])
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.Color = palette10[i%len(palette10)]
+		l.Width = vg.Points(1.4)
+		if i < len(o.dashed) && o.dashed[i] {
+			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		}
+		p.Add(l)
+		p.Legend.Add(n, l)
+	}
+	if o.xpad > 0 {
+		p.X.Max = xmax * (1 + o.xpad)
+	}
+	if o.ymax > 0 {
+		p.Y.Min, p.Y.Max = o.ymin, o.ymax
+	}
+	return save(p, dir, name)
+}

@@ -330,10 +330,14 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 		s.ecnRecover, s.ecnReduced = s.rec.SndNxt(), true
 		event = "fast-retransmit"
 	default:
+		// Linux tcp_is_cwnd_limited: in slow start the sender counts as
+		// cwnd-limited while cwnd < 2 * packets in flight, even when
+		// pacing or the application stopped it this time.
+		limited := s.cwndLimited || s.cc.Cwnd() < s.cc.Ssthresh() && s.cc.Cwnd() < 2*flight
 		s.ae = cc.AckEvent{Now: now, Acked: grow, PriorInFlight: prior, RTT: rtt,
 			MinRTT: s.rto.MinRTT(), ECE: ece, InRecovery: s.rec.InRecovery(), MSS: s.mss,
 			SndUna: s.rec.SndUna(), SndNxt: s.rec.SndNxt(), Delivered: s.delivered,
-			CwndLimited: s.cwndLimited, Paced: cfg.Pacing.Enabled}
+			CwndLimited: limited, Paced: cfg.Pacing.Enabled}
 		s.cc.OnAck(&s.ae)
 	}
 	if s.pm != nil {

@@ -253,10 +253,14 @@ func (d *Driver) OnAck(a Ack) {
 		d.ecnRecover, d.ecnReduced = d.rec.SndNxt(), true
 		d.events.EnterRecovery++
 	default:
+		// Linux tcp_is_cwnd_limited: in slow start the sender counts as
+		// cwnd-limited while cwnd < 2 * packets in flight, even when
+		// pacing or the application stopped it this time.
+		limited := d.cwndLimited || d.ctl.Cwnd() < d.ctl.Ssthresh() && d.ctl.Cwnd() < 2*flight
 		d.ae = cc.AckEvent{Now: now, Acked: grow, PriorInFlight: prior, RTT: rtt,
 			MinRTT: d.rto.MinRTT(), ECE: a.ECE, InRecovery: d.rec.InRecovery(), MSS: d.mss,
 			SndUna: d.rec.SndUna(), SndNxt: d.rec.SndNxt(), Delivered: d.delivered,
-			CwndLimited: d.cwndLimited}
+			CwndLimited: limited}
 		d.ctl.OnAck(&d.ae)
 	}
 	if d.ecn && a.ECE && !d.rec.InRecovery() && (!d.ecnReduced || d.rec.SndUna() > d.ecnRecover) {
