@@ -30,9 +30,8 @@ import (
 // coordinator` child processes (deploy re-executes os.Args[0]).
 const asMainEnv = "LOCKSTEP_AS_MAIN"
 
-// requireWired skips a test until root.go registers the node and
-// coordinator commands and cmd_run.go / cmd_topo.go call the hooks of
-// distributed.go (the lead wires them).
+// requireWired fails a test unless root.go registers the node and
+// coordinator commands and run and topo take --partitions.
 func requireWired(t testing.TB) {
 	t.Helper()
 	root := newRoot(viper.New(), io.Discard, io.Discard)
@@ -48,7 +47,7 @@ func requireWired(t testing.TB) {
 		}
 	}
 	if len(missing) > 0 {
-		t.Skipf("distributed commands not wired into the CLI yet: %v", missing)
+		t.Fatalf("distributed commands missing from the CLI: %v", missing)
 	}
 }
 
