@@ -11,8 +11,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
+	"github.com/lockstep-sim/lockstep/internal/yamlx"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/runner"
+	"github.com/lockstep-sim/lockstep/scenario"
+	"github.com/lockstep-sim/lockstep/sim"
 )
 
 func newRunCmd(v *viper.Viper, stdout, stderr io.Writer) *cobra.Command {
@@ -24,6 +27,8 @@ func newRunCmd(v *viper.Viper, stdout, stderr io.Writer) *cobra.Command {
   queues.csv    one row per switch port (enqueued, dropped, marked, peak depth)
   summary.json  seed, scenario digest, virtual end time, events, drops, marks,
                 wall time, events per second and peak memory
+  cwnd.csv, queue_depth.csv, pcap/  when the scenario's output section or
+                --cwnd / --queues ask for them
 Each file is written atomically. Progress in virtual time goes to stderr when
 stderr is a terminal (or with --progress). Flags may also be set from the
 environment: LOCKSTEP_OUT, LOCKSTEP_SEED, LOCKSTEP_PROGRESS.`,
@@ -37,6 +42,8 @@ environment: LOCKSTEP_OUT, LOCKSTEP_SEED, LOCKSTEP_PROGRESS.`,
 	cmd.Flags().Uint64("seed", 0, "seed of every random stream (default: the scenario's, else 1)")
 	cmd.Flags().Bool("progress", false, "show progress on stderr even when it is not a terminal")
 	cmd.Flags().Bool("quiet", false, "no progress and no closing line")
+	cmd.Flags().Bool("cwnd", false, "also write cwnd.csv for every flow (as output.cwnd: {all: true})")
+	cmd.Flags().Duration("queues", 0, "also write queue_depth.csv, sampling every this long in virtual time, e.g. 10us (as output.queues)")
 	addRunDistributedFlags(cmd, v)
 	for _, f := range []string{"out", "seed", "progress", "quiet"} {
 		_ = v.BindPFlag("run."+f, cmd.Flags().Lookup(f))
@@ -62,7 +69,21 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		seed = &s
 	}
 	out := v.GetString("run.out")
-	b, err := loadScenario(path, seed)
+	cwnd, _ := cmd.Flags().GetBool("cwnd")
+	queues, _ := cmd.Flags().GetDuration("queues")
+	if queues < 0 {
+		return badInput(fmt.Errorf("--queues: must not be negative, got %v", queues))
+	}
+	b, err := loadScenarioWith(path, seed, func(s *scenario.Scenario) {
+		if cwnd {
+			s.Output.Cwnd = &scenario.CwndOutput{All: true}
+		}
+		if queues > 0 {
+			// Durations on the command line are real-time units read as
+			// virtual time: 1us means one virtual microsecond.
+			s.Output.Queues = &scenario.QueuesOutput{Interval: yamlx.Duration(sim.Time(queues.Nanoseconds()) * sim.Nanosecond)}
+		}
+	})
 	if err != nil {
 		return err
 	}

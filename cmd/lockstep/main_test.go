@@ -162,3 +162,18 @@ func TestTopo_PrintsFabricFacts(t *testing.T) {
 		}
 	}
 }
+
+func TestRun_CwndAndQueuesFlags(t *testing.T) {
+	dir := write(t, map[string]string{"s.yaml": goodTopo + goodFlows})
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"run", filepath.Join(dir, "s.yaml"), "--out", out, "--quiet", "--cwnd", "--queues", "100ns"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, f := range []string{"cwnd.csv", "queue_depth.csv"} {
+		b, err := os.ReadFile(filepath.Join(out, f))
+		if err != nil || strings.Count(string(b), "\n") < 2 {
+			t.Errorf("%s: want a header and rows, got %q (%v)", f, b, err)
+		}
+	}
+}

@@ -83,6 +83,12 @@ seed give byte-identical results. See docs/scenario.md for the format.`,
 // loadScenario reads and builds a scenario file, with an optional seed
 // override. Its errors are bad input.
 func loadScenario(path string, seed *uint64) (*scenario.Built, error) {
+	return loadScenarioWith(path, seed, nil)
+}
+
+// loadScenarioWith is loadScenario with a change to the parsed scenario
+// before it is built (command-line overrides).
+func loadScenarioWith(path string, seed *uint64, edit func(*scenario.Scenario)) (*scenario.Built, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, badInput(fmt.Errorf("%s: cannot read scenario: %v", path, unwrapPathErr(err)))
@@ -93,6 +99,9 @@ func loadScenario(path string, seed *uint64) (*scenario.Built, error) {
 	}
 	if seed != nil {
 		s.Seed = seed
+	}
+	if edit != nil {
+		edit(s)
 	}
 	b, err := scenario.Build(path, data, s, scenario.Dir(filepath.Dir(path)))
 	if err != nil {
