@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"github.com/lockstep-sim/lockstep/internal/simtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,34 +14,12 @@ import (
 	"github.com/lockstep-sim/lockstep/scenario"
 )
 
-// randomScenario is runner_test.go's: random loss, Gilbert-Elliott bursts,
-// jitter, reordering, RED ECN marking and per-packet spraying, so that
-// every random stream of the engine is drawn from.
-const randomScenario = `
-topology:
-  type: leafspine
-  leafspine:
-    leaves: 2
-    spines: 2
-    hosts_per_leaf: 4
-    host: {rate: 100Gbps, delay: 1us, buffer: 128KiB, ecn: {mode: red, min: 20KB, max: 80KB, pmax: 0.2}}
-    fabric: {rate: 100Gbps, delay: 1us, buffer: 128KiB, ecn: {mode: red, min: 20KB, max: 80KB, pmax: 0.2}}
-transport: {ecn: true, rto: {min: 500us}}
-switch: {forwarding: spray}
-impairments:
-  - {link: [leaf0, spine0], loss: 0.5%, jitter: 200ns}
-  - {link: [leaf1, spine1], gilbert_elliott: {p: 0.001, r: 0.3}, reorder: {prob: 2%, delay: 3us}}
-workload:
-  - type: permutation
-    size: 1MB
-`
-
-// markingScenario is randomScenario with RED thresholds low enough that
+// markingScenario is simtest.RandomScenario with RED thresholds low enough that
 // RED draws from the switches' streams, small buffers and an incast on top
 // of the permutation, so that queues drop too; and every optional output:
 // cwnd.csv, queue_depth.csv, pcap files.
 var markingScenario = strings.NewReplacer("min: 20KB, max: 80KB", "min: 4KB, max: 16KB",
-	"buffer: 128KiB", "buffer: 20KiB").Replace(randomScenario) + "  - {type: incast, n: 5, dst: 0, size: 200KB}\n" +
+	"buffer: 128KiB", "buffer: 20KiB").Replace(simtest.RandomScenario) + "  - {type: incast, n: 5, dst: 0, size: 200KB}\n" +
 	"output: {cwnd: {all: true}, queues: {interval: 20us}, pcap: {hosts: [0, 5]}}\n"
 
 func loadText(t testing.TB, name, text string) *scenario.Built {

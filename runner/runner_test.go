@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"bytes"
+	"github.com/lockstep-sim/lockstep/internal/simtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -298,32 +299,13 @@ func outputs(t *testing.T, r *runner.Result) (fct, queues, summary []byte) {
 	return read("fct.csv"), read("queues.csv"), read("summary.json")
 }
 
-const randomScenario = `
-topology:
-  type: leafspine
-  leafspine:
-    leaves: 2
-    spines: 2
-    hosts_per_leaf: 4
-    host: {rate: 100Gbps, delay: 1us, buffer: 128KiB, ecn: {mode: red, min: 20KB, max: 80KB, pmax: 0.2}}
-    fabric: {rate: 100Gbps, delay: 1us, buffer: 128KiB, ecn: {mode: red, min: 20KB, max: 80KB, pmax: 0.2}}
-transport: {ecn: true, rto: {min: 500us}}
-switch: {forwarding: spray}
-impairments:
-  - {link: [leaf0, spine0], loss: 0.5%, jitter: 200ns}
-  - {link: [leaf1, spine1], gilbert_elliott: {p: 0.001, r: 0.3}, reorder: {prob: 2%, delay: 3us}}
-workload:
-  - type: permutation
-    size: 1MB
-`
-
 func TestDeterminism_SameSeedSameBytes(t *testing.T) {
-	a1, a2, a3 := outputs(t, runYAML(t, "seed: 7\n"+randomScenario))
-	b1, b2, b3 := outputs(t, runYAML(t, "seed: 7\n"+randomScenario))
+	a1, a2, a3 := outputs(t, runYAML(t, "seed: 7\n"+simtest.RandomScenario))
+	b1, b2, b3 := outputs(t, runYAML(t, "seed: 7\n"+simtest.RandomScenario))
 	if !bytes.Equal(a1, b1) || !bytes.Equal(a2, b2) || !bytes.Equal(a3, b3) {
 		t.Fatal("two runs with seed 7 wrote different outputs")
 	}
-	c1, c2, _ := outputs(t, runYAML(t, "seed: 8\n"+randomScenario))
+	c1, c2, _ := outputs(t, runYAML(t, "seed: 8\n"+simtest.RandomScenario))
 	if bytes.Equal(a1, c1) || bytes.Equal(a2, c2) {
 		t.Fatal("seeds 7 and 8 wrote identical fct.csv or queues.csv despite random loss, RED and spraying")
 	}
