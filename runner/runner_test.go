@@ -2,12 +2,12 @@ package runner_test
 
 import (
 	"bytes"
-	"github.com/lockstep-sim/lockstep/internal/simtest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sim/lockstep/internal/simtest"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/runner"
 	"github.com/lockstep-sim/lockstep/scenario"
