@@ -306,7 +306,7 @@ func TestRunDistributed_Design3_LeaderFailover(t *testing.T) {
 	single := filepath.Join(dir, "single")
 	runCLI(t, "run", s, "--out", single, "--quiet")
 
-	b, err := loadScenario(s, nil)
+	b, err := loadScenario(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func TestRunDistributed_Design3_LeaderFailover(t *testing.T) {
 		t.Fatalf("the leader was never killed: the run ended before window 100")
 	}
 	t.Logf("killed leader pid %d (term %d); leaders %+v; %d windows", killedPID, killedTerm, res.Leaders,
-		res.Merged.Parts[0].Core.Windows)
+		res.Results[0].Core.Windows)
 	if res.CoordinatorsLost != 1 {
 		t.Errorf("%d coordinators lost, want 1", res.CoordinatorsLost)
 	}
@@ -352,7 +352,7 @@ func TestRunDistributed_Design3_LeaderFailover(t *testing.T) {
 	if err := os.MkdirAll(got, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := res.Merged.WriteDir(got, results.Perf{}, nil); err != nil {
+	if err := res.Outputs.WriteDir(got, results.Perf{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	sameFiles(t, "leader killed", single, got)
@@ -477,7 +477,7 @@ func TestDeploy_CancelStopsEveryProcess(t *testing.T) {
 	requireWired(t)
 	t.Setenv(asMainEnv, "1")
 	dir := write(t, map[string]string{"r.yaml": randomYAML})
-	b, err := loadScenario(filepath.Join(dir, "r.yaml"), nil)
+	b, err := loadScenario(filepath.Join(dir, "r.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
