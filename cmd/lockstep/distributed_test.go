@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -160,6 +161,50 @@ func TestRunDistributed_Design2_RandomScenarioSameFiles(t *testing.T) {
 			t.Errorf("%s: closing line %q does not mention partitions", c.name, stdout)
 		}
 		sameFiles(t, c.name, single, out)
+	}
+}
+
+// TestRunDistributed_EditsTravel is issue 8's bug: the command line's
+// edits (--cwnd, --queues, --seed) must reach every node over NATS, so
+// that a distributed run writes cwnd.csv (and every other file)
+// byte-identical to one process, with the default transport too.
+func TestRunDistributed_EditsTravel(t *testing.T) {
+	requireWired(t)
+	t.Setenv(asMainEnv, "1") // for the child processes only
+	dir := t.TempDir()
+	s := filepath.Join("..", "..", "examples", "dumbbell.yaml")
+	edits := []string{"--cwnd", "--queues", "10us", "--seed", "3", "--quiet"}
+	single := filepath.Join(dir, "single")
+	runCLI(t, append([]string{"run", s, "--out", single}, edits...)...)
+	if _, err := os.Stat(filepath.Join(single, "cwnd.csv")); err != nil {
+		t.Fatalf("the single-process run wrote no cwnd.csv: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"2 partitions over NATS", []string{"--partitions", "2"}},
+		{"2 partitions, 3 coordinator processes", []string{"--partitions", "2", "--coordinators", "3"}},
+	} {
+		out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_"))
+		runCLI(t, append(append([]string{"run", s, "--out", out}, edits...), c.args...)...)
+		sameFiles(t, c.name, single, out)
+		var sum struct {
+			Seed   uint64 `json:"seed"`
+			Digest string `json:"scenario_digest"`
+		}
+		var want struct {
+			Digest string `json:"scenario_digest"`
+		}
+		if err := json.Unmarshal(readOut(t, out, "summary.json"), &sum); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(readOut(t, single, "summary.json"), &want); err != nil {
+			t.Fatal(err)
+		}
+		if sum.Seed != 3 || sum.Digest != want.Digest {
+			t.Errorf("%s: seed %d digest %s; want seed 3 and the single-process digest %s", c.name, sum.Seed, sum.Digest, want.Digest)
+		}
 	}
 }
 
