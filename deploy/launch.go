@@ -2,8 +2,10 @@
 // "the same processes run locally under `lockstep run --procs`"): an
 // embedded NATS server (or an external one), one in-process coordinator or
 // three coordinator processes with raft over loopback TCP, and P nodes as
-// goroutines or as `lockstep node` child processes. It collects the nodes'
-// results over NATS and merges them.
+// goroutines or as `lockstep node` child processes. It hands the
+// coordinators the run's setup (NewSetup: the effective scenario, which
+// every node rebuilds and checks against its digest), collects the nodes'
+// results over NATS (Collector) and merges them (results.Merge).
 //
 // Every process it starts is gone when Run returns: children live in
 // their own process groups (so a terminal's Ctrl-C reaches only the
