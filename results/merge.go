@@ -46,6 +46,9 @@ func Merge(b *scenario.Built, parts []*Part) (*Outputs, error) {
 		if r == nil || r.Partition < 0 || r.Partition >= len(parts) || byPart[r.Partition] != nil {
 			return nil, fmt.Errorf("results: the part of partition %v is missing or repeated", partOf(r))
 		}
+		if r.Digest != b.Digest() {
+			return nil, fmt.Errorf("results: partition %d ran scenario %.16s, not %.16s", r.Partition, r.Digest, b.Digest())
+		}
 		byPart[r.Partition] = r
 	}
 	if len(byPart) == 0 {

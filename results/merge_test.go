@@ -57,6 +57,10 @@ func TestMerge_RefusesIncompleteOrInconsistentParts(t *testing.T) {
 			p.Flows[0].Receiver = false
 			return []*results.Part{p}
 		},
+		"another scenario": func(p *results.Part) []*results.Part {
+			p.Digest = "0"
+			return []*results.Part{p}
+		},
 		"unfinished": func(p *results.Part) []*results.Part {
 			p.Finish = 0
 			return []*results.Part{p}

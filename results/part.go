@@ -53,6 +53,9 @@ type HostPcap struct {
 // parts of a run.
 type Part struct {
 	Partition int
+	// Digest is the digest of the scenario the fabric was built from;
+	// Merge refuses parts of another scenario.
+	Digest string
 	// Flows holds the records of flows with a local endpoint, in flow
 	// order.
 	Flows []FlowPart
@@ -84,8 +87,9 @@ type Part struct {
 // hosts that output.pcap captures when it is made, before the fabric
 // runs, and makes the Part when the fabric has stopped.
 type Recorder struct {
-	f    *fabric.Fabric
-	caps []hostCapture
+	f      *fabric.Fabric
+	digest string
+	caps   []hostCapture
 }
 
 type hostCapture struct {
@@ -95,7 +99,7 @@ type hostCapture struct {
 
 // NewRecorder attaches to f, built from b (perhaps one partition of it).
 func NewRecorder(b *scenario.Built, f *fabric.Fabric) *Recorder {
-	r := &Recorder{f: f}
+	r := &Recorder{f: f, digest: b.Digest()}
 	for _, hi := range b.PcapHosts {
 		if h := f.Hosts[hi]; h != nil {
 			c := pcap.NewCapture()
@@ -111,7 +115,7 @@ func NewRecorder(b *scenario.Built, f *fabric.Fabric) *Recorder {
 func (r *Recorder) Part(partition int, finish Finish) *Part {
 	f := r.f
 	e := f.Eng
-	p := &Part{Partition: partition, Stats: e.Stats, Now: e.Now(), LastCompletion: f.LastCompletion(),
+	p := &Part{Partition: partition, Digest: r.digest, Stats: e.Stats, Now: e.Now(), LastCompletion: f.LastCompletion(),
 		FlowsDone: f.Done(), PoolSlots: e.Pool.Capacity(), Cons: f.Conservation(), Cwnd: f.T.CwndLog, Finish: finish}
 	t := f.Topo
 	for i := range f.T.Flows {

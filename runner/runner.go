@@ -5,6 +5,8 @@
 package runner
 
 import (
+	"fmt"
+
 	"github.com/lockstep-sim/lockstep/fabric"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/scenario"
@@ -65,7 +67,10 @@ func Run(b *scenario.Built, opt Options) (*Result, error) {
 // itself (experiments that sample it as it runs). It has no captures:
 // a scenario with output.pcap is an error.
 func FromFabric(b *scenario.Built, f *fabric.Fabric) (*Result, error) {
-	return finish(b, f, results.NewRecorder(&scenario.Built{}, f))
+	if len(b.PcapHosts) > 0 {
+		return nil, fmt.Errorf("runner: %s: output.pcap needs the captures runner.Run attaches before the run", b.File)
+	}
+	return finish(b, f, results.NewRecorder(b, f))
 }
 
 func finish(b *scenario.Built, f *fabric.Fabric, rec *results.Recorder) (*Result, error) {
