@@ -135,12 +135,7 @@ func Start(cfg Config) (*Coordinator, error) {
 	return c, nil
 }
 
-func seedOf(su *wire.Setup) uint64 {
-	if su.Seed == nil {
-		return 0
-	}
-	return *su.Seed
-}
+func seedOf(su *wire.Setup) uint64 { return su.Seed }
 
 func (c *Coordinator) startRaft() error {
 	cfg := c.cfg

@@ -15,9 +15,11 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lockstep-sim/lockstep/coordinator"
+	"github.com/lockstep-sim/lockstep/deploy"
 	"github.com/lockstep-sim/lockstep/internal/wire"
 	"github.com/lockstep-sim/lockstep/node"
 	"github.com/lockstep-sim/lockstep/partition"
+	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/scenario"
 )
 
@@ -82,13 +84,10 @@ func TestCoordinator_Design3_LeaderStopsMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want bytes.Buffer
-	if err := lr.Merged.WriteFCT(&want); err != nil {
+	if err := lr.Outputs.WriteFCT(&want); err != nil {
 		t.Fatal(err)
 	}
-	su, err := node.NewSetup(b, pl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	su := deploy.NewSetup(b, pl)
 
 	ns, err := server.NewServer(&server.Options{DontListen: true, NoLog: true, NoSigs: true})
 	if err != nil {
@@ -124,7 +123,7 @@ func TestCoordinator_Design3_LeaderStopsMidRun(t *testing.T) {
 		defer c.Close()
 	}
 
-	col, err := node.NewCollector(connect(), run, pl.P)
+	col, err := deploy.NewCollector(connect(), run, pl.P)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +179,11 @@ func TestCoordinator_Design3_LeaderStopsMidRun(t *testing.T) {
 		t.Errorf("stopped %q with leaders %+v: want a leader stopped mid-run and a successor", stopped, leaders)
 	}
 	mu.Unlock()
-	m, err := node.Merge(b, pl, col.Results())
+	parts, err := node.Parts(col.Results())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := results.Merge(b, parts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,10 @@
 // "the same processes run locally under `lockstep run --procs`"): an
 // embedded NATS server (or an external one), one in-process coordinator or
 // three coordinator processes with raft over loopback TCP, and P nodes as
-// goroutines or as `lockstep node` child processes. It collects the nodes'
-// results over NATS and merges them.
+// goroutines or as `lockstep node` child processes. It hands the
+// coordinators the run's setup (NewSetup: the effective scenario, which
+// every node rebuilds and checks against its digest), collects the nodes'
+// results over NATS (Collector) and merges them (results.Merge).
 //
 // Every process it starts is gone when Run returns: children live in
 // their own process groups (so a terminal's Ctrl-C reaches only the
@@ -36,6 +38,7 @@ import (
 	"github.com/lockstep-sim/lockstep/internal/wire"
 	"github.com/lockstep-sim/lockstep/node"
 	"github.com/lockstep-sim/lockstep/partition"
+	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/scenario"
 )
 
@@ -93,7 +96,8 @@ type Child struct {
 
 // Result is a finished distributed run.
 type Result struct {
-	Merged  *node.Merged
+	Outputs *results.Outputs
+	Results []*node.PartResult // the nodes' results, by partition
 	RunID   string
 	Wall    time.Duration
 	Leaders []wire.Status // the first status seen of every leader term, in order
@@ -115,7 +119,7 @@ type launch struct {
 	fatal  chan error
 	tmpDir string
 
-	col *node.Collector
+	col *Collector
 
 	mu       sync.Mutex
 	children []*child       // guarded by mu
@@ -156,10 +160,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	su, err := node.NewSetup(o.Built, o.Placement)
-	if err != nil {
-		return nil, err
-	}
+	su := NewSetup(o.Built, o.Placement)
 	l := &launch{o: o, log: o.Logger, subj: subj, out: &syncWriter{w: o.Stderr}, fatal: make(chan error, 64)}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
@@ -197,16 +198,21 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w: %v", ErrInterrupted, context.Cause(ctx))
 	}
-	parts := l.col.Results()
+	rs := l.col.Results()
 	l.mu.Lock()
 	leaders := append([]wire.Status(nil), l.leaders...)
 	lost := l.lost
 	l.mu.Unlock()
-	m, err := node.Merge(o.Built, o.Placement, parts)
+	parts, err := node.Parts(rs)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Merged: m, RunID: o.RunID, Wall: time.Since(start), Leaders: leaders, CoordinatorsLost: lost}, nil
+	out, err := results.Merge(o.Built, parts)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Outputs: out, Results: rs, RunID: o.RunID, Wall: time.Since(start), Leaders: leaders,
+		CoordinatorsLost: lost}, nil
 }
 
 func (l *launch) startNATS() error {
@@ -254,7 +260,7 @@ func (l *launch) failf(format string, args ...any) {
 
 // collect receives the nodes' results and the leaders' status.
 func (l *launch) collect(nc *nats.Conn) error {
-	col, err := node.NewCollector(nc, l.o.RunID, l.o.Placement.P)
+	col, err := NewCollector(nc, l.o.RunID, l.o.Placement.P)
 	if err != nil {
 		return err
 	}
@@ -363,12 +369,17 @@ func (l *launch) startCoordinators(ctx context.Context, su *wire.Setup) error {
 	for i, p := range ports {
 		peers = append(peers, fmt.Sprintf("c%d=127.0.0.1:%d", i+1, p))
 	}
-	seed := strconv.FormatUint(l.o.Built.Seed, 10)
+	// Every replica serves the setup this process built (the effective
+	// scenario, after every edit), not the scenario file.
+	setup := filepath.Join(dir, "setup.msgpack")
+	if err := WriteSetup(setup, su); err != nil {
+		return err
+	}
 	for i, p := range ports {
 		id := fmt.Sprintf("c%d", i+1)
-		args := []string{"coordinator", l.o.Built.File, "--nats", l.url, "--run", l.o.RunID, "--id", id,
+		args := []string{"coordinator", "--setup", setup, "--nats", l.url, "--run", l.o.RunID, "--id", id,
 			"--raft-addr", fmt.Sprintf("127.0.0.1:%d", p), "--peers", strings.Join(peers, ","),
-			"--raft-dir", filepath.Join(dir, id), "--seed", seed, "--partitions", strconv.Itoa(l.o.Placement.P)}
+			"--raft-dir", filepath.Join(dir, id)}
 		if l.o.MarkEvery > 0 {
 			args = append(args, "--mark-every", strconv.FormatUint(l.o.MarkEvery, 10))
 		}

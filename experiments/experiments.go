@@ -66,23 +66,21 @@ func Find(name string) (Experiment, error) {
 
 // variant loads an example, lets mutate change it, and runs it.
 func variant(env *Env, file string, mutate func(*scenario.Scenario)) (*runner.Result, error) {
-	path := filepath.Join(env.Examples, file)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	s, err := scenario.Parse(path, data)
-	if err != nil {
-		return nil, err
-	}
-	if mutate != nil {
-		mutate(s)
-	}
-	b, err := scenario.Build(path, data, s, scenario.Dir(filepath.Dir(path)))
+	b, err := builtVariant(env, file, mutate)
 	if err != nil {
 		return nil, err
 	}
 	return runner.Run(b, runner.Options{})
+}
+
+// builtVariant loads an example, lets mutate change it and builds it,
+// for experiments that drive the fabric themselves (time series).
+func builtVariant(env *Env, file string, mutate func(*scenario.Scenario)) (*scenario.Built, error) {
+	var edits []scenario.Edit
+	if mutate != nil {
+		edits = append(edits, mutate)
+	}
+	return scenario.LoadFile(filepath.Join(env.Examples, file), edits...)
 }
 
 // fcts returns the FCTs of finished flows in microseconds and the number

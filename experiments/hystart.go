@@ -3,7 +3,6 @@ package experiments
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,24 +13,6 @@ import (
 	"github.com/lockstep-sim/lockstep/scenario"
 	"github.com/lockstep-sim/lockstep/sim"
 )
-
-// builtVariant loads an example, lets mutate change it and builds it,
-// for experiments that drive the fabric themselves (time series).
-func builtVariant(env *Env, file string, mutate func(*scenario.Scenario)) (*scenario.Built, error) {
-	path := filepath.Join(env.Examples, file)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	s, err := scenario.Parse(path, data)
-	if err != nil {
-		return nil, err
-	}
-	if mutate != nil {
-		mutate(s)
-	}
-	return scenario.Build(path, data, s, scenario.Dir(filepath.Dir(path)))
-}
 
 // hsRow is one line of the HyStart table: a variant, paced or not.
 type hsRow struct {

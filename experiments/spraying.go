@@ -153,23 +153,15 @@ func spRackSize(s *scenario.Scenario) int {
 
 // spScenario loads an example and applies the changes in order.
 func spScenario(env *Env, tp spTopo, seed uint64, mutate ...func(*scenario.Scenario)) (*scenario.Built, error) {
-	path := filepath.Join(env.Examples, tp.file)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	s, err := scenario.Parse(path, data)
-	if err != nil {
-		return nil, err
-	}
+	var edits []scenario.Edit
 	if env.Quick {
-		tp.shrink(s)
+		edits = append(edits, tp.shrink)
 	}
-	s.Seed = &seed
+	edits = append(edits, scenario.WithSeed(seed))
 	for _, m := range mutate {
-		m(s)
+		edits = append(edits, m)
 	}
-	return scenario.Build(path, data, s, scenario.Dir(filepath.Dir(path)))
+	return scenario.LoadFile(filepath.Join(env.Examples, tp.file), edits...)
 }
 
 // spRun is what one run contributes to the tables.
@@ -587,7 +579,12 @@ func spFailure(env *Env, tp spTopo, tr spTransport, z spSizes, seed uint64) (*sp
 		return nil, fmt.Errorf("%s %s: the run ended before %v, when the link degrades", tp.key, tr.short, z.degradeAt)
 	}
 	snap(1)
-	out.run = spMeasure(&runner.Result{Built: b, Fabric: f, End: f.LastCompletion()})
+	r, err := runner.FromFabric(b, f)
+	if err != nil {
+		return nil, err
+	}
+	r.End = f.LastCompletion()
+	out.run = spMeasure(r)
 	return out, nil
 }
 

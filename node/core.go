@@ -10,7 +10,7 @@ import (
 	"github.com/lockstep-sim/lockstep/fabric"
 	"github.com/lockstep-sim/lockstep/internal/wire"
 	"github.com/lockstep-sim/lockstep/partition"
-	"github.com/lockstep-sim/lockstep/pcap"
+	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/scenario"
 	"github.com/lockstep-sim/lockstep/sim"
 )
@@ -51,14 +51,8 @@ type Core struct {
 	out   [][]sim.RemotePacket
 	stats CoreStats
 	grant barrier.Grant // the last finishing grant (Over)
-	// caps are the local hosts' packet captures (output.pcap), in the
-	// scenario's host order.
-	caps []hostCapture
-}
-
-type hostCapture struct {
-	host int
-	c    *pcap.Capture
+	// rec gathers the partition's part of the outputs.
+	rec *results.Recorder
 }
 
 // CoreStats count what a core did; all of it is a function of the run, not
@@ -96,15 +90,8 @@ func NewCore(b *scenario.Built, pl *partition.Placement, part int, term uint64) 
 	if err != nil {
 		return nil, err
 	}
-	c := &Core{part: part, p: pl.P, F: f, fol: barrier.NewFollower(part, term), limit: Limit(b),
-		dest: make([]int32, len(f.Eng.Links)), out: make([][]sim.RemotePacket, pl.P)}
-	for _, hi := range b.PcapHosts {
-		if h := f.Hosts[hi]; h != nil {
-			pc := pcap.NewCapture()
-			h.Tap = pc.Tap
-			c.caps = append(c.caps, hostCapture{host: hi, c: pc})
-		}
-	}
+	c := &Core{part: part, p: pl.P, F: f, fol: barrier.NewFollower(part, term), limit: b.Limit(),
+		dest: make([]int32, len(f.Eng.Links)), out: make([][]sim.RemotePacket, pl.P), rec: results.NewRecorder(b, f)}
 	for i := range f.Eng.Links {
 		to := int(f.Eng.Links[i].Spec.To)
 		c.dest[i] = -1
@@ -113,15 +100,6 @@ func NewCore(b *scenario.Built, pl *partition.Placement, part int, term uint64) 
 		}
 	}
 	return c, nil
-}
-
-// Limit is the exclusive end of a run's virtual time: events at or after
-// it never run (runner.Run's limit).
-func Limit(b *scenario.Built) sim.Time {
-	if b.StopAt != sim.Never {
-		return b.StopAt
-	}
-	return b.MaxTime
 }
 
 // Partition is the core's partition index.

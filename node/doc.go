@@ -6,8 +6,11 @@
 // Core is the pure part (no I/O, goroutines or clock), in the Step/Ready
 // shape of STYLE §3c; RunLocal drives P cores and a barrier in one process
 // with an in-memory transport; the NATS shell (nats.go) is a thin loop
-// around a Core. Merge combines the partitions' results into the outputs a
-// single-process run writes, byte for byte.
+// around a Core. A node's result (PartResult) wraps its results.Part,
+// which results.Merge combines into the outputs a single-process run
+// writes, byte for byte. Setting a run up (deploy.NewSetup) and
+// collecting its results over NATS (deploy.Collector) belong to whoever
+// starts the run, in package deploy; FromSetup is the node's side.
 //
 // A node holds no state of other partitions' elements: their slots in the
 // engine's element table are empty, and their flows' endpoints do not

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockstep-sim/lockstep/coordinator/barrier"
 	"github.com/lockstep-sim/lockstep/partition"
+	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/scenario"
 )
 
@@ -21,7 +22,8 @@ type LocalOptions struct {
 
 // LocalRun is a finished in-memory run.
 type LocalRun struct {
-	Merged  *Merged
+	Outputs *results.Outputs
+	Results []*PartResult // by partition
 	Barrier barrier.Stats
 	Cores   []*Core
 }
@@ -32,7 +34,7 @@ type LocalRun struct {
 // test that partitioning changes no result, and by `lockstep run
 // --partitions P --transport memory`.
 func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*LocalRun, error) {
-	bar, err := barrier.New(barrier.Config{Nodes: pl.P, Lookahead: pl.Lookahead, StopAt: Limit(b)})
+	bar, err := barrier.New(barrier.Config{Nodes: pl.P, Lookahead: pl.Lookahead, StopAt: b.Limit()})
 	if err != nil {
 		return nil, err
 	}
@@ -96,13 +98,17 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 			}
 		}
 	}
-	parts := make([]*PartResult, pl.P)
+	rs := make([]*PartResult, pl.P)
 	for i, c := range cores {
-		parts[i] = c.Result()
+		rs[i] = c.Result()
 	}
-	m, err := Merge(b, pl, parts)
+	parts, err := Parts(rs)
 	if err != nil {
 		return nil, err
 	}
-	return &LocalRun{Merged: m, Barrier: bar.Stats(), Cores: cores}, nil
+	out, err := results.Merge(b, parts)
+	if err != nil {
+		return nil, err
+	}
+	return &LocalRun{Outputs: out, Results: rs, Barrier: bar.Stats(), Cores: cores}, nil
 }

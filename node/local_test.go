@@ -54,7 +54,7 @@ func single(t testing.TB, b *scenario.Built) (outputs, results.Summary) {
 		t.Fatalf("runner: %v", err)
 	}
 	dir := t.TempDir()
-	if err := r.WriteDir(dir, results.Perf{}); err != nil {
+	if err := r.WriteDir(dir, results.Perf{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return outputs{dir}, r.Summary()
@@ -67,7 +67,7 @@ func local(t testing.TB, b *scenario.Built, pl *partition.Placement, parallel bo
 		t.Fatalf("RunLocal P=%d: %v", pl.P, err)
 	}
 	dir := t.TempDir()
-	if err := lr.Merged.WriteDir(dir, results.Perf{}, nil); err != nil {
+	if err := lr.Outputs.WriteDir(dir, results.Perf{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return outputs{dir}, lr
@@ -139,12 +139,12 @@ func compare(t *testing.T, name0 string, want outputs, wantSum results.Summary, 
 			t.Errorf("%s: %s written, but not by the single-process run", name0, name)
 		}
 	}
-	s := lr.Merged.Summary()
+	s := lr.Outputs.Summary()
 	s.PeakEventQueue, s.PacketPool = wantSum.PeakEventQueue, wantSum.PacketPool // per process
 	if s != wantSum {
 		t.Errorf("%s: summary\n  got  %+v\n  want %+v", name0, s, wantSum)
 	}
-	if c := lr.Merged.Conservation(); c.Balance() != 0 || c.PoolLive != c.InQueues+c.OnWire {
+	if c := lr.Outputs.Conservation(); c.Balance() != 0 || c.PoolLive != c.InQueues+c.OnWire {
 		t.Errorf("%s: packets not conserved across partitions: %+v", name0, c)
 	}
 }

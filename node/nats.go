@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/lockstep-sim/lockstep/internal/wire"
 )
@@ -221,7 +220,7 @@ func Run(ctx context.Context, cfg Config) error {
 	perf.WallSeconds = time.Since(start).Seconds()
 	res := core.Result()
 	res.Perf = perf
-	log.Info("finished", "windows", res.Core.Windows, "events", res.Stats.Events, "reason", res.Final.Reason)
+	log.Info("finished", "windows", res.Core.Windows, "events", res.Part.Stats.Events, "reason", res.Final.Reason)
 	return sendResult(ctx, nc, subj, cfg, res)
 }
 
@@ -290,7 +289,7 @@ func request(ctx context.Context, nc *nats.Conn, subject string, data []byte, ea
 
 // sendResult sends the encoded result in chunks, each acknowledged.
 func sendResult(ctx context.Context, nc *nats.Conn, subj wire.Subjects, cfg Config, res *PartResult) error {
-	data, err := msgpack.Marshal(res)
+	data, err := EncodeResult(res)
 	if err != nil {
 		return fmt.Errorf("node %d: encode result: %w", cfg.Partition, err)
 	}
@@ -313,13 +312,4 @@ func sendResult(ctx context.Context, nc *nats.Conn, subj wire.Subjects, cfg Conf
 		}
 	}
 	return nil
-}
-
-// DecodeResult decodes a result sent by a node.
-func DecodeResult(data []byte) (*PartResult, error) {
-	var r PartResult
-	if err := msgpack.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("node: decode result: %w", err)
-	}
-	return &r, nil
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/lockstep-sim/lockstep/partition"
 	"github.com/lockstep-sim/lockstep/sim"
 )
 
@@ -57,34 +58,35 @@ type NodeStats struct {
 	WindowsPerSec float64 `json:"windows_per_second"`
 }
 
-// Stats gathers the distributed statistics; wall is the run's wall time
-// in seconds (0: unknown).
-func (m *Merged) Stats(wall float64) Stats {
-	pl := m.Placement
+// RunStats gathers the distributed statistics of a run cut by pl that
+// ended at virtual time end, from its nodes' results (by partition); wall
+// is the run's wall time in seconds (0: unknown).
+func RunStats(pl *partition.Placement, rs []*PartResult, end sim.Time, wall float64) Stats {
 	s := Stats{Partitions: pl.P, CutLinks: len(pl.Cuts), Imbalance: pl.Imbalance()}
 	if pl.Lookahead != sim.Never {
 		s.LookaheadNs = pl.Lookahead.NsString()
 	}
-	first := m.Parts[0].Core
+	first := rs[0].Core
 	s.Windows, s.EmptyWindows = first.Windows, 0
 	if first.Windows > 0 {
 		s.MeanWindowNs = (first.Covered / sim.Time(first.Windows)).NsString()
 	}
 	s.SkippedNs = first.Skipped.NsString()
-	if m.End > 0 {
-		s.WindowsPerSimMs = float64(first.Windows) / (float64(m.End) / float64(sim.Millisecond))
+	if end > 0 {
+		s.WindowsPerSimMs = float64(first.Windows) / (float64(end) / float64(sim.Millisecond))
 	}
 	var wait float64
 	var lastEvent sim.Time
-	for _, r := range m.Parts {
-		lastEvent = max(lastEvent, r.Now)
+	for _, r := range rs {
+		p := &r.Part
+		lastEvent = max(lastEvent, p.Now)
 		c := r.Core
-		ns := NodeStats{Partition: r.Partition, Elements: pl.Elements[r.Partition], Events: r.Stats.Events,
+		ns := NodeStats{Partition: p.Partition, Elements: pl.Elements[p.Partition], Events: p.Stats.Events,
 			BatchesOut: c.BatchesOut, BatchesIn: c.BatchesIn, PacketsOut: c.PacketsOut, PacketsIn: c.PacketsIn,
 			WallSeconds: r.Perf.WallSeconds, RunSeconds: r.Perf.RunSeconds, WaitSeconds: r.Perf.WaitSeconds,
 			MaxWaitMs: r.Perf.MaxWait * 1e3}
 		if w := r.Perf.WallSeconds; w > 0 {
-			ns.EventsPerSec = float64(r.Stats.Events) / w
+			ns.EventsPerSec = float64(p.Stats.Events) / w
 			ns.WindowsPerSec = float64(c.Windows) / w
 		}
 		s.EmptyWindows += c.EmptyWindows
@@ -96,7 +98,7 @@ func (m *Merged) Stats(wall float64) Stats {
 	s.LastEventNs = lastEvent.NsString()
 	if s.Windows > 0 {
 		s.BatchesPerWindow = float64(s.Batches) / float64(s.Windows)
-		s.MeanBarrierWaitUs = wait / float64(len(m.Parts)) / float64(s.Windows) * 1e6
+		s.MeanBarrierWaitUs = wait / float64(len(rs)) / float64(s.Windows) * 1e6
 	}
 	if wall > 0 {
 		s.WindowsPerSec = float64(s.Windows) / wall

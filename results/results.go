@@ -1,7 +1,15 @@
-// Package results writes a run's outputs: fct.csv (one row per flow),
-// queues.csv (one row per switch port) and summary.json. Every file is
-// written atomically (a temporary file in the same directory, then a
-// rename), so an interrupted run never leaves a half-written file.
+// Package results owns a run's outputs (STYLE §14: one owner per concern):
+// a Part is what one fabric contributes (a whole run, or one partition),
+// Merge combines the parts of a run into Outputs, and Outputs.WriteDir is
+// the one writer: fct.csv (one row per flow), queues.csv (one row per
+// switch port), cwnd.csv, queue_depth.csv and pcap/h<i>.pcap when asked
+// for, and summary.json. A single-process run is the merge of one part,
+// so it and a partitioned run cannot drift apart. Every file is written
+// atomically (a temporary file in the same directory, then a rename), so
+// an interrupted run never leaves a half-written file.
+//
+// The package knows nothing of nodes, barriers or NATS: a node wraps its
+// Part with its own statistics to send it.
 package results
 
 import (

@@ -42,7 +42,7 @@ func TestReceiveWindow_LimitsRateToRwndPerRTT(t *testing.T) {
 func TestCwndTrace_RecordsEvents(t *testing.T) {
 	r := runYAML(t, oneFlow("100Gbps", "10Gbps", "5us", "64KiB", "{rto: {min: 1ms}}", "5MB")+"output: {cwnd: {all: true}}\n")
 	dir := t.TempDir()
-	if err := r.WriteDir(dir, results.Perf{}); err != nil {
+	if err := r.WriteDir(dir, results.Perf{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "cwnd.csv"))
@@ -65,7 +65,7 @@ func TestQueueDepth_SampledWhileBusyAndRunDrains(t *testing.T) {
 	if r.StoppedBy != "flows-done" {
 		t.Fatalf("stopped by %s: sampling must not keep the run alive", r.StoppedBy)
 	}
-	rows := r.Depths()
+	rows := r.Depths
 	var peak int64
 	for i, d := range rows {
 		if d.Time%(10*sim.Microsecond) != 0 {
@@ -79,7 +79,7 @@ func TestQueueDepth_SampledWhileBusyAndRunDrains(t *testing.T) {
 		}
 	}
 	var want int64
-	for _, q := range r.Queues() {
+	for _, q := range r.Ports {
 		if q.Switch == "left" && q.Peer == "right" {
 			want = q.PeakBytes
 		}

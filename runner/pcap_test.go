@@ -131,7 +131,7 @@ workload:
     flows: [{src: 0, dst: 2, size: 300KB}, {src: 1, dst: 3, size: 300KB}]
 `)
 	dir := t.TempDir()
-	if err := r.WriteDir(dir, results.Perf{}); err != nil {
+	if err := r.WriteDir(dir, results.Perf{}, nil); err != nil {
 		t.Fatalf("WriteDir: %v", err)
 	}
 	if len(r.Pcaps) != 2 || r.Pcaps[0].Host != 2 || r.Pcaps[1].Host != 0 {
@@ -287,7 +287,7 @@ workload:
     flows: [{src: 0, dst: 1, size: 10KB}]
 `)
 	dir := t.TempDir()
-	if err := r.WriteDir(dir, results.Perf{}); err != nil {
+	if err := r.WriteDir(dir, results.Perf{}, nil); err != nil {
 		t.Fatalf("WriteDir: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "pcap")); !os.IsNotExist(err) {

@@ -211,7 +211,7 @@ func TestSharedBottleneck_RenoUsesItAndDropsOnlyThere(t *testing.T) {
 			// The whole run is simpler and stricter at the tail, so use
 			// the run: total bytes on the wire / (end * rate).
 			var bnBytes, otherDrops, bnDrops, bnMarks, otherMarks uint64
-			for _, q := range r.Queues() {
+			for _, q := range r.Ports {
 				if q.Switch == "left" && q.Peer == "right" {
 					bnBytes, bnDrops, bnMarks = q.Bytes, q.Dropped, q.Marked
 				} else {
@@ -263,7 +263,7 @@ workload:
     flows:
 `+flows)
 			used := 0
-			for _, q := range r.Queues() {
+			for _, q := range r.Ports {
 				if q.Switch == "leaf0" && strings.HasPrefix(q.Peer, "spine") && q.TxPackets > 0 {
 					used++
 				}
@@ -286,7 +286,7 @@ func itoa(i int) string {
 func outputs(t *testing.T, r *runner.Result) (fct, queues, summary []byte) {
 	t.Helper()
 	dir := t.TempDir()
-	if err := r.WriteDir(dir, results.Perf{}); err != nil {
+	if err := r.WriteDir(dir, results.Perf{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	read := func(n string) []byte {

@@ -1,7 +1,6 @@
 package runner_test
 
 import (
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -36,7 +35,7 @@ workload:
     flows: [{src: 0, dst: 1, size: 512KiB}]
 `)
 	rec := r.Fabric.T.Records[0]
-	lost := r.Queues()
+	lost := r.Ports
 	var down uint64
 	for _, q := range lost {
 		if q.Switch == "left" && q.Peer == "right" {
@@ -55,19 +54,12 @@ workload:
 // variant loads examples/multi_loss.yaml with another transport.
 func variant(t *testing.T, cc, recovery string, ecn bool) *runner.Result {
 	t.Helper()
-	data, err := os.ReadFile("../examples/multi_loss.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := scenario.Parse("multi_loss.yaml", data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Transport.CC, s.Transport.Recovery, s.Transport.ECN = cc, recovery, ecn
-	if !strings.HasPrefix(cc, "strack") {
-		s.Transport.STrack = nil
-	}
-	b, err := scenario.Build("multi_loss.yaml", data, s, scenario.Dir("../examples"))
+	b, err := scenario.LoadFile("../examples/multi_loss.yaml", func(s *scenario.Scenario) {
+		s.Transport.CC, s.Transport.Recovery, s.Transport.ECN = cc, recovery, ecn
+		if !strings.HasPrefix(cc, "strack") {
+			s.Transport.STrack = nil
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

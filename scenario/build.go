@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/lockstep-sim/lockstep/cc"
@@ -26,20 +30,55 @@ const (
 	DefaultMaxTime sim.Time = 10 * sim.Second
 )
 
-// Built is a scenario turned into what the engine runs.
+// Built is a scenario turned into what the engine runs. It is the
+// effective scenario: the file after every Edit, and what a distributed
+// run sends its nodes (Effective, Files), so that they build exactly this.
+// Change a scenario with an Edit before it is built; changing a Built
+// value changes nothing that was built from it, which is why its seed and
+// digest are read-only.
 type Built struct {
-	File     string
-	Name     string
-	Digest   string // sha256 of the scenario and every file it reads
-	Seed     uint64
-	StopAt   sim.Time // sim.Never: until every flow finishes (or MaxTime)
-	MaxTime  sim.Time
-	Topo     *topologies.Topology
-	Fabric   fabric.Config
+	File    string
+	Name    string
+	StopAt  sim.Time // sim.Never: until every flow finishes (or MaxTime)
+	MaxTime sim.Time
+	Topo    *topologies.Topology
+	Fabric  fabric.Config
+	// Scenario is the effective scenario as parsed and edited; read it,
+	// do not change it (Effective is what travels).
 	Scenario *Scenario
 	// PcapHosts are the host indices output.pcap captures (distinct,
 	// valid, at most MaxPcapHosts).
 	PcapHosts []int
+
+	seed      uint64
+	digest    string
+	effective []byte            // canonical encoding of Scenario
+	files     map[string][]byte // every file the scenario reads, by name
+}
+
+// Seed is the seed of every random stream (set it with WithSeed).
+func (b *Built) Seed() uint64 { return b.seed }
+
+// Digest is the sha256 of the effective scenario's canonical encoding and
+// of every file it reads: two builds with the same digest build the same
+// run.
+func (b *Built) Digest() string { return b.digest }
+
+// Effective is the canonical encoding of the effective scenario (JSON,
+// map keys sorted), which Rebuild turns back into this Built.
+func (b *Built) Effective() []byte { return bytes.Clone(b.effective) }
+
+// Files returns a copy of the set of files the scenario read (CDFs, .topo
+// and .cm files), by the name the scenario gives them.
+func (b *Built) Files() map[string][]byte { return maps.Clone(b.files) }
+
+// Limit is the exclusive end of the run's virtual time: events at or
+// after it never run. It is StopAt if set, else MaxTime.
+func (b *Built) Limit() sim.Time {
+	if b.StopAt != sim.Never {
+		return b.StopAt
+	}
+	return b.MaxTime
 }
 
 // loader carries the file name for errors and the files read for the digest.
@@ -47,7 +86,7 @@ type loader struct {
 	file  string
 	fsys  fs.FS
 	hash  []byte
-	files []string
+	files map[string][]byte
 }
 
 // Error is a semantic error in a scenario: the file, the field path, and
@@ -62,7 +101,8 @@ func (l *loader) errf(path, format string, args ...any) error {
 	return &Error{File: l.file, Path: path, Msg: fmt.Sprintf(format, args...)}
 }
 
-// read reads a file the scenario names and folds it into the digest.
+// read reads a file the scenario names, keeps it, and folds it into the
+// digest.
 func (l *loader) read(path, name string) ([]byte, error) {
 	if l.fsys == nil {
 		return nil, l.errf(path, "cannot read %q: no directory to read from", name)
@@ -71,7 +111,7 @@ func (l *loader) read(path, name string) ([]byte, error) {
 	if err != nil {
 		return nil, l.errf(path, "cannot read %q: %v", name, err)
 	}
-	l.files = append(l.files, name)
+	l.files[name] = b
 	h := sha256.Sum256(b)
 	l.hash = append(l.hash, h[:]...)
 	return b, nil
@@ -86,24 +126,88 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	return &s, nil
 }
 
-// Load parses and builds a scenario. fsys is rooted at the scenario's
-// directory and serves the files it names (nil: it may name none).
-func Load(file string, data []byte, fsys fs.FS) (*Built, error) {
+// Edit changes a parsed scenario before it is built: a command-line flag,
+// an experiment's variant. The built scenario (and its digest) is the one
+// after every edit.
+type Edit func(*Scenario)
+
+// WithSeed sets the seed of every random stream (`lockstep run --seed`).
+func WithSeed(seed uint64) Edit { return func(s *Scenario) { s.Seed = &seed } }
+
+// WithCwnd records cwnd.csv for every flow (`--cwnd`; output.cwnd: {all: true}).
+func WithCwnd() Edit { return func(s *Scenario) { s.Output.Cwnd = &CwndOutput{All: true} } }
+
+// WithQueues records queue_depth.csv, sampling every interval of virtual
+// time (`--queues`; output.queues.interval).
+func WithQueues(interval sim.Time) Edit {
+	return func(s *Scenario) { s.Output.Queues = &QueuesOutput{Interval: yamlx.Duration(interval)} }
+}
+
+// LoadFile reads the scenario file path, applies edits in order and
+// builds it; the files it names are read relative to path's directory.
+// Every error names the file (and the field, for a bad scenario).
+func LoadFile(path string, edits ...Edit) (*Built, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("%s: cannot read scenario: %v", path, err)
+	}
+	return Load(path, data, Dir(filepath.Dir(path)), edits...)
+}
+
+// Load parses the scenario data (named file in messages), applies edits in
+// order (nil edits do nothing) and builds it. fsys is rooted at the scenario's directory and
+// serves the files it names (nil: it may name none).
+func Load(file string, data []byte, fsys fs.FS, edits ...Edit) (*Built, error) {
 	s, err := Parse(file, data)
 	if err != nil {
 		return nil, err
 	}
-	return Build(file, data, s, fsys)
+	for _, e := range edits {
+		if e != nil {
+			e(s)
+		}
+	}
+	return Build(file, s, fsys)
 }
 
-// Build builds a parsed scenario (after the caller changed it, e.g. the seed).
-func Build(file string, data []byte, s *Scenario, fsys fs.FS) (*Built, error) {
-	l := &loader{file: file, fsys: fsys}
-	sum := sha256.Sum256(data)
+// Rebuild builds the effective scenario that Effective and Files of
+// another Built describe (what a node receives) and refuses it unless it
+// has digest digest.
+func Rebuild(file string, effective []byte, files map[string][]byte, digest string) (*Built, error) {
+	var s Scenario
+	dec := json.NewDecoder(bytes.NewReader(effective))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s: cannot decode the effective scenario: %v", file, err)
+	}
+	b, err := Build(file, &s, memFS(files))
+	if err != nil {
+		return nil, err
+	}
+	if b.digest != digest {
+		return nil, fmt.Errorf("%s: the scenario has digest %s here, %s where the run started", file, b.digest, digest)
+	}
+	return b, nil
+}
+
+// Build builds a parsed (and perhaps edited) scenario; s is kept as the
+// Built's Scenario and must not change afterwards.
+func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
+	eff, err := json.Marshal(s)
+	if err != nil {
+		return nil, &Error{File: file, Path: "(scenario)", Msg: fmt.Sprintf("cannot encode: %v", err)}
+	}
+	l := &loader{file: file, fsys: fsys, files: map[string][]byte{}}
+	sum := sha256.Sum256(eff)
 	l.hash = append(l.hash, sum[:]...)
-	b := &Built{File: file, Name: s.Name, Scenario: s, Seed: DefaultSeed, StopAt: sim.Never, MaxTime: DefaultMaxTime}
+	b := &Built{File: file, Name: s.Name, Scenario: s, seed: DefaultSeed, StopAt: sim.Never, MaxTime: DefaultMaxTime,
+		effective: eff}
 	if s.Seed != nil {
-		b.Seed = *s.Seed
+		b.seed = *s.Seed
 	}
 	if s.StopAt > 0 {
 		b.StopAt = sim.Time(s.StopAt)
@@ -135,7 +239,7 @@ func Build(file string, data []byte, s *Scenario, fsys fs.FS) (*Built, error) {
 	if fwd == switchsim.Spray {
 		tc.Entropy = hostsim.EntropyRandom
 	}
-	flows, err := l.workload(s.Workload, topo, b.Seed, tc)
+	flows, err := l.workload(s.Workload, topo, b.seed, tc)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +247,7 @@ func Build(file string, data []byte, s *Scenario, fsys fs.FS) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.Fabric = fabric.Config{Topo: topo, Flows: flows, Transport: tc, Forwarding: fwd, Seed: b.Seed, Impairments: imps}
+	b.Fabric = fabric.Config{Topo: topo, Flows: flows, Transport: tc, Forwarding: fwd, Seed: b.seed, Impairments: imps}
 	if q := s.Output.Queues; q != nil {
 		if q.Interval <= 0 {
 			return nil, l.errf("output.queues.interval", "must be a positive duration")
@@ -156,7 +260,8 @@ func Build(file string, data []byte, s *Scenario, fsys fs.FS) (*Built, error) {
 		}
 	}
 	d := sha256.Sum256(l.hash)
-	b.Digest = hex.EncodeToString(d[:])
+	b.digest = hex.EncodeToString(d[:])
+	b.files = l.files
 	return b, nil
 }
 

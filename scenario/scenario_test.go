@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-sim/lockstep/fabric"
+	"github.com/lockstep-sim/lockstep/sim"
 )
 
 const base = `topology:
@@ -73,7 +74,7 @@ func TestDigest_CoversReferencedFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return b.Digest
+		return b.Digest()
 	}
 	d1 := write("Nodes 2\nConnections 1\n0->1 id 1 start 0 size 100\n")
 	d2 := write("Nodes 2\nConnections 1\n0->1 id 1 start 0 size 200\n")
@@ -84,12 +85,75 @@ func TestDigest_CoversReferencedFiles(t *testing.T) {
 
 func TestSeed_DefaultAndOverride(t *testing.T) {
 	b, err := load(t, base)
-	if err != nil || b.Seed != DefaultSeed {
-		t.Fatalf("seed %d (%v), want the default %d", b.Seed, err, DefaultSeed)
+	if err != nil || b.Seed() != DefaultSeed {
+		t.Fatalf("seed %d (%v), want the default %d", b.Seed(), err, DefaultSeed)
 	}
 	b, _ = load(t, "seed: 42\n"+base)
-	if b.Seed != 42 || b.Fabric.Seed != 42 {
-		t.Fatalf("seed %d / fabric %d, want 42", b.Seed, b.Fabric.Seed)
+	if b.Seed() != 42 || b.Fabric.Seed != 42 {
+		t.Fatalf("seed %d / fabric %d, want 42", b.Seed(), b.Fabric.Seed)
+	}
+	b, _ = Load("s.yaml", []byte("seed: 42\n"+base), nil, WithSeed(7))
+	if b.Seed() != 7 || b.Fabric.Seed != 7 || *b.Scenario.Seed != 7 {
+		t.Fatalf("WithSeed(7): seed %d / fabric %d, want 7", b.Seed(), b.Fabric.Seed)
+	}
+}
+
+// STYLE §14 "effective state travels": the digest is the effective
+// scenario's, after every edit.
+func TestDigest_CoversEditsNotSpelling(t *testing.T) {
+	digest := func(text string, edits ...Edit) string {
+		t.Helper()
+		b, err := Load("s.yaml", []byte(text), nil, edits...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Digest()
+	}
+	d := digest(base)
+	for name, e := range map[string]Edit{"seed": WithSeed(9), "cwnd": WithCwnd(), "queues": WithQueues(10 * sim.Microsecond)} {
+		if digest(base, e) == d {
+			t.Errorf("edit %s did not change the digest", name)
+		}
+	}
+	if got := digest(base, WithSeed(9)); got != digest("seed: 9\n"+base) {
+		t.Errorf("WithSeed(9) and seed: 9 in the file give different digests")
+	}
+	// Comments, key order and spelling of the file do not matter: only
+	// the scenario they say.
+	respelled := "# a comment\nworkload:\n  - {type: flows, flows: [{src: 0, dst: 1, size: 1000B}]}\n" +
+		"topology: {type: dumbbell, dumbbell: {senders: 1, receivers: 1, host: {rate: 10Gbps}, bottleneck: {rate: 10Gbps}}}\n"
+	if digest(respelled) != d {
+		t.Errorf("the same scenario spelled differently has another digest")
+	}
+	if digest(base, func(*Scenario) {}) != d {
+		t.Errorf("an edit that changes nothing changed the digest")
+	}
+}
+
+func TestRebuild_SameRunAndRefusesAnotherDigest(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x.cm"), []byte("Nodes 2\nConnections 1\n0->1 id 1 start 0 size 100\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load("s.yaml", []byte(base+"  - {type: cm, file: x.cm}\n"), Dir(dir), WithSeed(5), WithCwnd())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Rebuild(b.File, b.Effective(), b.Files(), b.Digest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Seed() != 5 || r.Digest() != b.Digest() || !r.Fabric.Transport.Trace.All || len(r.Fabric.Flows) != 2 {
+		t.Errorf("rebuilt: seed %d, trace %+v, %d flows; want seed 5, cwnd traced, 2 flows", r.Seed(),
+			r.Fabric.Transport.Trace, len(r.Fabric.Flows))
+	}
+	if _, err := Rebuild(b.File, b.Effective(), b.Files(), "0000"); err == nil || !strings.Contains(err.Error(), "digest") {
+		t.Errorf("Rebuild with another digest: %v, want a digest error", err)
+	}
+	files := b.Files()
+	files["x.cm"] = []byte("Nodes 2\nConnections 1\n0->1 id 1 start 0 size 200\n")
+	if _, err := Rebuild(b.File, b.Effective(), files, b.Digest()); err == nil {
+		t.Errorf("Rebuild with a changed .cm file: no error")
 	}
 }
 

@@ -13,13 +13,15 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/lockstep-sim/lockstep/coordinator"
-	"github.com/lockstep-sim/lockstep/node"
+	"github.com/lockstep-sim/lockstep/deploy"
+	"github.com/lockstep-sim/lockstep/internal/wire"
 	"github.com/lockstep-sim/lockstep/partition"
+	"github.com/lockstep-sim/lockstep/scenario"
 )
 
 func newCoordinatorCmd(v *viper.Viper, stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "coordinator FILE --nats URL --run ID",
+		Use:   "coordinator {FILE | --setup SETUP} --nats URL --run ID",
 		Short: "Run a coordinator replica (raft) of a distributed run",
 		Long: `Run one coordinator replica of a distributed run. Replicas form a raft
 cluster (1 or 3 voters, --peers) that replicates the run's control state:
@@ -28,14 +30,16 @@ The leader runs the lockstep barrier: it grants windows to the nodes over
 NATS, and raft stays off that path. When a leader dies, another replica
 takes over, asks the nodes where they stand, and continues with the same
 windows, so the results do not change. The leader also answers the nodes'
-setup requests with the scenario and the partition map.
-'lockstep run --coordinators 3' starts three of these processes itself.`,
+setup requests with the effective scenario (FILE after --seed, --cwnd and
+--queues) and the partition map. Instead of FILE, --setup names a setup file
+written by the launcher: 'lockstep run --coordinators 3' starts three of
+these processes itself, each with the setup it built.`,
 		Example: `  lockstep coordinator s.yaml --nats nats://127.0.0.1:4222 --run exp1 --partitions 4 \
     --id c1 --raft-addr 127.0.0.1:7001 --raft-dir /var/lib/lockstep/c1 \
     --peers c1=127.0.0.1:7001,c2=127.0.0.1:7002,c3=127.0.0.1:7003`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCoordinator(cmd, v, args[0], stderr)
+			return runCoordinator(cmd, v, args, stderr)
 		},
 	}
 	f := cmd.Flags()
@@ -50,11 +54,52 @@ setup requests with the scenario and the partition map.
 	f.Uint64("mark-every", coordinator.DefaultMarkEvery, "windows between progress marks in raft")
 	f.Duration("status-every", 0, "how often the leader publishes its status (default 250ms)")
 	f.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
+	f.String("setup", "", "serve this setup file (written by 'lockstep run') instead of building FILE")
+	addOutputFlags(cmd)
 	addNATSAuthFlags(cmd)
 	for _, n := range []string{"nats", "run", "partitions", "seed", "id", "raft-addr", "peers", "raft-dir", "mark-every", "status-every", "log-level"} {
 		_ = v.BindPFlag("coordinator."+n, f.Lookup(n))
 	}
 	return cmd
+}
+
+// coordinatorSetup is the setup the replica serves: the --setup file, or
+// FILE built with the command line's edits.
+func coordinatorSetup(cmd *cobra.Command, v *viper.Viper, args []string) (*wire.Setup, error) {
+	if path, _ := cmd.Flags().GetString("setup"); path != "" {
+		for _, f := range []string{"seed", "partitions", "cwnd", "queues"} {
+			if cmd.Flags().Changed(f) {
+				return nil, badInput(fmt.Errorf("coordinator: --setup carries the whole run: no --%s", f))
+			}
+		}
+		if len(args) > 0 {
+			return nil, badInput(fmt.Errorf("coordinator: give a scenario FILE or --setup, not both"))
+		}
+		su, err := deploy.ReadSetup(path)
+		if err != nil {
+			return nil, badInput(fmt.Errorf("--setup %s", oneLine(err.Error())))
+		}
+		return su, nil
+	}
+	if len(args) != 1 {
+		return nil, badInput(fmt.Errorf("coordinator: a scenario FILE (or --setup) is required"))
+	}
+	edits, err := outputEdits(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if cmd.Flags().Changed("seed") {
+		edits = append([]scenario.Edit{scenario.WithSeed(v.GetUint64("coordinator.seed"))}, edits...)
+	}
+	b, err := loadScenario(args[0], edits...)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := partition.ForScenario(b, v.GetInt("coordinator.partitions"))
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return deploy.NewSetup(b, pl), nil
 }
 
 func parsePeers(s string) ([]coordinator.Peer, error) {
@@ -72,27 +117,14 @@ func parsePeers(s string) ([]coordinator.Peer, error) {
 	return peers, nil
 }
 
-func runCoordinator(cmd *cobra.Command, v *viper.Viper, path string, stderr io.Writer) error {
+func runCoordinator(cmd *cobra.Command, v *viper.Viper, args []string, stderr io.Writer) error {
 	url, run := v.GetString("coordinator.nats"), v.GetString("coordinator.run")
 	if url == "" || run == "" {
 		return badInput(fmt.Errorf("coordinator: --nats and --run are required"))
 	}
-	var seed *uint64
-	if cmd.Flags().Changed("seed") {
-		s := v.GetUint64("coordinator.seed")
-		seed = &s
-	}
-	b, err := loadScenario(path, seed)
+	su, err := coordinatorSetup(cmd, v, args)
 	if err != nil {
 		return err
-	}
-	pl, err := partition.ForScenario(b, v.GetInt("coordinator.partitions"))
-	if err != nil {
-		return badInput(err)
-	}
-	su, err := node.NewSetup(b, pl)
-	if err != nil {
-		return badInput(err)
 	}
 	peers, err := parsePeers(v.GetString("coordinator.peers"))
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
-	"github.com/lockstep-sim/lockstep/internal/yamlx"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/runner"
 	"github.com/lockstep-sim/lockstep/scenario"
@@ -42,8 +41,7 @@ environment: LOCKSTEP_OUT, LOCKSTEP_SEED, LOCKSTEP_PROGRESS.`,
 	cmd.Flags().Uint64("seed", 0, "seed of every random stream (default: the scenario's, else 1)")
 	cmd.Flags().Bool("progress", false, "show progress on stderr even when it is not a terminal")
 	cmd.Flags().Bool("quiet", false, "no progress and no closing line")
-	cmd.Flags().Bool("cwnd", false, "also write cwnd.csv for every flow (as output.cwnd: {all: true})")
-	cmd.Flags().Duration("queues", 0, "also write queue_depth.csv, sampling every this long in virtual time, e.g. 10us (as output.queues)")
+	addOutputFlags(cmd)
 	addRunDistributedFlags(cmd, v)
 	for _, f := range []string{"out", "seed", "progress", "quiet"} {
 		_ = v.BindPFlag("run."+f, cmd.Flags().Lookup(f))
@@ -63,27 +61,12 @@ func upper(s string) string {
 }
 
 func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.Writer) error {
-	var seed *uint64
-	if cmd.Flags().Changed("seed") || v.IsSet("run.seed") && os.Getenv("LOCKSTEP_SEED") != "" {
-		s := v.GetUint64("run.seed")
-		seed = &s
+	edits, err := runEdits(cmd, v)
+	if err != nil {
+		return err
 	}
 	out := v.GetString("run.out")
-	cwnd, _ := cmd.Flags().GetBool("cwnd")
-	queues, _ := cmd.Flags().GetDuration("queues")
-	if queues < 0 {
-		return badInput(fmt.Errorf("--queues: must not be negative, got %v", queues))
-	}
-	b, err := loadScenarioWith(path, seed, func(s *scenario.Scenario) {
-		if cwnd {
-			s.Output.Cwnd = &scenario.CwndOutput{All: true}
-		}
-		if queues > 0 {
-			// Durations on the command line are real-time units read as
-			// virtual time: 1us means one virtual microsecond.
-			s.Output.Queues = &scenario.QueuesOutput{Interval: yamlx.Duration(sim.Time(queues.Nanoseconds()) * sim.Nanosecond)}
-		}
-	})
+	b, err := loadScenario(path, edits...)
 	if err != nil {
 		return err
 	}
@@ -120,7 +103,7 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	}
 	perf := results.Perf{WallSeconds: wall, EventsPerSec: float64(res.Fabric.Eng.Stats.Events) / wall,
 		PeakRSSBytes: peakRSS(), PeakHeapBytes: peakHeap, Partitions: 1}
-	if err := res.WriteDir(out, perf); err != nil {
+	if err := res.WriteDir(out, perf, nil); err != nil {
 		return err
 	}
 	if !quiet {
@@ -129,6 +112,45 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 			path, s.FlowsFinished, s.Flows, res.End, s.Events, wall, perf.EventsPerSec/1e6, s.Drops, s.Marks, out)
 	}
 	return nil
+}
+
+// runEdits are the changes the command line makes to the scenario before
+// it is built (--seed, --cwnd, --queues): every run, in one process or
+// many, builds the scenario after them.
+func runEdits(cmd *cobra.Command, v *viper.Viper) ([]scenario.Edit, error) {
+	var edits []scenario.Edit
+	if cmd.Flags().Changed("seed") || v.IsSet("run.seed") && os.Getenv("LOCKSTEP_SEED") != "" {
+		edits = append(edits, scenario.WithSeed(v.GetUint64("run.seed")))
+	}
+	more, err := outputEdits(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return append(edits, more...), nil
+}
+
+// addOutputFlags adds --cwnd and --queues, which ask for optional outputs.
+func addOutputFlags(cmd *cobra.Command) {
+	cmd.Flags().Bool("cwnd", false, "also write cwnd.csv for every flow (as output.cwnd: {all: true})")
+	cmd.Flags().Duration("queues", 0, "also write queue_depth.csv, sampling every this long in virtual time, e.g. 10us (as output.queues)")
+}
+
+// outputEdits are the edits of --cwnd and --queues.
+func outputEdits(cmd *cobra.Command) ([]scenario.Edit, error) {
+	var edits []scenario.Edit
+	if cwnd, _ := cmd.Flags().GetBool("cwnd"); cwnd {
+		edits = append(edits, scenario.WithCwnd())
+	}
+	queues, _ := cmd.Flags().GetDuration("queues")
+	if queues < 0 {
+		return nil, badInput(fmt.Errorf("--queues: must not be negative, got %v", queues))
+	}
+	if queues > 0 {
+		// Durations on the command line are real-time units read as
+		// virtual time: 1us means one virtual microsecond.
+		edits = append(edits, scenario.WithQueues(sim.Time(queues.Nanoseconds())*sim.Nanosecond))
+	}
+	return edits, nil
 }
 
 // peakRSS is the process's peak resident set size in bytes (Linux: ru_maxrss in KiB).

@@ -17,7 +17,7 @@ func newTopoCmd(stdout io.Writer) *cobra.Command {
 		Example: "  lockstep topo examples/fattree-k8-permutation.yaml",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := loadScenario(args[0], nil)
+			b, err := loadScenario(args[0])
 			if err != nil {
 				return err
 			}

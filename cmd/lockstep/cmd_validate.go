@@ -15,12 +15,12 @@ func newValidateCmd(stdout io.Writer) *cobra.Command {
 		Example: "  lockstep validate examples/leafspine.yaml",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := loadScenario(args[0], nil)
+			b, err := loadScenario(args[0])
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "%s: ok: %d hosts, %d switches, %d links, %d flows, digest %s\n", args[0],
-				b.Topo.NumHosts(), b.Topo.NumSwitches(), len(b.Topo.Links), len(b.Fabric.Flows), b.Digest[:16])
+				b.Topo.NumHosts(), b.Topo.NumSwitches(), len(b.Topo.Links), len(b.Fabric.Flows), b.Digest()[:16])
 			return nil
 		},
 	}

@@ -98,7 +98,8 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 
 	start := time.Now()
 	stats := node.Stats{Transport: transport, Nodes: "goroutines", Coordinators: coords}
-	var m *node.Merged
+	var m *results.Outputs
+	var rs []*node.PartResult
 	// Progress: the leader's window and virtual time, and the nodes'
 	// events per second (NATS callbacks and RunLocal call it; mu orders
 	// them).
@@ -139,7 +140,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		if err != nil {
 			return true, err
 		}
-		m = lr.Merged
+		m, rs = lr.Outputs, lr.Results
 	} else {
 		switch {
 		case v.GetBool("run.external"):
@@ -162,7 +163,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 			}
 			return true, err
 		}
-		m = res.Merged
+		m, rs = res.Outputs, res.Results
 		for _, l := range res.Leaders {
 			stats.Leaders = append(stats.Leaders, fmt.Sprintf("%s@%d", l.ID, l.Term))
 		}
@@ -171,7 +172,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 	if show {
 		fmt.Fprintln(stderr)
 	}
-	ds := m.Stats(wall)
+	ds := node.RunStats(pl, rs, m.End, wall)
 	ds.Transport, ds.Nodes, ds.Coordinators, ds.Leaders = stats.Transport, stats.Nodes, stats.Coordinators, stats.Leaders
 	sum := m.Summary()
 	var ms runtime.MemStats

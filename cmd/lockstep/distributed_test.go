@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -163,6 +164,50 @@ func TestRunDistributed_Design2_RandomScenarioSameFiles(t *testing.T) {
 	}
 }
 
+// TestRunDistributed_EditsTravel is issue 8's bug: the command line's
+// edits (--cwnd, --queues, --seed) must reach every node over NATS, so
+// that a distributed run writes cwnd.csv (and every other file)
+// byte-identical to one process, with the default transport too.
+func TestRunDistributed_EditsTravel(t *testing.T) {
+	requireWired(t)
+	t.Setenv(asMainEnv, "1") // for the child processes only
+	dir := t.TempDir()
+	s := filepath.Join("..", "..", "examples", "dumbbell.yaml")
+	edits := []string{"--cwnd", "--queues", "10us", "--seed", "3", "--quiet"}
+	single := filepath.Join(dir, "single")
+	runCLI(t, append([]string{"run", s, "--out", single}, edits...)...)
+	if _, err := os.Stat(filepath.Join(single, "cwnd.csv")); err != nil {
+		t.Fatalf("the single-process run wrote no cwnd.csv: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"2 partitions over NATS", []string{"--partitions", "2"}},
+		{"2 partitions, 3 coordinator processes", []string{"--partitions", "2", "--coordinators", "3"}},
+	} {
+		out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_"))
+		runCLI(t, append(append([]string{"run", s, "--out", out}, edits...), c.args...)...)
+		sameFiles(t, c.name, single, out)
+		var sum struct {
+			Seed   uint64 `json:"seed"`
+			Digest string `json:"scenario_digest"`
+		}
+		var want struct {
+			Digest string `json:"scenario_digest"`
+		}
+		if err := json.Unmarshal(readOut(t, out, "summary.json"), &sum); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(readOut(t, single, "summary.json"), &want); err != nil {
+			t.Fatal(err)
+		}
+		if sum.Seed != 3 || sum.Digest != want.Digest {
+			t.Errorf("%s: seed %d digest %s; want seed 3 and the single-process digest %s", c.name, sum.Seed, sum.Digest, want.Digest)
+		}
+	}
+}
+
 // startNATS runs a NATS server in the test (an "external" server for the
 // run under test).
 func startNATS(t *testing.T) *server.Server {
@@ -306,7 +351,7 @@ func TestRunDistributed_Design3_LeaderFailover(t *testing.T) {
 	single := filepath.Join(dir, "single")
 	runCLI(t, "run", s, "--out", single, "--quiet")
 
-	b, err := loadScenario(s, nil)
+	b, err := loadScenario(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +382,7 @@ func TestRunDistributed_Design3_LeaderFailover(t *testing.T) {
 		t.Fatalf("the leader was never killed: the run ended before window 100")
 	}
 	t.Logf("killed leader pid %d (term %d); leaders %+v; %d windows", killedPID, killedTerm, res.Leaders,
-		res.Merged.Parts[0].Core.Windows)
+		res.Results[0].Core.Windows)
 	if res.CoordinatorsLost != 1 {
 		t.Errorf("%d coordinators lost, want 1", res.CoordinatorsLost)
 	}
@@ -352,7 +397,7 @@ func TestRunDistributed_Design3_LeaderFailover(t *testing.T) {
 	if err := os.MkdirAll(got, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := res.Merged.WriteDir(got, results.Perf{}, nil); err != nil {
+	if err := res.Outputs.WriteDir(got, results.Perf{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	sameFiles(t, "leader killed", single, got)
@@ -477,7 +522,7 @@ func TestDeploy_CancelStopsEveryProcess(t *testing.T) {
 	requireWired(t)
 	t.Setenv(asMainEnv, "1")
 	dir := write(t, map[string]string{"r.yaml": randomYAML})
-	b, err := loadScenario(filepath.Join(dir, "r.yaml"), nil)
+	b, err := loadScenario(filepath.Join(dir, "r.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -80,30 +79,10 @@ seed give byte-identical results. See docs/scenario.md for the format.`,
 	return root
 }
 
-// loadScenario reads and builds a scenario file, with an optional seed
-// override. Its errors are bad input.
-func loadScenario(path string, seed *uint64) (*scenario.Built, error) {
-	return loadScenarioWith(path, seed, nil)
-}
-
-// loadScenarioWith is loadScenario with a change to the parsed scenario
-// before it is built (command-line overrides).
-func loadScenarioWith(path string, seed *uint64, edit func(*scenario.Scenario)) (*scenario.Built, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, badInput(fmt.Errorf("%s: cannot read scenario: %v", path, unwrapPathErr(err)))
-	}
-	s, err := scenario.Parse(path, data)
-	if err != nil {
-		return nil, badInput(err)
-	}
-	if seed != nil {
-		s.Seed = seed
-	}
-	if edit != nil {
-		edit(s)
-	}
-	b, err := scenario.Build(path, data, s, scenario.Dir(filepath.Dir(path)))
+// loadScenario reads and builds a scenario file with the edits the
+// command line asks for (scenario.LoadFile). Its errors are bad input.
+func loadScenario(path string, edits ...scenario.Edit) (*scenario.Built, error) {
+	b, err := scenario.LoadFile(path, edits...)
 	if err != nil {
 		return nil, badInput(err)
 	}

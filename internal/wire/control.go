@@ -76,14 +76,17 @@ type SetupRequest struct {
 
 // Setup is everything a node needs to build its partition (DESIGN.md §7:
 // a node needs nothing but the binary, a NATS URL, a run id and its
-// partition index). The node rebuilds the scenario from File, Data and
-// Files, checks Digest, and checks that Part gives Lookahead.
+// partition index). It carries the effective scenario (after every
+// command-line and API edit), not the file it came from: the node
+// rebuilds exactly what the launcher built from Scenario and Files,
+// refuses it unless it gives Digest, and checks that Part gives Lookahead.
 type Setup struct {
-	File  string            // the scenario's file name (for messages)
-	Data  []byte            // the scenario's YAML
-	Files map[string][]byte // the files it reads (CDFs, .topo, .cm), by name
-	Seed  *uint64           // the seed override, if any
-	// Digest is scenario.Built.Digest of the scenario as built.
+	File     string            // the scenario's file name (for messages)
+	Scenario []byte            // scenario.Built.Effective: the effective scenario, canonically encoded
+	Files    map[string][]byte // the files it reads (CDFs, .topo, .cm), by name
+	Seed     uint64            // the effective seed
+	// Digest is scenario.Built.Digest: the effective scenario and every
+	// file it reads.
 	Digest    string
 	P         int
 	Part      []int // every topology node's partition

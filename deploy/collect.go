@@ -1,4 +1,4 @@
-package node
+package deploy
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lockstep-sim/lockstep/internal/wire"
+	"github.com/lockstep-sim/lockstep/node"
 )
 
 // Collector receives the nodes' results over NATS (request/reply, one
@@ -19,9 +20,9 @@ type Collector struct {
 	errs chan error
 
 	mu      sync.Mutex
-	enc     *wire.Encoder       // guarded by mu
-	chunks  map[int][][]byte    // guarded by mu
-	results map[int]*PartResult // guarded by mu
+	enc     *wire.Encoder            // guarded by mu
+	chunks  map[int][][]byte         // guarded by mu
+	results map[int]*node.PartResult // guarded by mu
 }
 
 // NewCollector subscribes to the result subjects of run for p partitions.
@@ -31,7 +32,7 @@ func NewCollector(nc *nats.Conn, run string, p int) (*Collector, error) {
 		return nil, err
 	}
 	c := &Collector{p: p, done: make(chan struct{}), errs: make(chan error, 1), enc: wire.NewEncoder(),
-		chunks: map[int][][]byte{}, results: map[int]*PartResult{}}
+		chunks: map[int][][]byte{}, results: map[int]*node.PartResult{}}
 	c.sub, err = nc.Subscribe(subj.Results(), c.onChunk)
 	if err != nil {
 		return nil, err
@@ -57,10 +58,10 @@ func (c *Collector) Has(i int) bool {
 }
 
 // Results returns the results by partition (nil where missing).
-func (c *Collector) Results() []*PartResult {
+func (c *Collector) Results() []*node.PartResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]*PartResult, c.p)
+	out := make([]*node.PartResult, c.p)
 	for i := range out {
 		out[i] = c.results[i]
 	}
@@ -115,9 +116,9 @@ func (c *Collector) add(ch wire.ResultChunk) {
 		data = append(data, part...)
 	}
 	delete(c.chunks, ch.Partition)
-	r, err := DecodeResult(data)
-	if err == nil && r.Partition != ch.Partition {
-		err = fmt.Errorf("result of partition %d sent as %d", r.Partition, ch.Partition)
+	r, err := node.DecodeResult(data)
+	if err == nil && r.Part.Partition != ch.Partition {
+		err = fmt.Errorf("result of partition %d sent as %d", r.Part.Partition, ch.Partition)
 	}
 	if err != nil {
 		select {

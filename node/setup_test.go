@@ -1,0 +1,107 @@
+package node_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/lockstep-sim/lockstep/deploy"
+	"github.com/lockstep-sim/lockstep/internal/wire"
+	"github.com/lockstep-sim/lockstep/node"
+	"github.com/lockstep-sim/lockstep/partition"
+	"github.com/lockstep-sim/lockstep/scenario"
+)
+
+// setupFor loads examples/dumbbell.yaml with --cwnd and a seed, cut in 2.
+func setupFor(t *testing.T) (*scenario.Built, *wire.Setup) {
+	t.Helper()
+	b, err := scenario.LoadFile("../examples/dumbbell.yaml", scenario.WithCwnd(), scenario.WithSeed(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := partition.Auto(b.Topo, b.Fabric.Impairments, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, deploy.NewSetup(b, pl)
+}
+
+// STYLE §14 "effective state travels": a node builds the effective
+// scenario (after the edits), not the file.
+func TestFromSetup_BuildsTheEffectiveScenario(t *testing.T) {
+	b, su := setupFor(t)
+	got, _, err := node.FromSetup(su)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Digest() != b.Digest() || got.Seed() != 3 || !got.Fabric.Transport.Trace.All {
+		t.Errorf("node built seed %d, cwnd trace %+v, digest %s; want seed 3, every flow traced, %s",
+			got.Seed(), got.Fabric.Transport.Trace, got.Digest(), b.Digest())
+	}
+}
+
+func TestFromSetup_RefusesAnotherDigest(t *testing.T) {
+	for name, spoil := range map[string]func(su *wire.Setup){
+		"digest": func(su *wire.Setup) { su.Digest = strings.Repeat("0", 64) },
+		"scenario": func(su *wire.Setup) {
+			su.Scenario = []byte(strings.Replace(string(su.Scenario), `"Seed":3`, `"Seed":4`, 1))
+		},
+		"seed": func(su *wire.Setup) { su.Seed = 4 },
+	} {
+		_, su := setupFor(t)
+		before := string(su.Scenario)
+		spoil(su)
+		if name == "scenario" && string(su.Scenario) == before {
+			t.Fatalf("the test did not change the scenario: %s", before)
+		}
+		if _, _, err := node.FromSetup(su); err == nil {
+			t.Errorf("%s changed: the node accepted the setup", name)
+		}
+	}
+}
+
+// A node process fetches its setup over NATS and refuses to run one whose
+// digest does not match.
+func TestRun_RefusesSetupWithWrongDigest(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{DontListen: true, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS did not start")
+	}
+	defer ns.Shutdown()
+	connect := func() *nats.Conn {
+		nc, err := nats.Connect(ns.ClientURL(), nats.InProcessServer(ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	_, su := setupFor(t)
+	su.Digest = strings.Repeat("0", 64)
+	subj, _ := wire.NewSubjects("bad-digest")
+	reply, err := wire.NewEncoder().Control(wire.TypeSetup, su)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := connect()
+	if _, err := fake.Subscribe(subj.Setup(), func(m *nats.Msg) { _ = m.Respond(reply) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = node.Run(ctx, node.Config{Conn: connect(), Run: "bad-digest", Partition: 0})
+	if err == nil || !strings.Contains(err.Error(), "digest") {
+		t.Fatalf("node.Run with a wrong digest: %v; want an error about the digest", err)
+	}
+}

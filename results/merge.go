@@ -1,0 +1,271 @@
+package results
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/lockstep-sim/lockstep/fabric"
+	"github.com/lockstep-sim/lockstep/hostsim"
+	"github.com/lockstep-sim/lockstep/scenario"
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// Outputs is a run's outputs: the merge of its parts. A single-process
+// run is the merge of one part; a partitioned run's outputs are the same,
+// byte for byte (DESIGN.md §2).
+type Outputs struct {
+	Built   *scenario.Built
+	Records []hostsim.FlowRecord // by flow, in b.Fabric.Flows order
+	Ports   []QueueRow
+	Cwnd    []hostsim.CwndRow
+	Depths  []DepthRow
+	Pcaps   []HostPcap // in the scenario's output.pcap order
+	End     sim.Time
+	// StoppedBy is summary.json's stopped_by: "flows-done", "stop_at",
+	// "max_time" or "no-events".
+	StoppedBy string
+	Parts     []*Part // by partition
+}
+
+// Merge combines the parts of a run of b, one per partition 0..len-1.
+//
+// Flow records are merged by flow id: the sender's part gives the record,
+// the receiver's part its receive-side fields (Finished, Finish,
+// BytesReceived), as hostsim.FlowRecord documents. Ports are concatenated
+// in node order; cwnd samples are sorted stably by (time, flow); queue
+// samples by switch node, then stably by time; pcaps follow output.pcap.
+// The run ends at the time limit if it stopped there, else at the last
+// completion if every flow finished, else at the last event.
+func Merge(b *scenario.Built, parts []*Part) (*Outputs, error) {
+	byPart := make([]*Part, len(parts))
+	for _, r := range parts {
+		if r == nil || r.Partition < 0 || r.Partition >= len(parts) || byPart[r.Partition] != nil {
+			return nil, fmt.Errorf("results: the part of partition %v is missing or repeated", partOf(r))
+		}
+		if r.Digest != b.Digest() {
+			return nil, fmt.Errorf("results: partition %d ran scenario %.16s, not %.16s", r.Partition, r.Digest, b.Digest())
+		}
+		byPart[r.Partition] = r
+	}
+	if len(byPart) == 0 {
+		return nil, fmt.Errorf("results: no parts to merge")
+	}
+	flows := b.Fabric.Flows
+	o := &Outputs{Built: b, Records: make([]hostsim.FlowRecord, len(flows)), Parts: byPart}
+	index := make(map[int32]int, len(flows))
+	for i := range flows {
+		index[flows[i].ID] = i
+	}
+	snd := make([]*hostsim.FlowRecord, len(flows))
+	rcv := make([]*hostsim.FlowRecord, len(flows))
+	for _, r := range byPart {
+		for k := range r.Flows {
+			fp := &r.Flows[k]
+			i, ok := index[fp.ID]
+			if !ok || fp.Sender && snd[i] != nil || fp.Receiver && rcv[i] != nil {
+				return nil, fmt.Errorf("results: partition %d: flow %d unknown or held twice", r.Partition, fp.ID)
+			}
+			if fp.Sender {
+				snd[i] = &fp.Rec
+			}
+			if fp.Receiver {
+				rcv[i] = &fp.Rec
+			}
+		}
+	}
+	for i := range flows {
+		if snd[i] == nil || rcv[i] == nil {
+			return nil, fmt.Errorf("results: flow %d: no record of its sender or its receiver", flows[i].ID)
+		}
+		rec := *snd[i]
+		d := rcv[i]
+		rec.Finished, rec.Finish, rec.BytesReceived = d.Finished, d.Finish, d.BytesReceived
+		o.Records[i] = rec
+	}
+
+	var ports []PortRow
+	for _, r := range byPart {
+		ports = append(ports, r.Ports...)
+	}
+	slices.SortStableFunc(ports, func(a, b PortRow) int { return cmp.Compare(a.Node, b.Node) })
+	for _, r := range ports {
+		o.Ports = append(o.Ports, r.Row)
+	}
+	// A flow's samples all come from its sender's part, in time order, so
+	// a stable sort by (time, flow) of the concatenation does not depend
+	// on the cut.
+	for _, r := range byPart {
+		o.Cwnd = append(o.Cwnd, r.Cwnd...)
+	}
+	slices.SortStableFunc(o.Cwnd, func(a, b hostsim.CwndRow) int {
+		return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.Flow, b.Flow))
+	})
+	var depths []DepthPart
+	for _, r := range byPart {
+		depths = append(depths, r.Depths...)
+	}
+	slices.SortStableFunc(depths, func(a, b DepthPart) int { return cmp.Compare(a.Node, b.Node) })
+	for _, d := range depths {
+		o.Depths = append(o.Depths, d.Row)
+	}
+	slices.SortStableFunc(o.Depths, func(a, b DepthRow) int { return cmp.Compare(a.Time, b.Time) })
+	for _, h := range b.PcapHosts {
+		var data []byte
+		found := false
+		for _, r := range byPart {
+			for _, c := range r.Pcaps {
+				if c.Host == h {
+					data, found = c.Data, true
+				}
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("results: no capture of host %d", h)
+		}
+		o.Pcaps = append(o.Pcaps, HostPcap{Host: h, Data: data})
+	}
+
+	finish := byPart[0].Finish
+	done := true
+	var last, now sim.Time
+	for _, r := range byPart {
+		if r.Finish != finish {
+			return nil, fmt.Errorf("results: partitions %d and %d finished differently", 0, r.Partition)
+		}
+		done = done && r.FlowsDone
+		last = max(last, r.LastCompletion)
+		now = max(now, r.Now)
+	}
+	switch {
+	case finish == FinishLimit:
+		o.End = b.Limit()
+		o.StoppedBy = "max_time"
+		if b.StopAt != sim.Never {
+			o.StoppedBy = "stop_at"
+		}
+	case finish != FinishDrained:
+		return nil, fmt.Errorf("results: the run has not finished")
+	case done:
+		o.End = last
+		o.StoppedBy = "flows-done"
+	default:
+		o.End = now
+		o.StoppedBy = "no-events"
+	}
+	return o, nil
+}
+
+func partOf(r *Part) any {
+	if r == nil {
+		return "nil"
+	}
+	return r.Partition
+}
+
+// Summary is summary.json's machine-independent part. Events, packets and
+// losses are sums over the parts; PeakEventQueue is the largest part's and
+// PacketPool the sum of the parts' pools.
+func (o *Outputs) Summary() Summary {
+	b := o.Built
+	s := Summary{Scenario: filepath.Base(b.File), Name: b.Name, Digest: b.Digest(), Seed: b.Seed(),
+		EndNs: o.End.NsString(), Flows: len(b.Fabric.Flows), StoppedBy: o.StoppedBy}
+	for _, r := range o.Parts {
+		s.Events += r.Stats.Events
+		s.PacketsSent += r.Stats.Sent
+		s.LinkLost += r.Stats.LinkLost
+		s.PeakEventQueue = max(s.PeakEventQueue, r.Stats.PeakQueue)
+		s.PacketPool += r.PoolSlots
+		s.HostPackets += r.HostPackets
+	}
+	for i := range o.Records {
+		rec := &o.Records[i]
+		if rec.Finished {
+			s.FlowsFinished++
+		}
+		s.Retransmits += rec.Retransmits
+		s.Timeouts += rec.Timeouts
+	}
+	for _, q := range o.Ports {
+		s.QueueDrops += q.Dropped
+		s.Marks += q.Marked
+	}
+	s.Drops = s.QueueDrops + s.LinkLost
+	return s
+}
+
+// Conservation sums the parts' packet counts; at the end of a run no
+// packet is between partitions, so the sum balances as one fabric's does.
+func (o *Outputs) Conservation() fabric.Conservation {
+	var c fabric.Conservation
+	for _, r := range o.Parts {
+		x := r.Cons
+		c.Created += x.Created
+		c.Consumed += x.Consumed
+		c.QueueDrops += x.QueueDrops
+		c.LinkLost += x.LinkLost
+		c.NoRoute += x.NoRoute
+		c.Misrouted += x.Misrouted
+		c.InQueues += x.InQueues
+		c.OnWire += x.OnWire
+		c.PoolLive += x.PoolLive
+	}
+	return c
+}
+
+// WriteFCT writes fct.csv.
+func (o *Outputs) WriteFCT(w io.Writer) error {
+	return WriteFCT(w, o.Built.Fabric.Flows, o.Records)
+}
+
+// WriteDir writes fct.csv, queues.csv, and when the scenario asks for
+// them cwnd.csv, queue_depth.csv and pcap/h<i>.pcap, then summary.json
+// last, each atomically. perf and extra go to the summary's perf and
+// extra fields (extra nil: none).
+func (o *Outputs) WriteDir(dir string, perf Perf, extra any) error {
+	if err := WriteFileAtomic(filepath.Join(dir, "fct.csv"), o.WriteFCT); err != nil {
+		return err
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, "queues.csv"), func(w io.Writer) error {
+		return WriteQueues(w, o.Ports)
+	}); err != nil {
+		return err
+	}
+	if len(o.Cwnd) > 0 {
+		if err := WriteFileAtomic(filepath.Join(dir, "cwnd.csv"), func(w io.Writer) error {
+			return WriteCwnd(w, o.Cwnd)
+		}); err != nil {
+			return err
+		}
+	}
+	if len(o.Depths) > 0 {
+		if err := WriteFileAtomic(filepath.Join(dir, "queue_depth.csv"), func(w io.Writer) error {
+			return WriteDepth(w, o.Depths)
+		}); err != nil {
+			return err
+		}
+	}
+	if len(o.Pcaps) > 0 {
+		pdir := filepath.Join(dir, "pcap")
+		if err := os.MkdirAll(pdir, 0o755); err != nil {
+			return err
+		}
+		for _, c := range o.Pcaps {
+			if err := WriteFileAtomic(filepath.Join(pdir, fmt.Sprintf("h%d.pcap", c.Host)), func(w io.Writer) error {
+				_, err := w.Write(c.Data)
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	s := o.Summary()
+	s.Perf = perf
+	s.Extra = extra
+	return WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error {
+		return WriteSummary(w, &s)
+	})
+}

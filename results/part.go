@@ -1,0 +1,155 @@
+package results
+
+import (
+	"github.com/lockstep-sim/lockstep/fabric"
+	"github.com/lockstep-sim/lockstep/hostsim"
+	"github.com/lockstep-sim/lockstep/pcap"
+	"github.com/lockstep-sim/lockstep/scenario"
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// Finish says why a fabric stopped running.
+type Finish uint8
+
+const (
+	// FinishDrained: no event was left before the time limit.
+	FinishDrained Finish = 1 + iota
+	// FinishLimit: events were left at the time limit (stop_at or
+	// max_time).
+	FinishLimit
+)
+
+// FlowPart is one flow's record as one partition saw it: the sender's
+// fields are valid if Sender (the flow's source host is local), the
+// receive-side fields (Finished, Finish, BytesReceived) if Receiver.
+type FlowPart struct {
+	ID       int32
+	Sender   bool
+	Receiver bool
+	Rec      hostsim.FlowRecord
+}
+
+// PortRow is a queues.csv row with the switch's node index, for merging.
+type PortRow struct {
+	Node int
+	Row  QueueRow
+}
+
+// DepthPart is a queue_depth.csv row with the switch's node index.
+type DepthPart struct {
+	Node int
+	Row  DepthRow
+}
+
+// HostPcap is one host's capture (pcap/h<Host>.pcap).
+type HostPcap struct {
+	Host int
+	Data []byte
+}
+
+// Part is what one fabric (a whole run, or one partition of it)
+// contributes to a run's outputs. It is a plain value (msgpack-encodable)
+// so that a node process can send it back over NATS; Merge combines the
+// parts of a run.
+type Part struct {
+	Partition int
+	// Digest is the digest of the scenario the fabric was built from;
+	// Merge refuses parts of another scenario.
+	Digest string
+	// Flows holds the records of flows with a local endpoint, in flow
+	// order.
+	Flows []FlowPart
+	// Ports holds the local switches' ports in node and port order.
+	Ports []PortRow
+	// Cwnd is the local senders' cwnd samples (cwnd.csv), in the order
+	// they were taken.
+	Cwnd []hostsim.CwndRow
+	// Depths is the local switches' queue samples (queue_depth.csv),
+	// switch by switch in node order, each in the order taken.
+	Depths []DepthPart
+	// Pcaps are the local captured hosts' pcap files, in output.pcap order.
+	Pcaps []HostPcap
+	Stats sim.Stats
+	// Now is the time of the last event the fabric ran.
+	Now            sim.Time
+	LastCompletion sim.Time
+	// FlowsDone says every local flow's local parts finished.
+	FlowsDone   bool
+	HostPackets uint64
+	PoolSlots   int
+	// Cons is the fabric's packet conservation counts; a caller that
+	// holds packets outside the fabric (a node's unread batches) adds them.
+	Cons   fabric.Conservation
+	Finish Finish
+}
+
+// Recorder gathers a fabric's part of the outputs: it taps the local
+// hosts that output.pcap captures when it is made, before the fabric
+// runs, and makes the Part when the fabric has stopped.
+type Recorder struct {
+	f      *fabric.Fabric
+	digest string
+	caps   []hostCapture
+}
+
+type hostCapture struct {
+	host int
+	c    *pcap.Capture
+}
+
+// NewRecorder attaches to f, built from b (perhaps one partition of it).
+func NewRecorder(b *scenario.Built, f *fabric.Fabric) *Recorder {
+	r := &Recorder{f: f, digest: b.Digest()}
+	for _, hi := range b.PcapHosts {
+		if h := f.Hosts[hi]; h != nil {
+			c := pcap.NewCapture()
+			h.Tap = c.Tap
+			r.caps = append(r.caps, hostCapture{host: hi, c: c})
+		}
+	}
+	return r
+}
+
+// Part makes partition's part from the fabric as it stands, which
+// stopped for reason finish.
+func (r *Recorder) Part(partition int, finish Finish) *Part {
+	f := r.f
+	e := f.Eng
+	p := &Part{Partition: partition, Digest: r.digest, Stats: e.Stats, Now: e.Now(), LastCompletion: f.LastCompletion(),
+		FlowsDone: f.Done(), PoolSlots: e.Pool.Capacity(), Cons: f.Conservation(), Cwnd: f.T.CwndLog, Finish: finish}
+	t := f.Topo
+	for i := range f.T.Flows {
+		fl := &f.T.Flows[i]
+		snd, rcv := e.Local(sim.ElemID(t.Hosts[fl.Src])), e.Local(sim.ElemID(t.Hosts[fl.Dst]))
+		if snd || rcv {
+			p.Flows = append(p.Flows, FlowPart{ID: fl.ID, Sender: snd, Receiver: rcv, Rec: f.T.Records[i]})
+		}
+	}
+	for _, h := range f.Hosts {
+		if h != nil {
+			p.HostPackets += h.Created
+		}
+	}
+	for _, hc := range r.caps {
+		p.Pcaps = append(p.Pcaps, HostPcap{Host: hc.host, Data: hc.c.Bytes()})
+	}
+	for node, s := range f.Switches {
+		if s == nil {
+			continue
+		}
+		for _, q := range s.Samples {
+			p.Depths = append(p.Depths, DepthPart{Node: node, Row: DepthRow{Time: q.Time,
+				Switch: t.Nodes[node].Name, Port: q.Port, Bytes: q.Bytes}})
+		}
+		for pi := range s.Ports {
+			pt := &s.Ports[pi]
+			l := &e.Links[pt.Link]
+			tl := t.Links[int(pt.Link)/2]
+			p.Ports = append(p.Ports, PortRow{Node: node, Row: QueueRow{Switch: t.Nodes[node].Name, Port: pi,
+				Peer: t.Nodes[pt.Peer].Name, Tier: tl.Tier, RateBps: tl.Rate, Enqueued: pt.Enqueued, Dropped: pt.Dropped,
+				Marked: pt.Marked, PeakBytes: pt.PeakBytes, Bytes: pt.Bytes, TxPackets: pt.TxPackets,
+				LinkLost: l.LostRandom + l.LostDown}})
+		}
+	}
+	return p
+}
