@@ -29,8 +29,12 @@ func newForwardBench(tb testing.TB, ports int, mode switchsim.Forwarding) *forwa
 	if err != nil {
 		tb.Fatal(err)
 	}
+	ix, err := topologies.Compile(topo)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	leaf := len(topo.Hosts) // the first switch node: leaf0
-	tp := topo.Ports(leaf)
+	tp := ix.Ports(leaf)
 	if len(tp) != ports {
 		tb.Fatalf("leaf0 has %d ports, want %d", len(tp), ports)
 	}
@@ -45,7 +49,7 @@ func newForwardBench(tb testing.TB, ports int, mode switchsim.Forwarding) *forwa
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &forwardBench{e: e, s: switchsim.New(sim.ElemID(leaf), leaf, sp, topo.Routes(), mode), hosts: len(topo.Hosts)}
+	return &forwardBench{e: e, s: switchsim.New(sim.ElemID(leaf), leaf, sp, ix.Routes(), mode), hosts: len(topo.Hosts)}
 }
 
 // forward hands the switch one packet for host dst and runs the events it

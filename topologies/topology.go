@@ -91,15 +91,12 @@ type Port struct {
 	Peer int // node at the other end
 }
 
-// Topology is a fabric. Host i is node Hosts[i]; hosts are numbered in the
-// order the builder created them.
+// Topology is a fabric: plain data, with no derived state. Host i is node
+// Hosts[i]; hosts are numbered in the order the builder created them.
+// Compile turns it into the Index that ports and routes are looked up in.
 type Topology struct {
 	Name  string
 	Nodes []Node
 	Links []Link
 	Hosts []int
-
-	// cache holds the port index and routes derived from the fields
-	// above, built once on first use (see Ports).
-	cache *topoCache
 }
