@@ -228,11 +228,11 @@ func (f *Fabric) RunUntil(horizon sim.Time) uint64 {
 	return e.Stats.Events - start
 }
 
-// RunUntilBatch is RunUntil with at most max events, so callers can report
+// RunUntilBatch is RunUntil with at most n events, so callers can report
 // progress. It returns false when nothing is left before horizon.
-func (f *Fabric) RunUntilBatch(horizon sim.Time, max int) bool {
+func (f *Fabric) RunUntilBatch(horizon sim.Time, n int) bool {
 	e := f.Eng
-	for i := 0; i < max; i++ {
+	for i := 0; i < n; i++ {
 		ev, ok := e.Next(horizon)
 		if !ok {
 			return false

@@ -351,11 +351,11 @@ func TestParseHtsimTopo_BaseFileIsValid(t *testing.T) {
 }
 
 func TestParseHtsimTopo_Errors(t *testing.T) {
-	repl := func(old, new string) string {
+	repl := func(old, with string) string {
 		if !strings.Contains(base, old) {
 			panic("test bug: " + old)
 		}
-		return strings.Replace(base, old, new, 1)
+		return strings.Replace(base, old, with, 1)
 	}
 	cases := []struct {
 		name, in, want string

@@ -12,9 +12,9 @@ import (
 type NodeKind uint8
 
 const (
-	kindInvalid NodeKind = iota
-	// Host is an end host with a NIC.
-	Host
+	// Host is an end host with a NIC. The zero NodeKind is not a kind, so
+	// a node whose kind was forgotten fails Validate.
+	Host NodeKind = 1 + iota
 	// Switch is an output-queued switch.
 	Switch
 )
