@@ -3,7 +3,12 @@ GO      ?= go
 PKGS    ?= ./...
 TIMEOUT ?= 20m
 
-.PHONY: help build run deps test test-race test-slow bench bench-smoke verify fmt vet tidy-check ci
+# golangci-lint is pinned in tools/go.mod and built from there into bin/
+# (one go build, with only the Go module proxy); it is rebuilt when
+# tools/go.mod or tools/go.sum change.
+GOLANGCI_LINT ?= bin/golangci-lint
+
+.PHONY: help build run deps test test-race test-slow bench bench-smoke verify fmt vet lint tidy-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -39,7 +44,7 @@ bench: ## all benchmarks with allocation counts
 bench-smoke: ## every benchmark once, briefly (CI)
 	$(GO) test -run '^$$' -bench . -benchtime 100x $(PKGS)
 
-verify: fmt vet tidy-check ## gofmt, go vet, go mod tidy clean
+verify: fmt vet lint tidy-check ## gofmt, go vet, golangci-lint, go mod tidy clean (both modules)
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -48,10 +53,16 @@ fmt:
 vet:
 	$(GO) vet $(PKGS)
 
+lint: $(GOLANGCI_LINT) ## golangci-lint with .golangci.yml (layers by depguard, exhaustive enums, dead code)
+	$(GOLANGCI_LINT) run $(PKGS)
+
+$(GOLANGCI_LINT): tools/go.mod tools/go.sum
+	cd tools && $(GO) build -o $(abspath $(GOLANGCI_LINT)) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
 tidy-check:
-	@cp go.mod /tmp/lockstep.go.mod.bak; cp go.sum /tmp/lockstep.go.sum.bak; \
-	$(GO) mod tidy; \
-	if ! cmp -s go.mod /tmp/lockstep.go.mod.bak || ! cmp -s go.sum /tmp/lockstep.go.sum.bak; then \
-	  echo "go mod tidy changes go.mod/go.sum"; cp /tmp/lockstep.go.mod.bak go.mod; cp /tmp/lockstep.go.sum.bak go.sum; exit 1; fi
+	@for m in . tools; do \
+	  if ! out=$$(cd $$m && $(GO) mod tidy -diff); then \
+	    echo "go mod tidy changes $$m/go.mod or $$m/go.sum:"; echo "$$out"; exit 1; fi; \
+	done
 
 ci: test bench-smoke ## what .ci/run does

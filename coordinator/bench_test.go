@@ -130,6 +130,7 @@ func benchRound(b *testing.B, n int) {
 				default:
 				}
 				report(barrier.Report{NextEvent: g.End, MinSent: sim.Never})
+			case wire.KindBatch, wire.KindReport, wire.KindControl: // not subscribed
 			}
 		}
 		for _, s := range []string{subj.Grant(), subj.Resync()} {

@@ -52,9 +52,10 @@ type Fabric struct {
 	Switches []*switchsim.Switch // by node index; nil for hosts and non-local
 	Routes   *topologies.Routes
 
-	kind     []uint8 // by element
-	hostOf   []int32 // element -> host index, -1 for switches
-	linkPort []int32 // link direction -> port index at its From element
+	ix       *topologies.Index // Topo, compiled
+	kind     []uint8           // by element
+	hostOf   []int32           // element -> host index, -1 for switches
+	linkPort []int32           // link direction -> port index at its From element
 }
 
 // DirID is the sim link id of topology link i in the direction from its A
@@ -66,10 +67,12 @@ func DirID(i int, aToB bool) sim.LinkID {
 	return sim.LinkID(2*i + 1)
 }
 
-// New builds a fabric.
+// New builds a fabric. It compiles cfg.Topo (topologies.Compile), which
+// must not change afterwards.
 func New(cfg Config) (*Fabric, error) {
 	t := cfg.Topo
-	if err := t.Validate(); err != nil {
+	ix, err := topologies.Compile(t)
+	if err != nil {
 		return nil, err
 	}
 	if cfg.Forwarding == 0 {
@@ -81,7 +84,7 @@ func New(cfg Config) (*Fabric, error) {
 	// Ports and link directions.
 	portIdx := make([][2]int, len(t.Links)) // port index of the link at A and at B
 	for node := 0; node < n; node++ {
-		for pi, p := range t.Ports(node) {
+		for pi, p := range ix.Ports(node) {
 			l := t.Links[p.Link]
 			if l.A == node {
 				portIdx[p.Link][0] = pi
@@ -127,11 +130,10 @@ func New(cfg Config) (*Fabric, error) {
 	for hi, node := range t.Hosts {
 		hostOf[node] = int32(hi)
 	}
-	routes := t.Routes()
 	for i := range cfg.Flows {
 		f := &cfg.Flows[i]
 		if f.Src >= 0 && f.Src < len(t.Hosts) && f.Dst >= 0 && f.Dst < len(t.Hosts) {
-			f.Hops = pathHops(t, routes, t.Hosts[f.Src], f.Dst)
+			f.Hops = pathHops(t, ix, t.Hosts[f.Src], f.Dst)
 		}
 	}
 	tr, err := hostsim.NewTransport(cfg.Transport, cfg.Flows, func(h int) bool { return local(t.Hosts[h]) })
@@ -146,11 +148,11 @@ func New(cfg Config) (*Fabric, error) {
 	}
 
 	f := &Fabric{Eng: eng, Topo: t, T: tr, Hosts: make([]*hostsim.Host, len(t.Hosts)),
-		Switches: make([]*switchsim.Switch, n), Routes: t.Routes(),
-		kind: make([]uint8, n), hostOf: hostOf, linkPort: linkPort}
+		Switches: make([]*switchsim.Switch, n), Routes: ix.Routes(),
+		kind: make([]uint8, n), hostOf: hostOf, linkPort: linkPort, ix: ix}
 	for node := 0; node < n; node++ {
 		id := sim.ElemID(node)
-		ports := t.Ports(node)
+		ports := ix.Ports(node)
 		switch t.Nodes[node].Kind {
 		case topologies.Host:
 			f.kind[node] = kindHost
@@ -189,18 +191,22 @@ func New(cfg Config) (*Fabric, error) {
 
 // pathHops counts the links from node src to host dst along the first
 // equal-cost port at each hop (all equal-cost paths have the same length).
-func pathHops(t *topologies.Topology, r *topologies.Routes, src, dst int) int {
+func pathHops(t *topologies.Topology, ix *topologies.Index, src, dst int) int {
+	r := ix.Routes()
 	hops, node := 0, src
 	for node != t.Hosts[dst] && hops <= len(t.Nodes) {
 		next := r.Next(node, dst)
 		if len(next) == 0 {
 			return 0
 		}
-		node = t.Ports(node)[next[0]].Peer
+		node = ix.Ports(node)[next[0]].Peer
 		hops++
 	}
 	return hops
 }
+
+// Index is the fabric's compiled topology: ports and routes.
+func (f *Fabric) Index() *topologies.Index { return f.ix }
 
 // Done reports whether every flow with a local endpoint has finished.
 func (f *Fabric) Done() bool { return f.T.Done == f.T.Local }
@@ -222,11 +228,11 @@ func (f *Fabric) RunUntil(horizon sim.Time) uint64 {
 	return e.Stats.Events - start
 }
 
-// RunUntilBatch is RunUntil with at most max events, so callers can report
+// RunUntilBatch is RunUntil with at most n events, so callers can report
 // progress. It returns false when nothing is left before horizon.
-func (f *Fabric) RunUntilBatch(horizon sim.Time, max int) bool {
+func (f *Fabric) RunUntilBatch(horizon sim.Time, n int) bool {
 	e := f.Eng
-	for i := 0; i < max; i++ {
+	for i := 0; i < n; i++ {
 		ev, ok := e.Next(horizon)
 		if !ok {
 			return false

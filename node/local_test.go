@@ -31,19 +31,6 @@ func loadText(t testing.TB, name, text string) *scenario.Built {
 	return b
 }
 
-func loadFile(t testing.TB, path string) *scenario.Built {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := scenario.Load(path, data, os.DirFS(filepath.Dir(path)))
-	if err != nil {
-		t.Fatalf("scenario: %v", err)
-	}
-	return b
-}
-
 // outputs is a run's output directory.
 type outputs struct{ dir string }
 

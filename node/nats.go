@@ -186,6 +186,7 @@ func Run(ctx context.Context, cfg Config) error {
 					_ = m.Control.UnmarshalBody(&a)
 					return fmt.Errorf("node %d: %w: %s", cfg.Partition, ErrAborted, a.Reason)
 				}
+			case wire.KindReport: // reports go to the coordinator, never to a node
 			}
 			for core.Runnable() {
 				t0 := time.Now()

@@ -104,8 +104,7 @@ func groups(t *topologies.Topology, delays []sim.Time, d sim.Time) (comp []int, 
 	for i := range parent {
 		parent[i] = i
 	}
-	var find func(int) int
-	find = func(x int) int {
+	find := func(x int) int {
 		for parent[x] != x {
 			parent[x] = parent[parent[x]]
 			x = parent[x]

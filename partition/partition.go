@@ -81,8 +81,15 @@ func (p *Placement) Imbalance() float64 {
 // workloads; NB(partition): not done.)
 func Weights(t *topologies.Topology) []int64 {
 	w := make([]int64, len(t.Nodes))
+	in := func(v int) bool { return v >= 0 && v < len(w) }
+	for _, l := range t.Links { // a node's ports are the links that touch it
+		if in(l.A) && in(l.B) {
+			w[l.A]++
+			w[l.B]++
+		}
+	}
 	for i := range w {
-		w[i] = max(1, int64(len(t.Ports(i))))
+		w[i] = max(1, w[i])
 	}
 	return w
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/lockstep-sim/lockstep/fabric"
 	"github.com/lockstep-sim/lockstep/scenario"
@@ -163,7 +164,7 @@ func TestMake_EngineDelayIncludesSwitchLatency(t *testing.T) {
 		case strings.HasPrefix(nd.Name, "core"):
 			continue
 		default:
-			if _, err := fmt.Sscanf(strings.TrimLeft(nd.Name, "toragg"), "%d", &x); err != nil {
+			if _, err := fmt.Sscanf(strings.TrimLeftFunc(nd.Name, unicode.IsLetter), "%d", &x); err != nil {
 				t.Fatalf("node name %q: %v", nd.Name, err)
 			}
 			x /= 2

@@ -660,16 +660,16 @@ func byteUnit(ymax float64) (float64, string) {
 	return 1, "bytes"
 }
 
-// decimate thins a time-ordered series to at most max points: the span
-// is cut into max/4 equal time buckets and each keeps its first, lowest,
+// decimate thins a time-ordered series to at most limit points: the span
+// is cut into limit/4 equal time buckets and each keeps its first, lowest,
 // highest and last sample, in time order.
-func decimate(pts []Point, max int) []Point {
-	if len(pts) <= max {
+func decimate(pts []Point, limit int) []Point {
+	if len(pts) <= limit {
 		return pts
 	}
-	buckets := max / 4
+	buckets := limit / 4
 	x0, x1 := pts[0].X, pts[len(pts)-1].X
-	out := make([]Point, 0, max)
+	out := make([]Point, 0, limit)
 	i := 0
 	for b := 1; b <= buckets && i < len(pts); b++ {
 		hi := x0 + (x1-x0)*float64(b)/float64(buckets)

@@ -199,7 +199,7 @@ func TestSharedBottleneck_RenoUsesItAndDropsOnlyThere(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := runYAML(t, sharedBottleneck(ecn))
 			checkConservation(t, r)
-			var first sim.Time = sim.Never
+			first := sim.Never
 			for _, rec := range r.Fabric.T.Records {
 				if !rec.Finished {
 					t.Fatal("a flow did not finish")

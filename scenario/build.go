@@ -689,7 +689,7 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 			if perr != nil {
 				return nil, perr
 			}
-			rate := topo.Links[topo.Ports(topo.Hosts[0])[0].Link].Rate
+			rate := topo.Links[topo.FirstLink(topo.Hosts[0])].Rate
 			flows, err = workloads.Poisson(workloads.PoissonConfig{NumHosts: nh, Load: w.Load, HostRate: rate,
 				CDF: cdf, Start: sim.Time(w.Start), End: sim.Time(w.Start) + sim.Time(w.Duration), MaxFlows: w.MaxFlows}, rng)
 		case "cm":

@@ -8,10 +8,9 @@ type ElemID int32
 type EventKind uint8
 
 const (
-	// evInvalid is the zero value, so that a forgotten kind shows.
-	evInvalid EventKind = iota
-	// EvArrive: packet Pkt has fully arrived over link Arg (store and forward).
-	EvArrive
+	// EvArrive: packet Pkt has fully arrived over link Arg (store and
+	// forward). Kinds start at 1, so that a forgotten kind (0) shows.
+	EvArrive EventKind = 1 + iota
 	// EvTxDone: link Arg finished serialising; its transmitter is idle.
 	EvTxDone
 	// EvTimer: a timer the element armed itself; Arg and Pkt are its own.

@@ -48,9 +48,9 @@ type GilbertElliott struct {
 type ChangeKind uint8
 
 const (
-	changeInvalid ChangeKind = iota
-	// ChangeDown takes the link down: every packet on it or sent onto it is lost.
-	ChangeDown
+	// ChangeDown takes the link down: every packet on it or sent onto it
+	// is lost. Kinds start at 1: the zero ChangeKind is not a change.
+	ChangeDown ChangeKind = 1 + iota
 	// ChangeUp brings it back.
 	ChangeUp
 	// ChangeRate sets the transmit rate.

@@ -138,6 +138,7 @@ func sendAll(e *Engine, n, size int) (at []Time, seqs []uint64) {
 			at = append(at, ev.At)
 			seqs = append(seqs, e.Pool.Get(ev.Pkt).Seq)
 			e.Pool.Free(ev.Pkt)
+		case EvTimer: // sendAll arms no timers
 		}
 	}
 }

@@ -20,9 +20,9 @@ import (
 type Forwarding uint8
 
 const (
-	forwardingInvalid Forwarding = iota
-	// ECMP hashes the 5-tuple: all packets of a flow take one path.
-	ECMP
+	// ECMP hashes the 5-tuple: all packets of a flow take one path. The
+	// zero Forwarding means "not set" (fabric.New picks ECMP).
+	ECMP Forwarding = 1 + iota
 	// Spray hashes the packet's entropy value: the sender picks the path of
 	// each packet.
 	Spray
@@ -46,7 +46,7 @@ func ParseForwarding(s string) (Forwarding, error) {
 	case "spray":
 		return Spray, nil
 	}
-	return forwardingInvalid, fmt.Errorf("unknown forwarding %q (known: ecmp, spray)", s)
+	return 0, fmt.Errorf("unknown forwarding %q (known: ecmp, spray)", s)
 }
 
 // PortCounters are a port's statistics.
@@ -167,6 +167,8 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet)
 // mark decides ECN marking from the occupancy found on arrival.
 func (s *Switch) mark(e *sim.Engine, c *topologies.ECNConfig, occ int64) bool {
 	switch c.Mode {
+	case topologies.ECNOff:
+		return false
 	case topologies.ECNStep:
 		return occ > c.K
 	case topologies.ECNRED:

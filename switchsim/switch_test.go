@@ -29,15 +29,19 @@ func oneSwitch(t *testing.T, q topologies.QueueConfig) (*Switch, *sim.Engine) {
 			left = i
 		}
 	}
-	next := topo.Routes().Next(left, 1)
-	ports := make([]Port, len(topo.Ports(left)))
+	ix, err := topologies.Compile(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := ix.Routes().Next(left, 1)
+	ports := make([]Port, len(ix.Ports(left)))
 	for i := range ports {
 		ports[i] = Port{Link: 0, Peer: 1, Queue: q}
 	}
 	if len(next) != 1 {
 		t.Fatalf("left has %d routes to host 1, want 1", len(next))
 	}
-	return New(0, left, ports, topo.Routes(), ECMP), e
+	return New(0, left, ports, ix.Routes(), ECMP), e
 }
 
 func arrive(s *Switch, e *sim.Engine, size int32, ect bool) sim.PktRef {

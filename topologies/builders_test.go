@@ -15,6 +15,7 @@ func TestDumbbell_CountsNamesAndHostNumbering(t *testing.T) {
 	if err != nil {
 		t.Fatalf("expected no error, got %v", err)
 	}
+	ix := mustCompile(t, topo)
 	if err := topo.Validate(); err != nil {
 		t.Fatalf("Validate: expected nil, got %v", err)
 	}
@@ -37,7 +38,7 @@ func TestDumbbell_CountsNamesAndHostNumbering(t *testing.T) {
 		if h >= 3 {
 			want = right
 		}
-		if p := topo.Ports(node); len(p) != 1 || p[0].Peer != want {
+		if p := ix.Ports(node); len(p) != 1 || p[0].Peer != want {
 			t.Errorf("host %d: expected one port to %s, got %+v", h, topo.Nodes[want].Name, p)
 		}
 	}
@@ -45,7 +46,7 @@ func TestDumbbell_CountsNamesAndHostNumbering(t *testing.T) {
 	if b.A != left || b.B != right || b.Rate != 10*gbps || b.Tier != 2 {
 		t.Errorf("bottleneck: expected left-right 10Gbps tier 2, got %+v", b)
 	}
-	st := topo.Stats()
+	st := ix.Stats()
 	if st.MinHostPath != 2 || st.MaxHostPath != 3 || st.Diameter != 3 {
 		t.Errorf("stats: expected min 2, max 3, diameter 3, got %+v", st)
 	}
@@ -85,10 +86,11 @@ func TestLeafSpine_Counts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("expected no error, got %v", err)
 	}
+	ix := mustCompile(t, topo)
 	if err := topo.Validate(); err != nil {
 		t.Fatalf("Validate: expected nil, got %v", err)
 	}
-	st := topo.Stats()
+	st := ix.Stats()
 	want := TopoStats{Hosts: 32, Switches: 6, Links: 32 + 8, Diameter: 4, MinHostPath: 2, MaxHostPath: 4}
 	if st != want {
 		t.Errorf("stats: expected %+v, got %+v", want, st)
@@ -97,7 +99,7 @@ func TestLeafSpine_Counts(t *testing.T) {
 		nodeByName(t, topo, name)
 	}
 	// Leaf 1 serves hosts 8..15.
-	if p := topo.Ports(topo.Hosts[9]); topo.Nodes[p[0].Peer].Name != "leaf1" {
+	if p := ix.Ports(topo.Hosts[9]); topo.Nodes[p[0].Peer].Name != "leaf1" {
 		t.Errorf("host 9: expected to hang off leaf1, got %s", topo.Nodes[p[0].Peer].Name)
 	}
 }
@@ -121,6 +123,7 @@ func TestLeafSpine_OversubscriptionDerivesFabricRate(t *testing.T) {
 			if err != nil {
 				t.Fatalf("expected no error, got %v", err)
 			}
+			ix := mustCompile(t, topo)
 			for _, l := range topo.Links {
 				if l.Tier == 2 && l.Rate != tc.want {
 					t.Fatalf("fabric link: expected %v, got %v", tc.want, l.Rate)
@@ -128,7 +131,7 @@ func TestLeafSpine_OversubscriptionDerivesFabricRate(t *testing.T) {
 			}
 			leaf := nodeByName(t, topo, "leaf0")
 			var down, up float64
-			for _, p := range topo.Ports(leaf) {
+			for _, p := range ix.Ports(leaf) {
 				l := topo.Links[p.Link]
 				if l.Tier == 1 {
 					down += float64(l.Rate)
@@ -201,13 +204,14 @@ func TestLeafSpine_ECMPLeafHasSpinesChoicesToRemoteLeafHost(t *testing.T) {
 	if err != nil {
 		t.Fatalf("expected no error, got %v", err)
 	}
-	r := topo.Routes()
+	ix := mustCompile(t, topo)
+	r := ix.Routes()
 	leaf0, spine0 := nodeByName(t, topo, "leaf0"), nodeByName(t, topo, "spine0")
 	remote, local := 8, 1 // host 8 is on leaf2, host 1 on leaf0
-	if got := r.Next(leaf0, remote); len(got) != spines || countPeersOfTier(topo, leaf0, got, 2) != spines {
+	if got := r.Next(leaf0, remote); len(got) != spines || countPeersOfTier(topo, ix, leaf0, got, 2) != spines {
 		t.Errorf("leaf0 -> remote host: expected %d spine ports, got %v", spines, got)
 	}
-	if got := r.Next(leaf0, local); len(got) != 1 || topo.Ports(leaf0)[got[0]].Peer != topo.Hosts[local] {
+	if got := r.Next(leaf0, local); len(got) != 1 || ix.Ports(leaf0)[got[0]].Peer != topo.Hosts[local] {
 		t.Errorf("leaf0 -> own host: expected the one port to it, got %v", got)
 	}
 	if got := r.Next(spine0, remote); len(got) != 1 {
@@ -230,6 +234,7 @@ func TestFatTree_CountsForK2K4K8(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("k=%d", tc.k), func(t *testing.T) {
 			topo := mustFatTree(t, tc.k)
+			ix := mustCompile(t, topo)
 			if err := topo.Validate(); err != nil {
 				t.Fatalf("Validate: expected nil, got %v", err)
 			}
@@ -255,8 +260,8 @@ func TestFatTree_CountsForK2K4K8(t *testing.T) {
 			}
 			// Every switch has k ports (the radix).
 			for i, n := range topo.Nodes {
-				if n.Kind == Switch && len(topo.Ports(i)) != tc.k {
-					t.Errorf("%s: expected %d ports, got %d", n.Name, tc.k, len(topo.Ports(i)))
+				if n.Kind == Switch && len(ix.Ports(i)) != tc.k {
+					t.Errorf("%s: expected %d ports, got %d", n.Name, tc.k, len(ix.Ports(i)))
 				}
 			}
 		})
@@ -304,6 +309,7 @@ func TestFatTree_OversubscribedMultipliesHostsPerToR(t *testing.T) {
 	if err != nil {
 		t.Fatalf("expected no error, got %v", err)
 	}
+	ix := mustCompile(t, topo)
 	if got := topo.NumHosts(); got != 48 {
 		t.Errorf("hosts: expected 3*4^3/4 = 48, got %d", got)
 	}
@@ -312,7 +318,7 @@ func TestFatTree_OversubscribedMultipliesHostsPerToR(t *testing.T) {
 	}
 	tor := nodeByName(t, topo, "tor0")
 	down, up := 0, 0
-	for _, p := range topo.Ports(tor) {
+	for _, p := range ix.Ports(tor) {
 		if topo.Nodes[p.Peer].Kind == Host {
 			down++
 		} else {
@@ -322,7 +328,7 @@ func TestFatTree_OversubscribedMultipliesHostsPerToR(t *testing.T) {
 	if down != 6 || up != 2 {
 		t.Errorf("tor0: expected 6 host ports and 2 uplinks (3:1), got %d and %d", down, up)
 	}
-	if st := topo.Stats(); st.MinHostPath != 2 || st.MaxHostPath != 6 {
+	if st := ix.Stats(); st.MinHostPath != 2 || st.MaxHostPath != 6 {
 		t.Errorf("stats: expected host paths 2..6, got %+v", st)
 	}
 	for _, f := range []int{0, 1} {
@@ -335,7 +341,8 @@ func TestFatTree_OversubscribedMultipliesHostsPerToR(t *testing.T) {
 
 func TestFatTree_K8ECMPSetSizes(t *testing.T) {
 	topo := mustFatTree(t, 8)
-	r := topo.Routes()
+	ix := mustCompile(t, topo)
+	r := ix.Routes()
 	tor0, agg0, core0 := nodeByName(t, topo, "tor0"), nodeByName(t, topo, "agg0"), nodeByName(t, topo, "core0")
 	// tor0 and agg0 are in pod 0 (hosts 0..15); host 100 is in pod 6.
 	const samePod, otherToR, otherPod = 1, 5, 100
@@ -356,7 +363,7 @@ func TestFatTree_K8ECMPSetSizes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		got := r.Next(tc.node, tc.dst)
-		if len(got) != tc.want || countPeersOfTier(topo, tc.node, got, tc.peerTier) != tc.want {
+		if len(got) != tc.want || countPeersOfTier(topo, ix, tc.node, got, tc.peerTier) != tc.want {
 			t.Errorf("%s: expected %d ports to tier-%d peers, got %v", tc.what, tc.want, tc.peerTier, got)
 		}
 	}
@@ -367,12 +374,12 @@ func TestFatTree_K8ECMPSetSizes(t *testing.T) {
 
 func TestFatTree_PathLengthStats(t *testing.T) {
 	for _, k := range []int{4, 8} {
-		st := mustFatTree(t, k).Stats()
+		st := mustCompile(t, mustFatTree(t, k)).Stats()
 		if st.MinHostPath != 2 || st.MaxHostPath != 6 || st.Diameter != 6 {
 			t.Errorf("k=%d: expected host paths 2 (same ToR) .. 6 and diameter 6, got %+v", k, st)
 		}
 	}
-	st := mustFatTree(t, 2).Stats()
+	st := mustCompile(t, mustFatTree(t, 2)).Stats()
 	if st.MinHostPath != 6 || st.MaxHostPath != 6 {
 		t.Errorf("k=2: expected the two hosts 6 hops apart, got %+v", st)
 	}

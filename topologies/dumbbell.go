@@ -41,7 +41,6 @@ func Dumbbell(cfg DumbbellConfig) (*Topology, error) {
 		Nodes: make([]Node, 0, hosts+2),
 		Links: make([]Link, 0, hosts+1),
 		Hosts: make([]int, hosts),
-		cache: &topoCache{},
 	}
 	for h := 0; h < hosts; h++ {
 		t.Nodes = append(t.Nodes, Node{Name: fmt.Sprintf("h%d", h), Kind: Host})

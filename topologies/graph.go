@@ -49,7 +49,6 @@ func Graph(cfg GraphConfig) (*Topology, error) {
 		Name:  name,
 		Nodes: make([]Node, len(cfg.Nodes)),
 		Links: make([]Link, len(cfg.Links)),
-		cache: &topoCache{},
 	}
 	byName := make(map[string]int, len(cfg.Nodes))
 	for i, gn := range cfg.Nodes {
@@ -118,7 +117,7 @@ func Graph(cfg GraphConfig) (*Topology, error) {
 		}
 		t.Links[i] = l
 	}
-	ix := t.index()
+	ix := buildPorts(t)
 	for _, node := range t.Hosts {
 		if ix.portStart[node] == ix.portStart[node+1] {
 			return nil, fmt.Errorf("graph: host %q has no link", t.Nodes[node].Name)

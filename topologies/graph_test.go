@@ -31,6 +31,7 @@ func TestGraph_BuildsNodesLinksDefaultsAndHostOrder(t *testing.T) {
 	if err != nil {
 		t.Fatalf("expected no error, got %v", err)
 	}
+	ix := mustCompile(t, topo)
 	if err := topo.Validate(); err != nil {
 		t.Fatalf("Validate: expected nil, got %v", err)
 	}
@@ -59,7 +60,7 @@ func TestGraph_BuildsNodesLinksDefaultsAndHostOrder(t *testing.T) {
 	if topo.Nodes[1].Latency != 50*sim.Nanosecond {
 		t.Errorf("s1: expected latency 50ns, got %v", topo.Nodes[1].Latency)
 	}
-	if st := topo.Stats(); st.MinHostPath != 2 || st.MaxHostPath != 3 || st.Switches != 2 {
+	if st := ix.Stats(); st.MinHostPath != 2 || st.MaxHostPath != 3 || st.Switches != 2 {
 		t.Errorf("stats: expected host paths 2..3 and 2 switches, got %+v", st)
 	}
 }
@@ -117,7 +118,7 @@ func TestGraph_DirectHostLinkConnectsTwoHosts(t *testing.T) {
 	if topo.Name != "graph" {
 		t.Errorf("name: expected the default graph, got %s", topo.Name)
 	}
-	if got := topo.Routes().Next(0, 1); len(got) != 1 {
+	if got := mustCompile(t, topo).Routes().Next(0, 1); len(got) != 1 {
 		t.Errorf("x to y: expected the direct port, got %v", got)
 	}
 }

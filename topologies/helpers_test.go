@@ -121,9 +121,9 @@ func equalPorts(a, b []int32) bool {
 }
 
 // countPeersOfTier counts the ports in ps whose peer is a node of tier.
-func countPeersOfTier(topo *Topology, node int, ps []int32, tier int) int {
+func countPeersOfTier(topo *Topology, ix *Index, node int, ps []int32, tier int) int {
 	c := 0
-	ports := topo.Ports(node)
+	ports := ix.Ports(node)
 	for _, p := range ps {
 		if topo.Nodes[ports[p].Peer].Tier == tier {
 			c++
@@ -141,4 +141,13 @@ func nodeByName(t *testing.T, topo *Topology, name string) int {
 	}
 	t.Fatalf("expected a node named %q, found none", name)
 	return -1
+}
+
+func mustCompile(t testing.TB, topo *Topology) *Index {
+	t.Helper()
+	ix, err := Compile(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
 }

@@ -127,7 +127,7 @@ var htsimKeys = [numHtsimKeys]struct {
 
 var htsimKeyByLower = func() map[string]htsimKey {
 	m := make(map[string]htsimKey, numHtsimKeys)
-	for k := range htsimKey(numHtsimKeys) {
+	for k := range numHtsimKeys {
 		m[strings.ToLower(htsimKeys[k].name)] = k
 	}
 	return m

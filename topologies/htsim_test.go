@@ -47,7 +47,8 @@ func TestParseHtsimTopo_Testdata(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
 			topo := mustParse(t, tc.file, readTestdata(t, tc.file))
-			st := topo.Stats()
+			ix := mustCompile(t, topo)
+			st := ix.Stats()
 			want := TopoStats{Hosts: tc.hosts, Switches: tc.switches, Links: tc.links,
 				Diameter: tc.maxPath, MinHostPath: tc.minPath, MaxHostPath: tc.maxPath}
 			if st != want {
@@ -90,6 +91,7 @@ func TestParseHtsimTopo_K8FileEqualsFatTreeK8(t *testing.T) {
 
 func TestParseHtsimTopo_LeafSpineOversubSettings(t *testing.T) {
 	topo := mustParse(t, "leafspine_oversub.topo", readTestdata(t, "leafspine_oversub.topo"))
+	ix := mustCompile(t, topo)
 	for i, l := range topo.Links {
 		wantBuf := int64(500000)
 		if l.Tier == 2 {
@@ -103,11 +105,11 @@ func TestParseHtsimTopo_LeafSpineOversubSettings(t *testing.T) {
 	if topo.Nodes[leaf].Latency != 500*sim.Nanosecond {
 		t.Errorf("tor0 latency: expected 500ns, got %v", topo.Nodes[leaf].Latency)
 	}
-	if got := len(topo.Ports(leaf)); got != 20 {
+	if got := len(ix.Ports(leaf)); got != 20 {
 		t.Errorf("tor0 ports: expected 16 down + 4 up, got %d", got)
 	}
 	// A leaf reaches a host on another leaf through every spine.
-	if got := topo.Routes().Next(leaf, 63); len(got) != 4 {
+	if got := ix.Routes().Next(leaf, 63); len(got) != 4 {
 		t.Errorf("tor0 -> host 63: expected 4 spine ports, got %v", got)
 	}
 	// Same fabric as the LeafSpine builder with the same numbers.
@@ -127,13 +129,14 @@ func TestParseHtsimTopo_LeafSpineOversubSettings(t *testing.T) {
 
 func TestParseHtsimTopo_BundleMakesParallelLinks(t *testing.T) {
 	topo := mustParse(t, "fattree_bundled.topo", readTestdata(t, "fattree_bundled.topo"))
+	ix := mustCompile(t, topo)
 	core0, agg0, tor0 := nodeByName(t, topo, "core0"), nodeByName(t, topo, "agg0"), nodeByName(t, topo, "tor0")
-	if got := len(topo.Ports(core0)); got != 16 {
+	if got := len(ix.Ports(core0)); got != 16 {
 		t.Errorf("core0: expected Radix_Down 16 ports (8 pods x 2), got %d", got)
 	}
 	// agg0 is at position 0 of pod 0: cores 0 and 4, two links each.
 	var peers []string
-	for _, p := range topo.Ports(agg0) {
+	for _, p := range ix.Ports(agg0) {
 		if topo.Nodes[p.Peer].Tier == 3 {
 			peers = append(peers, topo.Nodes[p.Peer].Name)
 		}
@@ -141,7 +144,7 @@ func TestParseHtsimTopo_BundleMakesParallelLinks(t *testing.T) {
 	if got := strings.Join(peers, " "); got != "core0 core0 core4 core4" {
 		t.Errorf("agg0 uplinks: expected core0 core0 core4 core4, got %s", got)
 	}
-	r := topo.Routes()
+	r := ix.Routes()
 	const otherPod = 100
 	if got := r.Next(agg0, otherPod); len(got) != 4 {
 		t.Errorf("agg0 -> other pod: expected 2 cores x 2 links = 4 ports, got %v", got)
@@ -242,12 +245,13 @@ func TestParseHtsimTopo_ShapesOfHtsimExamplesBuildAsHtsimDoes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			topo := mustParse(t, tc.name+".topo", []byte(tc.in))
+			ix := mustCompile(t, topo)
 			if topo.NumHosts() != tc.hosts || topo.NumSwitches() != tc.switches || len(topo.Links) != tc.links {
 				t.Errorf("expected %d hosts, %d switches, %d links; got %d, %d, %d",
 					tc.hosts, tc.switches, tc.links, topo.NumHosts(), topo.NumSwitches(), len(topo.Links))
 			}
 			if tc.corePorts != 0 {
-				if got := len(topo.Ports(nodeByName(t, topo, "core0"))); got != tc.corePorts {
+				if got := len(ix.Ports(nodeByName(t, topo, "core0"))); got != tc.corePorts {
 					t.Errorf("core0: expected %d ports, got %d", tc.corePorts, got)
 				}
 			}
@@ -279,10 +283,11 @@ Radix_Down 2
 Downlink_Latency_ns 100
 `
 	topo := mustParse(t, "b1.topo", []byte(bundled))
-	if got := topo.Routes().Next(nodeByName(t, topo, "tor0"), 31); len(got) != 4 {
+	ix := mustCompile(t, topo)
+	if got := ix.Routes().Next(nodeByName(t, topo, "tor0"), 31); len(got) != 4 {
 		t.Errorf("tor0 -> other pod: expected 2 aggs x 2 links, got %v", got)
 	}
-	if st := topo.Stats(); st.Switches != 8+4+16 || st.Links != 32+32+32 {
+	if st := ix.Stats(); st.Switches != 8+4+16 || st.Links != 32+32+32 {
 		t.Errorf("expected 8 ToRs + 4 aggs + 16 cores and 96 links, got %+v", st)
 	}
 
@@ -346,11 +351,11 @@ func TestParseHtsimTopo_BaseFileIsValid(t *testing.T) {
 }
 
 func TestParseHtsimTopo_Errors(t *testing.T) {
-	repl := func(old, new string) string {
+	repl := func(old, with string) string {
 		if !strings.Contains(base, old) {
 			panic("test bug: " + old)
 		}
-		return strings.Replace(base, old, new, 1)
+		return strings.Replace(base, old, with, 1)
 	}
 	cases := []struct {
 		name, in, want string

@@ -13,13 +13,12 @@ import (
 // The table is flat, laid out node by node so that one switch's entries
 // are contiguous: the ports for (node, dst) are
 // ports[offset[node*numHosts+dst]:offset[node*numHosts+dst+1]].
-// It is read-only after it is built and safe for concurrent use.
+// Compile builds it, as part of an Index; it is read-only afterwards and
+// safe for concurrent use.
 type Routes struct {
 	numNodes, numHosts int
 	offset             []int32 // len numNodes*numHosts+1
 	ports              []int32
-
-	idx *index // the index it was built from
 }
 
 // Next returns the ports of node on a shortest path to host dstHost, in
@@ -41,29 +40,6 @@ func (r *Routes) NumHosts() int { return r.numHosts }
 // Entries is the total number of port entries in the table (its size).
 func (r *Routes) Entries() int { return len(r.ports) }
 
-// Routes returns the topology's forwarding table, computing it on first
-// use (one breadth-first search per destination host; a k=16 fat-tree
-// takes tens of milliseconds) and caching it. The same caveats as for
-// Ports apply: the topology must not change afterwards.
-//
-// It panics if the table would hold 2^31 entries or more (a fat-tree
-// larger than about k=48), which no simulation could use anyway.
-func (t *Topology) Routes() *Routes {
-	ix := t.index()
-	c := t.cache
-	if r := c.routes.Load(); r != nil && r.idx == ix {
-		return r
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if r := c.routes.Load(); r != nil && r.idx == ix {
-		return r
-	}
-	r := computeRoutes(ix)
-	c.routes.Store(r)
-	return r
-}
-
 // computeRoutes builds the table. It runs a breadth-first search from each
 // destination host (hosts other than the source are reached but not
 // expanded), keeps the distances node-major, and then, node by node, keeps
@@ -71,18 +47,18 @@ func (t *Topology) Routes() *Routes {
 // switch or the destination itself. Distances are 16-bit when the fabric
 // has fewer than 65535 nodes (no path is longer), halving the memory the
 // second step streams through.
-func computeRoutes(ix *index) *Routes {
+func computeRoutes(ix *Index) (*Routes, error) {
 	if ix.nodes < 0xFFFF {
 		return fillRoutes[uint16](ix)
 	}
 	return fillRoutes[int32](ix)
 }
 
-func fillRoutes[D uint16 | int32](ix *index) *Routes {
+func fillRoutes[D uint16 | int32](ix *Index) (*Routes, error) {
 	nn, nh := ix.nodes, ix.hosts
 	cells, ok := mulLimit(nn, nh, math.MaxInt32-1)
 	if !ok {
-		panic(fmt.Sprintf("topologies: a forwarding table of %d nodes x %d hosts is too large", nn, nh))
+		return nil, fmt.Errorf("topologies: a forwarding table of %d nodes x %d hosts is too large (2^31 cells or more)", nn, nh)
 	}
 	unreach := ^D(0) // 0xFFFF or -1
 	// dist[n*nh+h] is the hop count from node n to host h, or unreach.
@@ -105,7 +81,7 @@ func fillRoutes[D uint16 | int32](ix *index) *Routes {
 
 	// One pass, node by node and destination by destination: the order of
 	// the flat table, so offsets follow the appends.
-	r := &Routes{numNodes: nn, numHosts: nh, offset: make([]int32, cells+1), idx: ix}
+	r := &Routes{numNodes: nn, numHosts: nh, offset: make([]int32, cells+1)}
 	ports := make([]int32, 0, 2*cells)
 	rows := make([]int, 0, 64) // dist row of each peer of the node
 	for n := 0; n < nn; n++ {
@@ -126,7 +102,7 @@ func fillRoutes[D uint16 | int32](ix *index) *Routes {
 					}
 				}
 				if len(ports) > math.MaxInt32 {
-					panic(fmt.Sprintf("topologies: the forwarding table of %d nodes x %d hosts has more than 2^31 entries", nn, nh))
+					return nil, fmt.Errorf("topologies: the forwarding table of %d nodes x %d hosts has more than 2^31 entries", nn, nh)
 				}
 			}
 			r.offset[base+h+1] = int32(len(ports))
@@ -136,5 +112,5 @@ func fillRoutes[D uint16 | int32](ix *index) *Routes {
 		ports = append([]int32(nil), ports...)
 	}
 	r.ports = ports
-	return r
+	return r, nil
 }

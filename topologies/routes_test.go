@@ -72,8 +72,9 @@ func testTopologies(t *testing.T) []*Topology {
 
 func TestRoutes_MatchFloydWarshallReferenceWithHostsNeverForwarding(t *testing.T) {
 	for _, topo := range testTopologies(t) {
+		ix := mustCompile(t, topo)
 		d := refDist(topo)
-		r := topo.Routes()
+		r := ix.Routes()
 		if r.NumNodes() != len(topo.Nodes) || r.NumHosts() != len(topo.Hosts) {
 			t.Fatalf("%s: expected a %dx%d table, got %dx%d", topo.Name, len(topo.Nodes), len(topo.Hosts), r.NumNodes(), r.NumHosts())
 		}
@@ -90,6 +91,7 @@ func TestRoutes_MatchFloydWarshallReferenceWithHostsNeverForwarding(t *testing.T
 
 func TestStats_MatchFloydWarshallReference(t *testing.T) {
 	for _, topo := range testTopologies(t) {
+		ix := mustCompile(t, topo)
 		d := refDist(topo)
 		want := TopoStats{Hosts: len(topo.Hosts), Links: len(topo.Links)}
 		for i := range topo.Nodes {
@@ -110,7 +112,7 @@ func TestStats_MatchFloydWarshallReference(t *testing.T) {
 			}
 		}
 		want.MinHostPath = max(minH, 0)
-		if got := topo.Stats(); got != want {
+		if got := ix.Stats(); got != want {
 			t.Fatalf("%s: expected %+v, got %+v", topo.Name, want, got)
 		}
 	}
@@ -125,22 +127,26 @@ func TestRoutes_HostsNeverTransit(t *testing.T) {
 			{Name: "s0", Kind: Switch, Tier: 1}, {Name: "s1", Kind: Switch, Tier: 1}},
 		Links: []Link{{A: 0, B: 3, Rate: g.Rate}, {A: 0, B: 4, Rate: g.Rate}, {A: 1, B: 3, Rate: g.Rate}, {A: 2, B: 4, Rate: g.Rate}},
 		Hosts: []int{0, 1, 2}}
-	r := topo.Routes()
+	ix := buildPorts(topo) // Compile refuses it (see the last check)
+	r, err := computeRoutes(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := r.Next(3, 2); len(got) != 0 {
 		t.Errorf("s0 to h2 (only via h0): expected no route, got %v", got)
 	}
 	if got := r.Next(1, 2); len(got) != 0 {
 		t.Errorf("h1 to h2: expected no route, got %v", got)
 	}
-	if got := r.Next(0, 2); len(got) != 1 || topo.Ports(0)[got[0]].Peer != 4 {
+	if got := r.Next(0, 2); len(got) != 1 || ix.Ports(0)[got[0]].Peer != 4 {
 		t.Errorf("h0 to h2: expected the port to s1, got %v", got)
 	}
 	wantErr(t, topo.Validate(), `topology "transit": hosts h1 and h2 are not connected (hosts never forward)`)
 }
 
 func TestRoutes_DeterministicAcrossBuilds(t *testing.T) {
-	a := computeRoutes(buildIndex(mustFatTree(t, 8)))
-	b := computeRoutes(buildIndex(mustFatTree(t, 8)))
+	a := mustCompile(t, mustFatTree(t, 8)).Routes()
+	b := mustCompile(t, mustFatTree(t, 8)).Routes()
 	if len(a.ports) != len(b.ports) || len(a.offset) != len(b.offset) {
 		t.Fatalf("expected equal table sizes, got %d/%d and %d/%d", len(a.ports), len(a.offset), len(b.ports), len(b.offset))
 	}
@@ -160,8 +166,12 @@ func TestRoutes_Int32DistancesGiveTheSame16BitTable(t *testing.T) {
 	// Fabrics of 65535 nodes or more use 32-bit distances; check that path
 	// against the 16-bit one on every test fabric.
 	for _, topo := range testTopologies(t) {
-		ix := buildIndex(topo)
-		a, b := fillRoutes[uint16](ix), fillRoutes[int32](ix)
+		ix := buildPorts(topo)
+		a, erra := fillRoutes[uint16](ix)
+		b, errb := fillRoutes[int32](ix)
+		if erra != nil || errb != nil {
+			t.Fatal(erra, errb)
+		}
 		if len(a.ports) != len(b.ports) {
 			t.Fatalf("%s: expected %d entries, got %d", topo.Name, len(a.ports), len(b.ports))
 		}
@@ -177,7 +187,8 @@ func TestRoutes_Int32DistancesGiveTheSame16BitTable(t *testing.T) {
 
 func TestRoutes_NextIsIncreasingAndDoesNotAllocate(t *testing.T) {
 	topo := mustFatTree(t, 4)
-	r := topo.Routes()
+	ix := mustCompile(t, topo)
+	r := ix.Routes()
 	for n := range topo.Nodes {
 		for h := range topo.Hosts {
 			ps := r.Next(n, h)
@@ -203,31 +214,45 @@ func TestRoutes_NextIsIncreasingAndDoesNotAllocate(t *testing.T) {
 	_ = sink
 }
 
-func TestRoutes_CachedUntilTopologyChanges(t *testing.T) {
+func TestCompile_IndexIsASnapshotOfPlainData(t *testing.T) {
 	topo := mustFatTree(t, 4)
-	r1, r2 := topo.Routes(), topo.Routes()
-	if r1 != r2 {
-		t.Errorf("expected the second Routes call to return the cached table")
-	}
+	copied := *topo // a Topology is plain data: copying it copies no lock or cache
+	ix := mustCompile(t, topo)
 	// Add a host hx on tor0.
 	topo.Nodes = append(topo.Nodes, Node{Name: "hx", Kind: Host})
 	topo.Hosts = append(topo.Hosts, len(topo.Nodes)-1)
 	topo.Links = append(topo.Links, Link{A: len(topo.Nodes) - 1, B: nodeByName(t, topo, "tor0"), Rate: gbps})
-	r3 := topo.Routes()
-	if r3 == r1 || r3.NumHosts() != 17 {
-		t.Errorf("after adding a host: expected a new table with 17 hosts, got %d hosts (same table: %v)", r3.NumHosts(), r3 == r1)
+	if ix.NumHosts() != 16 || ix.Routes().NumHosts() != 16 || len(ix.Ports(nodeByName(t, topo, "tor0"))) != 4 {
+		t.Errorf("the index compiled before the change: expected 16 hosts and 4 ports on tor0, got %d, %d",
+			ix.NumHosts(), len(ix.Ports(nodeByName(t, topo, "tor0"))))
 	}
-	if got := len(topo.Ports(nodeByName(t, topo, "tor0"))); got != 5 {
+	ix2 := mustCompile(t, topo)
+	if ix2.Routes().NumHosts() != 17 {
+		t.Errorf("after adding a host: expected a table with 17 hosts, got %d", ix2.Routes().NumHosts())
+	}
+	if got := len(ix2.Ports(nodeByName(t, topo, "tor0"))); got != 5 {
 		t.Errorf("tor0 after adding a host: expected 5 ports, got %d", got)
+	}
+	if ixc := mustCompile(t, &copied); ixc.NumHosts() != 16 || ixc.Stats() != ix.Stats() {
+		t.Errorf("the copy: expected the original 16 hosts and stats %+v, got %d and %+v", ix.Stats(), ixc.NumHosts(), ixc.Stats())
+	}
+}
+
+func TestCompile_RefusesAnInvalidTopology(t *testing.T) {
+	topo := handBuilt()
+	topo.Links = topo.Links[:2] // one host loses its link
+	if _, err := Compile(topo); err == nil || err.Error() != topo.Validate().Error() {
+		t.Errorf("expected Validate's error, got %v", err)
 	}
 }
 
 func TestPorts_PortIIsTheIthLinkTouchingTheNode(t *testing.T) {
 	for _, topo := range testTopologies(t)[:8] {
+		ix := mustCompile(t, topo)
 		next := make([]int, len(topo.Nodes))
 		for li, l := range topo.Links {
 			for _, end := range [2][2]int{{l.A, l.B}, {l.B, l.A}} {
-				ps := topo.Ports(end[0])
+				ps := ix.Ports(end[0])
 				i := next[end[0]]
 				next[end[0]]++
 				if i >= len(ps) || ps[i].Link != li || ps[i].Peer != end[1] {
@@ -236,8 +261,8 @@ func TestPorts_PortIIsTheIthLinkTouchingTheNode(t *testing.T) {
 			}
 		}
 		for n := range topo.Nodes {
-			if len(topo.Ports(n)) != next[n] {
-				t.Fatalf("%s: node %d: expected %d ports, got %d", topo.Name, n, next[n], len(topo.Ports(n)))
+			if len(ix.Ports(n)) != next[n] {
+				t.Fatalf("%s: node %d: expected %d ports, got %d", topo.Name, n, next[n], len(ix.Ports(n)))
 			}
 		}
 	}
@@ -266,11 +291,13 @@ func BenchmarkRoutes(b *testing.B) {
 			if err != nil {
 				b.Fatalf("FatTree: expected no error, got %v", err)
 			}
-			ix := buildIndex(topo)
+			ix := buildPorts(topo)
 			b.ReportAllocs()
 			var r *Routes
 			for b.Loop() {
-				r = computeRoutes(ix)
+				if r, err = computeRoutes(ix); err != nil {
+					b.Fatal(err)
+				}
 			}
 			b.ReportMetric(float64(r.Entries()), "entries")
 		})

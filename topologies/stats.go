@@ -13,9 +13,8 @@ type TopoStats struct {
 }
 
 // Stats computes the summary with one breadth-first search per node.
-func (t *Topology) Stats() TopoStats {
-	ix := t.index()
-	s := TopoStats{Hosts: len(t.Hosts), Switches: ix.switches, Links: len(t.Links)}
+func (ix *Index) Stats() TopoStats {
+	s := TopoStats{Hosts: ix.hosts, Switches: ix.switches, Links: ix.links}
 	dist := make([]int32, ix.nodes)
 	queue := make([]int32, 0, ix.nodes)
 	minHost := int32(-1)

@@ -133,6 +133,5 @@ func (p *tieredPlan) build() *Topology {
 			}
 		}
 	}
-	t.cache = &topoCache{}
 	return t
 }

@@ -12,9 +12,9 @@ import (
 type NodeKind uint8
 
 const (
-	kindInvalid NodeKind = iota
-	// Host is an end host with a NIC.
-	Host
+	// Host is an end host with a NIC. The zero NodeKind is not a kind, so
+	// a node whose kind was forgotten fails Validate.
+	Host NodeKind = 1 + iota
 	// Switch is an output-queued switch.
 	Switch
 )
@@ -91,15 +91,12 @@ type Port struct {
 	Peer int // node at the other end
 }
 
-// Topology is a fabric. Host i is node Hosts[i]; hosts are numbered in the
-// order the builder created them.
+// Topology is a fabric: plain data, with no derived state. Host i is node
+// Hosts[i]; hosts are numbered in the order the builder created them.
+// Compile turns it into the Index that ports and routes are looked up in.
 type Topology struct {
 	Name  string
 	Nodes []Node
 	Links []Link
 	Hosts []int
-
-	// cache holds the port index and routes derived from the fields
-	// above, built once on first use (see Ports).
-	cache *topoCache
 }

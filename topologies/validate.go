@@ -10,6 +10,13 @@ import (
 // every host node exactly once, every host has a link, and every host can
 // reach every other host through switches only (hosts never forward).
 func (t *Topology) Validate() error {
+	_, err := t.validate()
+	return err
+}
+
+// validate is Validate, returning the port index it built to check
+// connectivity (without routes).
+func (t *Topology) validate() (*Index, error) {
 	errf := func(format string, args ...any) error {
 		return fmt.Errorf("topology %q: %s", t.Name, fmt.Sprintf(format, args...))
 	}
@@ -18,77 +25,77 @@ func (t *Topology) Validate() error {
 	for i := range t.Nodes {
 		nd := &t.Nodes[i]
 		if nd.Kind != Host && nd.Kind != Switch {
-			return errf("node %d (%s): kind is not set", i, nd.Name)
+			return nil, errf("node %d (%s): kind is not set", i, nd.Name)
 		}
 		if nd.Latency < 0 {
-			return errf("node %d (%s): latency must not be negative, got %v", i, nd.Name, nd.Latency)
+			return nil, errf("node %d (%s): latency must not be negative, got %v", i, nd.Name, nd.Latency)
 		}
 		if nd.Name == "" {
 			continue
 		}
 		if j, dup := names[nd.Name]; dup {
-			return errf("node %d: name %q is also node %d's", i, nd.Name, j)
+			return nil, errf("node %d: name %q is also node %d's", i, nd.Name, j)
 		}
 		names[nd.Name] = i
 	}
 	for i := range t.Links {
 		l := &t.Links[i]
 		if l.A < 0 || l.A >= n || l.B < 0 || l.B >= n {
-			return errf("link %d: endpoints %d-%d out of range [0, %d)", i, l.A, l.B, n)
+			return nil, errf("link %d: endpoints %d-%d out of range [0, %d)", i, l.A, l.B, n)
 		}
 		what := fmt.Sprintf("link %d (%s-%s)", i, t.Nodes[l.A].Name, t.Nodes[l.B].Name)
 		if l.A == l.B {
-			return errf("%s: self-loop", what)
+			return nil, errf("%s: self-loop", what)
 		}
 		if l.Rate <= 0 {
-			return errf("%s: rate must be positive, got %v", what, l.Rate)
+			return nil, errf("%s: rate must be positive, got %v", what, l.Rate)
 		}
 		if l.Delay < 0 {
-			return errf("%s: delay must not be negative, got %v", what, l.Delay)
+			return nil, errf("%s: delay must not be negative, got %v", what, l.Delay)
 		}
 		if err := checkQueue("queue", &l.Queue); err != nil {
-			return errf("%s: %v", what, err)
+			return nil, errf("%s: %v", what, err)
 		}
 	}
 	if len(t.Hosts) == 0 {
-		return errf("no hosts")
+		return nil, errf("no hosts")
 	}
 	seen := make([]int, n)
 	for h, node := range t.Hosts {
 		if node < 0 || node >= n {
-			return errf("host %d: node %d out of range [0, %d)", h, node, n)
+			return nil, errf("host %d: node %d out of range [0, %d)", h, node, n)
 		}
 		if t.Nodes[node].Kind != Host {
-			return errf("host %d: node %d (%s) is a %v", h, node, t.Nodes[node].Name, t.Nodes[node].Kind)
+			return nil, errf("host %d: node %d (%s) is a %v", h, node, t.Nodes[node].Name, t.Nodes[node].Kind)
 		}
 		if seen[node] != 0 {
-			return errf("host %d: node %d (%s) is also host %d", h, node, t.Nodes[node].Name, seen[node]-1)
+			return nil, errf("host %d: node %d (%s) is also host %d", h, node, t.Nodes[node].Name, seen[node]-1)
 		}
 		seen[node] = h + 1
 	}
 	for i := range t.Nodes {
 		if t.Nodes[i].Kind == Host && seen[i] == 0 {
-			return errf("node %d (%s) is a host but not in Hosts", i, t.Nodes[i].Name)
+			return nil, errf("node %d (%s) is a host but not in Hosts", i, t.Nodes[i].Name)
 		}
 	}
-	ix := t.index()
+	ix := buildPorts(t)
 	for h, node := range t.Hosts {
 		if ix.portStart[node] == ix.portStart[node+1] {
-			return errf("host %d (%s) has no link", h, t.Nodes[node].Name)
+			return nil, errf("host %d (%s) has no link", h, t.Nodes[node].Name)
 		}
 	}
 	if a, b, ok := hostsConnected(ix); !ok {
-		return errf("hosts %s and %s are not connected (hosts never forward)",
+		return nil, errf("hosts %s and %s are not connected (hosts never forward)",
 			t.Nodes[t.Hosts[a]].Name, t.Nodes[t.Hosts[b]].Name)
 	}
-	return nil
+	return ix, nil
 }
 
 // hostsConnected reports whether every host reaches every other host on a
 // path whose inner nodes are all switches. If not, it names a host pair
 // (host indices) that is not connected. Precondition: every host's node
 // is in range.
-func hostsConnected(ix *index) (a, b int, ok bool) {
+func hostsConnected(ix *Index) (a, b int, ok bool) {
 	nh := ix.hosts
 	if nh < 2 {
 		return 0, 0, true
@@ -161,7 +168,7 @@ func hostsConnected(ix *index) (a, b int, ok bool) {
 // bfs fills dist with hop counts from src (-1: unreachable) on paths that
 // never pass through a host: hosts other than src are reached but not
 // expanded. queue is scratch space; bfs returns it for reuse.
-func bfs(ix *index, src int, dist []int32, queue []int32) []int32 {
+func bfs(ix *Index, src int, dist []int32, queue []int32) []int32 {
 	for i := range dist {
 		dist[i] = -1
 	}

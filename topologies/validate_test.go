@@ -20,10 +20,11 @@ func handBuilt() *Topology {
 
 func TestValidate_AcceptsHandBuiltStar(t *testing.T) {
 	topo := handBuilt()
+	ix := mustCompile(t, topo)
 	if err := topo.Validate(); err != nil {
 		t.Fatalf("expected nil, got %v", err)
 	}
-	if st := topo.Stats(); st != (TopoStats{Hosts: 3, Switches: 1, Links: 3, Diameter: 2, MinHostPath: 2, MaxHostPath: 2}) {
+	if st := ix.Stats(); st != (TopoStats{Hosts: 3, Switches: 1, Links: 3, Diameter: 2, MinHostPath: 2, MaxHostPath: 2}) {
 		t.Errorf("stats: expected a 3-host star, got %+v", st)
 	}
 }

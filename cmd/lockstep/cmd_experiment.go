@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockstep-sim/lockstep/experiments"
+	"github.com/lockstep-sim/lockstep/cmd/lockstep/internal/experiments"
 )
 
 func newExperimentCmd(stdout, stderr io.Writer) *cobra.Command {

@@ -159,7 +159,7 @@ func peakRSS() int64 {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
 	}
-	return int64(ru.Maxrss) * 1024
+	return int64(ru.Maxrss) * 1024 //nolint:unconvert // Maxrss is an int32 on 32-bit Linux
 }
 
 func isTerminal(w io.Writer) bool {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockstep-sim/lockstep/sim"
+	"github.com/lockstep-sim/lockstep/topologies"
 )
 
 func newTopoCmd(stdout io.Writer) *cobra.Command {
@@ -22,7 +23,11 @@ func newTopoCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			t := b.Topo
-			st := t.Stats()
+			ix, err := topologies.Compile(t)
+			if err != nil {
+				return badInput(err)
+			}
+			st := ix.Stats()
 			fmt.Fprintf(stdout, "hosts:     %d\n", st.Hosts)
 			fmt.Fprintf(stdout, "switches:  %d\n", st.Switches)
 			fmt.Fprintf(stdout, "links:     %d\n", st.Links)

@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lockstep-sim/lockstep/topologies"
 )
 
 func newValidateCmd(stdout io.Writer) *cobra.Command {
@@ -19,8 +21,14 @@ func newValidateCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// What fabric.New will compile: a topology that does not
+			// validate, or whose forwarding table is too large, fails here.
+			ix, err := topologies.Compile(b.Topo)
+			if err != nil {
+				return badInput(err)
+			}
 			fmt.Fprintf(stdout, "%s: ok: %d hosts, %d switches, %d links, %d flows, digest %s\n", args[0],
-				b.Topo.NumHosts(), b.Topo.NumSwitches(), len(b.Topo.Links), len(b.Fabric.Flows), b.Digest()[:16])
+				ix.NumHosts(), ix.NumSwitches(), len(b.Topo.Links), len(b.Fabric.Flows), b.Digest()[:16])
 			return nil
 		},
 	}

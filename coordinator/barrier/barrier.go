@@ -713,7 +713,7 @@ func validateState(s State) error {
 		}
 	}
 	for i := range n {
-		ok := true
+		var ok bool
 		switch s.Phase {
 		case PhaseCollecting:
 			ok = (!s.Have[i] || s.Reports[i].Window == s.Window) && !s.HavePrior[i] &&

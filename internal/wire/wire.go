@@ -243,8 +243,8 @@ func (d *decoder) fail(format string, args ...any) {
 	}
 }
 
-// arrayLen reads an array header; each element needs at least min bytes.
-func (d *decoder) arrayLen(what string, min int) int {
+// arrayLen reads an array header; each element needs at least minBytes bytes.
+func (d *decoder) arrayLen(what string, minBytes int) int {
 	if d.err != nil {
 		return 0
 	}
@@ -253,7 +253,7 @@ func (d *decoder) arrayLen(what string, min int) int {
 		d.fail("%s: %v", what, err)
 		return 0
 	}
-	if n < 0 || n*min > d.r.Len() {
+	if n < 0 || n*minBytes > d.r.Len() {
 		d.fail("%s: length %d with %d bytes left", what, n, d.r.Len())
 		return 0
 	}

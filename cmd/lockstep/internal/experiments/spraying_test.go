@@ -9,7 +9,7 @@ import (
 
 func spQuickEnv(t *testing.T) *Env {
 	t.Helper()
-	return &Env{Examples: filepath.Join("..", "examples"), Out: t.TempDir(), Quick: true}
+	return &Env{Examples: examplesDir, Out: t.TempDir(), Quick: true}
 }
 
 // TestSpraying_QuickPipeline runs the whole experiment on the small

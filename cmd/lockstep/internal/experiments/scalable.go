@@ -607,10 +607,8 @@ func pct(s string) string {
 	return s + "%"
 }
 
-// medRange formats the median and, over several values, the range.
-func medRange(v []float64) string { return medRangeF(v, "%.1f") }
-
-// medRangeF is medRange with a number format.
+// medRangeF formats the median and, over several values, the range, each
+// with the number format.
 func medRangeF(v []float64, format string) string {
 	var ok []float64
 	for _, x := range v {

@@ -12,7 +12,7 @@ import (
 
 func TestHyStart_QuickWritesTablesAndFigures(t *testing.T) {
 	out := t.TempDir()
-	env := &Env{Examples: "../examples", Out: out, Quick: true}
+	env := &Env{Examples: examplesDir, Out: out, Quick: true}
 	if err := hyStart(env); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestHyStart_QuickWritesTablesAndFigures(t *testing.T) {
 // (942 + 1256); the 2008 detector ends slow start earlier, by one of its
 // two tests, before any drop.
 func TestHyStart_OffRunsToLossAndClassicExitsEarlier(t *testing.T) {
-	env := &Env{Examples: "../examples"}
+	env := &Env{Examples: examplesDir}
 	o := hsOpts{horizon: 400 * sim.Millisecond}
 	off, err := hsRun(env, hsRows[0], o)
 	if err != nil {
@@ -74,7 +74,7 @@ func TestHyStart_OffRunsToLossAndClassicExitsEarlier(t *testing.T) {
 }
 
 func TestHyStart_SameRunSameResult(t *testing.T) {
-	env := &Env{Examples: "../examples"}
+	env := &Env{Examples: examplesDir}
 	o := hsOpts{start: hsJitter(3), horizon: 150 * sim.Millisecond}
 	a, err := hsRun(env, hsRows[5], o)
 	if err != nil {

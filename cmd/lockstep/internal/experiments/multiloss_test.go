@@ -9,7 +9,7 @@ import (
 
 func TestMultiLoss_QuickWritesTablesAndFigures(t *testing.T) {
 	out := t.TempDir()
-	env := &Env{Examples: "../examples", Out: out, Quick: true}
+	env := &Env{Examples: examplesDir, Out: out, Quick: true}
 	if err := multiLoss(env); err != nil {
 		t.Fatal(err)
 	}

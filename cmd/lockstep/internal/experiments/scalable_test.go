@@ -10,7 +10,7 @@ import (
 
 func TestScalable_QuickWritesTablesAndFigures(t *testing.T) {
 	out := t.TempDir()
-	env := &Env{Examples: "../examples", Out: out, Quick: true}
+	env := &Env{Examples: examplesDir, Out: out, Quick: true}
 	if err := scalableExp(env); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestScalable_Jain(t *testing.T) {
 // link no more than full, a P99 FCT no shorter than the P50, a flap that
 // stops delivery for at least its length, goodput under capacity.
 func TestScalable_QuickInvariants(t *testing.T) {
-	env := &Env{Examples: "../examples"}
+	env := &Env{Examples: examplesDir}
 	c := scCCs[3] // Scalable (Linux)
 	a, err := scLong(env, c, 10, 1, scQuick)
 	if err != nil {
