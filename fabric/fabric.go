@@ -45,12 +45,11 @@ const (
 
 // Fabric is a built network, ready to run.
 type Fabric struct {
-	Eng      *sim.Engine
-	Topo     *topologies.Topology
-	T        *hostsim.Transport
-	Hosts    []*hostsim.Host     // by host index; nil when not local
-	Switches []*switchsim.Switch // by node index; nil for hosts and non-local
-	Routes   *topologies.Routes
+	eng      *sim.Engine
+	topo     *topologies.Topology
+	tr       *hostsim.Transport
+	hosts    []*hostsim.Host     // by host index; nil when not local
+	switches []*switchsim.Switch // by node index; nil for hosts and non-local
 
 	ix       *topologies.Index // Topo, compiled
 	kind     []uint8           // by element
@@ -147,9 +146,9 @@ func New(cfg Config) (*Fabric, error) {
 		}
 	}
 
-	f := &Fabric{Eng: eng, Topo: t, T: tr, Hosts: make([]*hostsim.Host, len(t.Hosts)),
-		Switches: make([]*switchsim.Switch, n), Routes: ix.Routes(),
-		kind: make([]uint8, n), hostOf: hostOf, linkPort: linkPort, ix: ix}
+	f := &Fabric{eng: eng, topo: t, tr: tr, hosts: make([]*hostsim.Host, len(t.Hosts)),
+		switches: make([]*switchsim.Switch, n),
+		kind:     make([]uint8, n), hostOf: hostOf, linkPort: linkPort, ix: ix}
 	for node := 0; node < n; node++ {
 		id := sim.ElemID(node)
 		ports := ix.Ports(node)
@@ -164,7 +163,7 @@ func New(cfg Config) (*Fabric, error) {
 			}
 			p := ports[0]
 			h := hostsim.NewHost(id, hostOf[node], DirID(p.Link, t.Links[p.Link].A == node), tr)
-			f.Hosts[hostOf[node]] = h
+			f.hosts[hostOf[node]] = h
 		case topologies.Switch:
 			f.kind[node] = kindSwitch
 			if !local(node) {
@@ -175,13 +174,13 @@ func New(cfg Config) (*Fabric, error) {
 				sp[pi] = switchsim.Port{Link: DirID(p.Link, t.Links[p.Link].A == node), Peer: sim.ElemID(p.Peer),
 					Queue: t.Links[p.Link].Queue}
 			}
-			f.Switches[node] = switchsim.New(id, node, sp, f.Routes, cfg.Forwarding)
-			f.Switches[node].SampleEvery = cfg.QueueSample
+			f.switches[node] = switchsim.New(id, node, sp, ix.Routes(), cfg.Forwarding)
+			f.switches[node].SampleEvery = cfg.QueueSample
 		default:
 			return nil, fmt.Errorf("node %d (%s) has no kind", node, t.Nodes[node].Name)
 		}
 	}
-	for _, h := range f.Hosts {
+	for _, h := range f.hosts {
 		if h != nil {
 			h.ScheduleStarts(eng)
 		}
@@ -208,15 +207,42 @@ func pathHops(t *topologies.Topology, ix *topologies.Index, src, dst int) int {
 // Index is the fabric's compiled topology: ports and routes.
 func (f *Fabric) Index() *topologies.Index { return f.ix }
 
+// Engine is the fabric's event engine: its clock, packet pool, links and
+// counters.
+func (f *Fabric) Engine() *sim.Engine { return f.eng }
+
+// Topology is the topology the fabric was built from (read-only).
+func (f *Fabric) Topology() *topologies.Topology { return f.topo }
+
+// Transport is the hosts' shared transport state: flows, their records
+// and the cwnd log.
+func (f *Fabric) Transport() *hostsim.Transport { return f.tr }
+
+// Host is host i (topology host index), or nil when it is not local.
+func (f *Fabric) Host(i int) *hostsim.Host { return f.hosts[i] }
+
+// NumHosts is the number of hosts of the topology, local or not.
+func (f *Fabric) NumHosts() int { return len(f.hosts) }
+
+// Switch is the switch at topology node n, or nil when n is a host or not
+// local.
+func (f *Fabric) Switch(n int) *switchsim.Switch { return f.switches[n] }
+
+// NumNodes is the number of topology nodes (hosts and switches).
+func (f *Fabric) NumNodes() int { return len(f.switches) }
+
+// Routes is the compiled forwarding table.
+func (f *Fabric) Routes() *topologies.Routes { return f.ix.Routes() }
+
 // Done reports whether every flow with a local endpoint has finished.
-func (f *Fabric) Done() bool { return f.T.Done == f.T.Local }
+func (f *Fabric) Done() bool { return f.tr.Done == f.tr.Local }
 
 // RunUntil processes every event before horizon and returns the number of
 // events processed. A run does not stop when the flows finish: it drains
 // the events that remain (stray packets, timers), so that where it stops
 // does not depend on how the fabric is partitioned.
 func (f *Fabric) RunUntil(horizon sim.Time) uint64 {
-	e := f.Eng
+	e := f.eng
 	start := e.Stats.Events
 	for {
 		ev, ok := e.Next(horizon)
@@ -231,7 +257,7 @@ func (f *Fabric) RunUntil(horizon sim.Time) uint64 {
 // RunUntilBatch is RunUntil with at most n events, so callers can report
 // progress. It returns false when nothing is left before horizon.
 func (f *Fabric) RunUntilBatch(horizon sim.Time, n int) bool {
-	e := f.Eng
+	e := f.eng
 	for i := 0; i < n; i++ {
 		ev, ok := e.Next(horizon)
 		if !ok {
@@ -247,8 +273,8 @@ func (f *Fabric) RunUntilBatch(horizon sim.Time, n int) bool {
 // flow finished. It is 0 when none did.
 func (f *Fabric) LastCompletion() sim.Time {
 	var t sim.Time
-	for i := range f.T.Records {
-		r := &f.T.Records[i]
+	for i := range f.tr.Records {
+		r := &f.tr.Records[i]
 		if r.Finished {
 			t = max(t, r.Finish)
 		}
@@ -258,10 +284,10 @@ func (f *Fabric) LastCompletion() sim.Time {
 }
 
 func (f *Fabric) dispatch(ev *sim.Event) {
-	e := f.Eng
+	e := f.eng
 	switch f.kind[ev.Dst] {
 	case kindHost:
-		h := f.Hosts[f.hostOf[ev.Dst]]
+		h := f.hosts[f.hostOf[ev.Dst]]
 		switch ev.Kind {
 		case sim.EvArrive:
 			h.OnArrive(e, ev.Pkt)
@@ -271,7 +297,7 @@ func (f *Fabric) dispatch(ev *sim.Event) {
 			h.OnTimer(e, ev)
 		}
 	case kindSwitch:
-		s := f.Switches[ev.Dst]
+		s := f.switches[ev.Dst]
 		switch ev.Kind {
 		case sim.EvArrive:
 			s.OnArrive(e, ev.Pkt)
@@ -301,7 +327,7 @@ func (c Conservation) Balance() int64 {
 // Conservation gathers the counts of the local elements.
 func (f *Fabric) Conservation() Conservation {
 	var c Conservation
-	for _, h := range f.Hosts {
+	for _, h := range f.hosts {
 		if h == nil {
 			continue
 		}
@@ -310,7 +336,7 @@ func (f *Fabric) Conservation() Conservation {
 		c.Misrouted += h.Misrouted
 		c.InQueues += h.Queued()
 	}
-	for _, s := range f.Switches {
+	for _, s := range f.switches {
 		if s == nil {
 			continue
 		}
@@ -320,8 +346,8 @@ func (f *Fabric) Conservation() Conservation {
 			c.QueueDrops += s.Ports[i].Dropped
 		}
 	}
-	c.LinkLost = f.Eng.Stats.LinkLost
-	c.OnWire = f.Eng.OnWire()
-	c.PoolLive = f.Eng.Pool.Live()
+	c.LinkLost = f.eng.Stats.LinkLost
+	c.OnWire = f.eng.OnWire()
+	c.PoolLive = f.eng.Pool.Live()
 	return c
 }

@@ -91,9 +91,9 @@ func NewCore(b *scenario.Built, pl *partition.Placement, part int, term uint64) 
 		return nil, err
 	}
 	c := &Core{part: part, p: pl.P, F: f, fol: barrier.NewFollower(part, term), limit: b.Limit(),
-		dest: make([]int32, len(f.Eng.Links)), out: make([][]sim.RemotePacket, pl.P), rec: results.NewRecorder(b, f)}
-	for i := range f.Eng.Links {
-		to := int(f.Eng.Links[i].Spec.To)
+		dest: make([]int32, len(f.Engine().Links)), out: make([][]sim.RemotePacket, pl.P), rec: results.NewRecorder(b, f)}
+	for i := range f.Engine().Links {
+		to := int(f.Engine().Links[i].Spec.To)
 		c.dest[i] = -1
 		if pl.Part[to] != part {
 			c.dest[i] = int32(pl.Part[to])
@@ -111,7 +111,7 @@ func (c *Core) Stats() CoreStats { return c.stats }
 // Setup finishes the setup window 0 (barrier package doc): it reports the
 // first event time. Building the fabric sends nothing.
 func (c *Core) Setup() (Output, error) {
-	r, err := c.fol.Finish(barrier.Report{NextEvent: c.F.Eng.NextEventTime(), MinSent: sim.Never,
+	r, err := c.fol.Finish(barrier.Report{NextEvent: c.F.Engine().NextEventTime(), MinSent: sim.Never,
 		Sent: make([]uint32, c.p)})
 	if err != nil {
 		return Output{}, err
@@ -134,7 +134,7 @@ func (c *Core) Deliver(b *wire.Batch) error {
 	if int(b.To) != c.part || b.From < 0 || int(b.From) >= c.p || int(b.From) == c.part {
 		return fmt.Errorf("%w: batch %d -> %d delivered to node %d of %d", ErrBadBatch, b.From, b.To, c.part, c.p)
 	}
-	e := c.F.Eng
+	e := c.F.Engine()
 	for i := range b.Packets {
 		rp := &b.Packets[i]
 		if rp.Link < 0 || int(rp.Link) >= len(c.dest) || c.dest[rp.Link] != -1 ||
@@ -185,7 +185,7 @@ func (c *Core) Run() (Output, error) {
 	slices.SortFunc(c.inbox, func(a, b *wire.Batch) int {
 		return cmp.Or(cmp.Compare(a.Window, b.Window), cmp.Compare(a.From, b.From), cmp.Compare(a.Seq, b.Seq))
 	})
-	e := c.F.Eng
+	e := c.F.Engine()
 	k := 0
 	for ; k < len(c.inbox) && c.inbox[k].Window < g.Window; k++ {
 		b := c.inbox[k]

@@ -205,8 +205,8 @@ func Run(ctx context.Context, cfg Config) error {
 				if waitFrom.After(nextStatus) {
 					nextStatus = waitFrom.Add(cfg.StatusEvery)
 					w, _ := core.Window()
-					st := wire.NodeStatus{Partition: cfg.Partition, Window: w, Events: core.F.Eng.Stats.Events,
-						Now: int64(core.F.Eng.Now())}
+					st := wire.NodeStatus{Partition: cfg.Partition, Window: w, Events: core.F.Engine().Stats.Events,
+						Now: int64(core.F.Engine().Now())}
 					if data, err := enc.Control(wire.TypeNodeStatus, st); err == nil {
 						_ = nc.Publish(subj.NodeStatus(), data)
 					}

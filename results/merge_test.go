@@ -24,7 +24,7 @@ func onePart(t *testing.T) (*scenario.Built, *results.Part) {
 	}
 	rec := results.NewRecorder(b, f)
 	f.RunUntil(b.Limit())
-	if f.Eng.NextEventTime() != sim.Never {
+	if f.Engine().NextEventTime() != sim.Never {
 		t.Fatal("the dumbbell did not drain")
 	}
 	return b, rec.Part(0, results.FinishDrained)

@@ -101,7 +101,7 @@ type hostCapture struct {
 func NewRecorder(b *scenario.Built, f *fabric.Fabric) *Recorder {
 	r := &Recorder{f: f, digest: b.Digest()}
 	for _, hi := range b.PcapHosts {
-		if h := f.Hosts[hi]; h != nil {
+		if h := f.Host(hi); h != nil {
 			c := pcap.NewCapture()
 			h.Tap = c.Tap
 			r.caps = append(r.caps, hostCapture{host: hi, c: c})
@@ -114,18 +114,19 @@ func NewRecorder(b *scenario.Built, f *fabric.Fabric) *Recorder {
 // stopped for reason finish.
 func (r *Recorder) Part(partition int, finish Finish) *Part {
 	f := r.f
-	e := f.Eng
+	e := f.Engine()
 	p := &Part{Partition: partition, Digest: r.digest, Stats: e.Stats, Now: e.Now(), LastCompletion: f.LastCompletion(),
-		FlowsDone: f.Done(), PoolSlots: e.Pool.Capacity(), Cons: f.Conservation(), Cwnd: f.T.CwndLog, Finish: finish}
-	t := f.Topo
-	for i := range f.T.Flows {
-		fl := &f.T.Flows[i]
+		FlowsDone: f.Done(), PoolSlots: e.Pool.Capacity(), Cons: f.Conservation(), Cwnd: f.Transport().CwndLog, Finish: finish}
+	t := f.Topology()
+	for i := range f.Transport().Flows {
+		fl := &f.Transport().Flows[i]
 		snd, rcv := e.Local(sim.ElemID(t.Hosts[fl.Src])), e.Local(sim.ElemID(t.Hosts[fl.Dst]))
 		if snd || rcv {
-			p.Flows = append(p.Flows, FlowPart{ID: fl.ID, Sender: snd, Receiver: rcv, Rec: f.T.Records[i]})
+			p.Flows = append(p.Flows, FlowPart{ID: fl.ID, Sender: snd, Receiver: rcv, Rec: f.Transport().Records[i]})
 		}
 	}
-	for _, h := range f.Hosts {
+	for i := range f.NumHosts() {
+		h := f.Host(i)
 		if h != nil {
 			p.HostPackets += h.Created
 		}
@@ -133,7 +134,8 @@ func (r *Recorder) Part(partition int, finish Finish) *Part {
 	for _, hc := range r.caps {
 		p.Pcaps = append(p.Pcaps, HostPcap{Host: hc.host, Data: hc.c.Bytes()})
 	}
-	for node, s := range f.Switches {
+	for node := range f.NumNodes() {
+		s := f.Switch(node)
 		if s == nil {
 			continue
 		}

@@ -30,7 +30,7 @@ func TestReceiveWindow_LimitsRateToRwndPerRTT(t *testing.T) {
 	// 20 segments of 1436 B per round trip of 60 us propagation plus three
 	// 120 ns serialisations of data and three 5.12 ns of ACK.
 	r := runYAML(t, oneFlow("100Gbps", "100Gbps", "10us", "4MiB", "{rwnd: 28720, init_cwnd: 100}", "10MB"))
-	rec := r.Fabric.T.Records[0]
+	rec := r.Fabric.Transport().Records[0]
 	rtt := 60*sim.Microsecond + 3*120*sim.Nanosecond + 3*5120*sim.Picosecond
 	want := 28720 / rtt.Seconds() // bytes per second
 	got := 10e6 / rec.Finish.Seconds()
@@ -96,7 +96,7 @@ func TestCwndTrace_HyStartPlusPlusReportsCSSEntryAndExit(t *testing.T) {
 	r := runYAML(t, oneFlow("10Gbps", "1Gbps", "500us", "4MiB",
 		"{cc: cubic, options: {hystart: hystart++}, rto: {min: 10ms}}", "20MB")+"output: {cwnd: {all: true}}\n")
 	var events []string
-	for _, row := range r.Fabric.T.CwndLog {
+	for _, row := range r.Fabric.Transport().CwndLog {
 		if row.Event != "" {
 			events = append(events, row.Event)
 		}

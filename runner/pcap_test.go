@@ -137,7 +137,7 @@ workload:
 	if len(r.Pcaps) != 2 || r.Pcaps[0].Host != 2 || r.Pcaps[1].Host != 0 {
 		t.Fatalf("captures: want hosts [2 0] in the scenario's order, got %+v", r.Pcaps)
 	}
-	rec := r.Fabric.T.Records[0] // flow 0: host 0 -> host 2
+	rec := r.Fabric.Transport().Records[0] // flow 0: host 0 -> host 2
 	if rec.Retransmits == 0 || !rec.Finished {
 		t.Fatalf("the scenario must lose and retransmit a packet of flow 0 and finish: %+v", rec)
 	}
@@ -148,7 +148,7 @@ workload:
 	waitRcv := startTshark(t, tshark, filepath.Join(dir, "pcap", "h2.pcap"))
 
 	// The sender's capture.
-	snd := r.Fabric.Hosts[0]
+	snd := r.Fabric.Host(0)
 	frames := waitSnd()
 	if want := snd.Created + snd.Consumed; uint64(len(frames)) != want {
 		t.Fatalf("h0.pcap: want %d frames (%d sent + %d received), tshark read %d", want, snd.Created, snd.Consumed, len(frames))
@@ -243,7 +243,7 @@ workload:
 		data, retx, wiresharkRetx, acks, sacked, ece)
 
 	// The receiver's capture: CE marks arrive, ECE goes back.
-	rcv := r.Fabric.Hosts[2]
+	rcv := r.Fabric.Host(2)
 	frames = waitRcv()
 	if want := rcv.Created + rcv.Consumed; uint64(len(frames)) != want {
 		t.Fatalf("h2.pcap: want %d frames (%d sent + %d received), tshark read %d", want, rcv.Created, rcv.Consumed, len(frames))

@@ -51,8 +51,8 @@ func Run(b *scenario.Built, opt Options) (*Result, error) {
 	}
 	report := func() {
 		if opt.Progress != nil {
-			opt.Progress(Progress{Now: f.Eng.Now(), Limit: limit, Events: f.Eng.Stats.Events,
-				FlowsDone: f.T.Done, Flows: len(b.Fabric.Flows)})
+			opt.Progress(Progress{Now: f.Engine().Now(), Limit: limit, Events: f.Engine().Stats.Events,
+				FlowsDone: f.Transport().Done, Flows: len(b.Fabric.Flows)})
 		}
 	}
 	rec := results.NewRecorder(b, f)
@@ -75,7 +75,7 @@ func FromFabric(b *scenario.Built, f *fabric.Fabric) (*Result, error) {
 
 func finish(b *scenario.Built, f *fabric.Fabric, rec *results.Recorder) (*Result, error) {
 	why := results.FinishDrained
-	if f.Eng.NextEventTime() != sim.Never {
+	if f.Engine().NextEventTime() != sim.Never {
 		why = results.FinishLimit
 	}
 	out, err := results.Merge(b, []*results.Part{rec.Part(0, why)})

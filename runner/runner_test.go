@@ -108,7 +108,7 @@ workload:
   - type: flows
     flows: [{src: 0, dst: 1, size: 1000, start: 5us}]
 `)
-	rec := r.Fabric.T.Records[0]
+	rec := r.Fabric.Transport().Records[0]
 	if got, want := rec.Finish-5*sim.Microsecond, 4383040*sim.Picosecond; got != want {
 		t.Fatalf("one-packet FCT = %d ps, want %d ps", got, want)
 	}
@@ -132,7 +132,7 @@ workload:
   - type: flows
     flows: [{src: 0, dst: 127, size: 4096}]
 `)
-	if got, want := r.Fabric.T.Records[0].Finish, 8466080*sim.Picosecond; got != want {
+	if got, want := r.Fabric.Transport().Records[0].Finish, 8466080*sim.Picosecond; got != want {
 		t.Fatalf("one-packet FCT across the fat-tree = %d ps, want %d ps", got, want)
 	}
 }
@@ -150,7 +150,7 @@ workload:
   - type: flows
     flows: [{src: 0, dst: 1, size: 50MB}]
 `)
-	rec := r.Fabric.T.Records[0]
+	rec := r.Fabric.Transport().Records[0]
 	if !rec.Finished {
 		t.Fatal("flow did not finish")
 	}
@@ -200,7 +200,7 @@ func TestSharedBottleneck_RenoUsesItAndDropsOnlyThere(t *testing.T) {
 			r := runYAML(t, sharedBottleneck(ecn))
 			checkConservation(t, r)
 			first := sim.Never
-			for _, rec := range r.Fabric.T.Records {
+			for _, rec := range r.Fabric.Transport().Records {
 				if !rec.Finished {
 					t.Fatal("a flow did not finish")
 				}

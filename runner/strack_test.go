@@ -34,7 +34,7 @@ workload:
   - type: flows
     flows: [{src: 0, dst: 1, size: 512KiB}]
 `)
-	rec := r.Fabric.T.Records[0]
+	rec := r.Fabric.Transport().Records[0]
 	lost := r.Ports
 	var down uint64
 	for _, q := range lost {
@@ -72,7 +72,7 @@ func variant(t *testing.T, cc, recovery string, ecn bool) *runner.Result {
 
 func maxFCT(t *testing.T, r *runner.Result) float64 {
 	var f []float64
-	for i, rec := range r.Fabric.T.Records {
+	for i, rec := range r.Fabric.Transport().Records {
 		if !rec.Finished {
 			t.Fatalf("flow %d did not finish", i)
 		}

@@ -101,7 +101,7 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	if show {
 		fmt.Fprintln(stderr)
 	}
-	perf := results.Perf{WallSeconds: wall, EventsPerSec: float64(res.Fabric.Eng.Stats.Events) / wall,
+	perf := results.Perf{WallSeconds: wall, EventsPerSec: float64(res.Fabric.Engine().Stats.Events) / wall,
 		PeakRSSBytes: peakRSS(), PeakHeapBytes: peakHeap, Partitions: 1}
 	if err := res.WriteDir(out, perf, nil); err != nil {
 		return err

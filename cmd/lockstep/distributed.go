@@ -133,7 +133,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 	if transport == "memory" {
 		lr, err := node.RunLocal(b, pl, node.LocalOptions{Parallel: true, Window: func(g barrier.Grant, cores []*node.Core) {
 			for _, c := range cores {
-				nodeStatus(wire.NodeStatus{Partition: c.Partition(), Events: c.F.Eng.Stats.Events})
+				nodeStatus(wire.NodeStatus{Partition: c.Partition(), Events: c.F.Engine().Stats.Events})
 			}
 			progress(g.Window, g.Start)
 		}})

@@ -86,7 +86,7 @@ func builtVariant(env *Env, file string, mutate func(*scenario.Scenario)) (*scen
 // fcts returns the FCTs of finished flows in microseconds and the number
 // of unfinished flows.
 func fcts(r *runner.Result) (us []float64, unfinished int) {
-	for i, rec := range r.Fabric.T.Records {
+	for i, rec := range r.Fabric.Transport().Records {
 		if !rec.Finished {
 			unfinished++
 			continue
@@ -122,7 +122,7 @@ type totals struct {
 
 func sum(r *runner.Result) totals {
 	var t totals
-	for _, rec := range r.Fabric.T.Records {
+	for _, rec := range r.Fabric.Transport().Records {
 		t.sent += rec.PacketsSent
 		t.retx += rec.Retransmits
 		t.timeouts += rec.Timeouts

@@ -101,25 +101,25 @@ func hsRun(env *Env, row hsRow, o hsOpts) (*hsResult, error) {
 	delivered = append(delivered, 0)
 	var prev hostsim.CwndRow
 	havePrev, lost := false, false
-	snd := f.T.Sender(0)
+	snd := f.Transport().Sender(0)
 	sw, port, err := portBetween(f, "nic", "left")
 	if err != nil {
 		return nil, err
 	}
-	bottleneck := &f.Switches[sw].Ports[port]
+	bottleneck := &f.Switch(sw).Ports[port]
 	var sent []uint64 // packets the bottleneck sent, at each step
 	sent = append(sent, 0)
 	for t := hsStep; t <= o.horizon; t += hsStep {
 		f.RunUntil(t)
-		for _, row := range f.T.CwndLog {
+		for _, row := range f.Transport().CwndLog {
 			hsScan(r, row, prev, havePrev, mss, &lost)
 			prev, havePrev = row, true
 		}
-		f.T.CwndLog = f.T.CwndLog[:0]
+		f.Transport().CwndLog = f.Transport().CwndLog[:0]
 		if r.dropAt == sim.Never && hsDrops(f) > 0 {
 			r.dropAt, r.dropCwnd = t-o.start, float64(snd.Cwnd())/mss
 		}
-		delivered = append(delivered, f.T.Records[0].BytesReceived)
+		delivered = append(delivered, f.Transport().Records[0].BytesReceived)
 		sent = append(sent, bottleneck.TxPackets)
 		n := len(delivered) - 1
 		if n >= window {
@@ -144,7 +144,7 @@ func hsRun(env *Env, row hsRow, o hsOpts) (*hsResult, error) {
 			break
 		}
 	}
-	rec := &f.T.Records[0]
+	rec := &f.Transport().Records[0]
 	r.retx, r.timeouts, r.drops = rec.Retransmits, rec.Timeouts, hsDrops(f)
 	if r.exitAt != sim.Never {
 		r.exitAt -= o.start
@@ -169,7 +169,8 @@ func hsReason(r string) string {
 // hsDrops counts the packets every switch port dropped so far.
 func hsDrops(f *fabric.Fabric) uint64 {
 	var n uint64
-	for _, s := range f.Switches {
+	for i := range f.NumNodes() {
+		s := f.Switch(i)
 		if s == nil {
 			continue
 		}

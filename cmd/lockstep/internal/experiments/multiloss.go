@@ -89,7 +89,7 @@ func multiLoss(env *Env) error {
 		orig, retx = append(orig, float64(t.sent-t.retx)), append(retx, float64(t.retx))
 		ratio = append(ratio, 100*float64(t.retx)/float64(t.sent))
 		perFlow = append(perFlow, f)
-		for i, rec := range r.Fabric.T.Records {
+		for i, rec := range r.Fabric.Transport().Records {
 			csv += fmt.Sprintf("%s,1,%d,%.3f,%d,%d,%d\n", row.label, i, f[i], rec.PacketsSent, rec.Retransmits, rec.Timeouts)
 		}
 	}

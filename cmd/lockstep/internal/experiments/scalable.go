@@ -84,7 +84,7 @@ func scVariant(c scCC, n int, size int64, seed uint64) func(*scenario.Scenario) 
 // `to`, by node name.
 func portBetween(f *fabric.Fabric, from, to string) (sw int, port int, err error) {
 	a, b := -1, -1
-	for i, n := range f.Topo.Nodes {
+	for i, n := range f.Topology().Nodes {
 		switch n.Name {
 		case from:
 			a = i
@@ -92,10 +92,10 @@ func portBetween(f *fabric.Fabric, from, to string) (sw int, port int, err error
 			b = i
 		}
 	}
-	if a < 0 || b < 0 || f.Switches[a] == nil {
-		return 0, 0, fmt.Errorf("no switch %s with a link to %s in %s", from, to, f.Topo.Name)
+	if a < 0 || b < 0 || f.Switch(a) == nil {
+		return 0, 0, fmt.Errorf("no switch %s with a link to %s in %s", from, to, f.Topology().Name)
 	}
-	for pi, p := range f.Switches[a].Ports {
+	for pi, p := range f.Switch(a).Ports {
 		if int(p.Peer) == b {
 			return a, pi, nil
 		}
@@ -105,8 +105,8 @@ func portBetween(f *fabric.Fabric, from, to string) (sw int, port int, err error
 
 func scDelivered(f *fabric.Fabric) uint64 {
 	var b uint64
-	for i := range f.T.Records {
-		b += f.T.Records[i].BytesReceived
+	for i := range f.Transport().Records {
+		b += f.Transport().Records[i].BytesReceived
 	}
 	return b
 }
@@ -160,7 +160,7 @@ func scLong(env *Env, c scCC, n int, seed uint64, sc scScale) (*scLongRes, error
 	snap := func() []uint64 {
 		out := make([]uint64, n)
 		for i := range out {
-			out[i] = f.T.Records[i].BytesReceived
+			out[i] = f.Transport().Records[i].BytesReceived
 		}
 		return out
 	}
@@ -179,7 +179,7 @@ func scLong(env *Env, c scCC, n int, seed uint64, sc scScale) (*scLongRes, error
 		// active in: a flow that finished inside it is not penalised
 		// for the time it had nothing left to send.
 		end := sc.end
-		if rec := &f.T.Records[i]; rec.Finished && rec.Finish < sc.end {
+		if rec := &f.Transport().Records[i]; rec.Finished && rec.Finish < sc.end {
 			end = rec.Finish
 			r.inWindow++
 		}
@@ -194,8 +194,8 @@ func scLong(env *Env, c scCC, n int, seed uint64, sc scScale) (*scLongRes, error
 	r.util = total * 8 / (sc.end - sc.warm).Seconds() / (scRate * scPayload)
 	var fct []float64
 	var sent, retx uint64
-	for i := range f.T.Records {
-		rec := &f.T.Records[i]
+	for i := range f.Transport().Records {
+		rec := &f.Transport().Records[i]
 		sent += rec.PacketsSent
 		retx += rec.Retransmits
 		r.timeouts += rec.Timeouts
@@ -246,7 +246,7 @@ func scFlap(env *Env, c scCC, seed uint64, sc scScale) (*scFlapRes, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &f.Switches[sw].Ports[port]
+	p := &f.Switch(sw).Ports[port]
 	up := sc.flapAt + scFlapLen
 	end := up + sc.after
 	start := sc.flapAt - sc.after
@@ -271,8 +271,8 @@ func scFlap(env *Env, c scCC, seed uint64, sc scScale) (*scFlapRes, error) {
 		f.RunUntil(t)
 		tx = append(tx, p.TxPackets)
 		cwnd := 0.0
-		for i := range f.T.Records {
-			cwnd += float64(f.T.Sender(int32(i)).Cwnd()) / 1448
+		for i := range f.Transport().Records {
+			cwnd += float64(f.Transport().Sender(int32(i)).Cwnd()) / 1448
 		}
 		q := float64(p.Occupancy()) / 1500
 		switch {
@@ -312,8 +312,8 @@ func scFlap(env *Env, c scCC, seed uint64, sc scScale) (*scFlapRes, error) {
 		r.recRTTs = float64(t80-up) / float64(scBaseRTT)
 		r.rampRTTs = float64(t80-tFirst) / float64(scBaseRTT)
 	}
-	for i := range f.T.Records {
-		r.timeouts += f.T.Records[i].Timeouts
+	for i := range f.Transport().Records {
+		r.timeouts += f.Transport().Records[i].Timeouts
 	}
 	return r, nil
 }
@@ -353,8 +353,8 @@ func scChaos(env *Env, c scCC, seed uint64, step sim.Time) ([]float64, uint64, e
 		prev = d
 	}
 	var retx uint64
-	for i := range f.T.Records {
-		retx += f.T.Records[i].Retransmits
+	for i := range f.Transport().Records {
+		retx += f.Transport().Records[i].Retransmits
 	}
 	return out, retx, nil
 }

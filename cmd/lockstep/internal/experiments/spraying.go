@@ -198,9 +198,9 @@ func spTopUp(t *topologies.Topology) []int {
 func spMeasure(r *runner.Result) spRun {
 	f, unfinished := fcts(r)
 	out := spRun{fct: f, unfinished: unfinished, t: sum(r)}
-	t := r.Fabric.Topo
+	t := r.Fabric.Topology()
 	for _, i := range spTopUp(t) {
-		l := &r.Fabric.Eng.Links[fabric.DirID(i, true)]
+		l := &r.Fabric.Engine().Links[fabric.DirID(i, true)]
 		out.util = append(out.util, float64(l.TxBytes*8)/(float64(t.Links[i].Rate)*r.End.Seconds()))
 		out.ends = append(out.ends, [2]string{t.Nodes[t.Links[i].A].Name, t.Nodes[t.Links[i].B].Name})
 	}
@@ -208,7 +208,7 @@ func spMeasure(r *runner.Result) spRun {
 	// the direction into the host.
 	for i, l := range t.Links {
 		if l.A == t.Hosts[0] {
-			tx := r.Fabric.Eng.Links[fabric.DirID(i, false)].TxBytes
+			tx := r.Fabric.Engine().Links[fabric.DirID(i, false)].TxBytes
 			out.recv = float64(tx*8) / (float64(l.Rate) * r.End.Seconds())
 		}
 	}
@@ -402,7 +402,7 @@ func spWorkloadSection(env *Env, o *spOut, tp spTopo, wl string, z spSizes) ([]s
 		for i, v := range x.fct {
 			fmt.Fprintf(&o.fct, "%s,%s,%s,1,%d,%.3f\n", tp.key, wl, tr.short, i, v)
 		}
-		t := r.Fabric.Topo
+		t := r.Fabric.Topology()
 		for j, li := range spTopUp(t) {
 			fmt.Fprintf(&o.util, "%s,%s,%s,1,%d,%s,%s,%.4f\n", tp.key, wl, tr.short, li,
 				t.Nodes[t.Links[li].A].Name, t.Nodes[t.Links[li].B].Name, x.util[j])
@@ -524,7 +524,7 @@ func spFailure(env *Env, tp spTopo, tr spTransport, z spSizes, seed uint64) (*sp
 	if err != nil {
 		return nil, err
 	}
-	t := f.Topo
+	t := f.Topology()
 	lower, upper := spNode(t, tp.lower), spNode(t, tp.upper)
 	out := &spFail{deg: -1}
 	var group []int
@@ -545,8 +545,8 @@ func spFailure(env *Env, tp spTopo, tr spTransport, z spSizes, seed uint64) (*sp
 	// upper one (down).
 	var ports [2]*switchsim.Port
 	for d, node := range []int{lower, upper} {
-		for pi := range f.Switches[node].Ports {
-			if pt := &f.Switches[node].Ports[pi]; pt.Link == fabric.DirID(group[out.deg], d == 0) {
+		for pi := range f.Switch(node).Ports {
+			if pt := &f.Switch(node).Ports[pi]; pt.Link == fabric.DirID(group[out.deg], d == 0) {
 				ports[d] = pt
 			}
 		}
@@ -558,7 +558,7 @@ func spFailure(env *Env, tp spTopo, tr spTransport, z spSizes, seed uint64) (*sp
 	}
 	prevUp, prevDown := make([]uint64, n), make([]uint64, n)
 	out.cut = -1
-	for now := sim.Time(0); !f.Done() && now < b.MaxTime && f.Eng.NextEventTime() != sim.Never; {
+	for now := sim.Time(0); !f.Done() && now < b.MaxTime && f.Engine().NextEventTime() != sim.Never; {
 		if now >= z.degradeAt && out.cut < 0 {
 			out.cut = len(out.times)
 			snap(0)
@@ -567,8 +567,8 @@ func spFailure(env *Env, tp spTopo, tr spTransport, z spSizes, seed uint64) (*sp
 		f.RunUntil(now)
 		up, down := make([]uint64, n), make([]uint64, n)
 		for i, li := range group {
-			u := f.Eng.Links[fabric.DirID(li, true)].TxBytes
-			d := f.Eng.Links[fabric.DirID(li, false)].TxBytes
+			u := f.Engine().Links[fabric.DirID(li, true)].TxBytes
+			d := f.Engine().Links[fabric.DirID(li, false)].TxBytes
 			up[i], down[i] = u-prevUp[i], d-prevDown[i]
 			prevUp[i], prevDown[i] = u, d
 		}
