@@ -1,5 +1,5 @@
 // Package coordinator is the control plane of a distributed run
-// (DESIGN.md §3): a hashicorp/raft replica (1 or 3 voters, TCP transport,
+// (docs/design.md §3): a hashicorp/raft replica (1 or 3 voters, TCP transport,
 // BoltDB or in-memory stores) whose FSM replicates the run's control state
 // (scenario digest, seed, partition map, membership, phase, progress marks,
 // the leader of each term), and, on the leader only, the NATS shell around

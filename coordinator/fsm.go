@@ -62,7 +62,7 @@ type LeaderTerm struct {
 	Term uint64
 }
 
-// ControlState is the run's control state, replicated by raft (DESIGN.md
+// ControlState is the run's control state, replicated by raft (docs/design.md
 // §3): scenario digest, seed, partition map, membership, phase, progress
 // marks, and who led. It never holds per-window data other than the last
 // mark: raft is not on the per-window path.

@@ -27,7 +27,7 @@ func applyCmd(t *testing.T, f *FSM, index uint64, c Command) error {
 
 var testRun = RunConfig{Digest: "abc", Seed: 7, P: 2, Part: []int{0, 0, 1, 1}, Lookahead: 1000, StopAt: 5000}
 
-// DESIGN.md §3: raft replicates "scenario digest, seed, partition map,
+// docs/design.md §3: raft replicates "scenario digest, seed, partition map,
 // membership, run phase ... periodic progress marks".
 func TestFSM_Design3_ControlStateLifecycle(t *testing.T) {
 	f := &FSM{}

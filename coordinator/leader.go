@@ -17,7 +17,7 @@ import (
 )
 
 // leader is the barrier shell of one leadership term: it feeds the nodes'
-// reports to the Barrier and publishes its grants (DESIGN.md §3). It is
+// reports to the Barrier and publishes its grants (docs/design.md §3). It is
 // the only per-window path through the coordinator, and raft is not on
 // it: progress marks are proposed asynchronously.
 type leader struct {

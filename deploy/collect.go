@@ -12,7 +12,7 @@ import (
 
 // Collector receives the nodes' results over NATS (request/reply, one
 // acknowledged chunk at a time) on behalf of whoever started the run
-// (DESIGN.md §7: results "are merged by whoever started the run").
+// (docs/design.md §7: results "are merged by whoever started the run").
 type Collector struct {
 	p    int
 	sub  *nats.Subscription

@@ -1,4 +1,4 @@
-// Package deploy launches a distributed run on one machine (DESIGN.md §7:
+// Package deploy launches a distributed run on one machine (docs/design.md §7:
 // "the same processes run locally under `lockstep run --procs`"): an
 // embedded NATS server (or an external one), one in-process coordinator or
 // three coordinator processes with raft over loopback TCP, and P nodes as

@@ -27,7 +27,7 @@ var ErrBadBatch = errors.New("node: bad batch")
 
 // Core is one partition of a run: its fabric (only the partition's
 // elements), the node's side of the barrier, and the batches received but
-// not yet injected. It is the pure part of a node (DESIGN.md §3, STYLE §3c):
+// not yet injected. It is the pure part of a node (docs/design.md §3, docs/style.md §3c):
 // no I/O, no goroutines, no clock. A shell feeds it grants and batches and
 // sends what it returns.
 //

@@ -48,7 +48,7 @@ func twoCores(t *testing.T) (*Core, *Core, *partition.Placement) {
 }
 
 // The setup report carries the first event: the flow's start at 5us on
-// the sender's side, nothing on the receiver's (DESIGN.md §3: "After a
+// the sender's side, nothing on the receiver's (docs/design.md §3: "After a
 // window a node reports ... its next event time").
 func TestCore_Design3_SetupReportsFirstEvent(t *testing.T) {
 	c0, c1, _ := twoCores(t)

@@ -104,7 +104,7 @@ func itoa(i int) string {
 	return itoa(i/10) + string(rune('0'+i%10))
 }
 
-// compare checks DESIGN.md §2: "one scenario and one seed give
+// compare checks docs/design.md §2: "one scenario and one seed give
 // byte-identical results whether it runs in one process, in N processes
 // ...": every output file but summary.json is identical, and the
 // machine-independent summary fields that do not describe the process

@@ -66,7 +66,7 @@ func (q *inbox) take(buf []*nats.Msg) []*nats.Msg {
 	return buf
 }
 
-// Run is a node process's life (DESIGN.md §3, §7): subscribe, fetch the
+// Run is a node process's life (docs/design.md §3, §7): subscribe, fetch the
 // setup from a coordinator, build the partition, then loop: take grants,
 // batches and resync requests; whenever the accepted window can run, run
 // it, publish its batches and its report; when the finishing grant comes,

@@ -30,7 +30,7 @@ func setupFor(t *testing.T) (*scenario.Built, *wire.Setup) {
 	return b, deploy.NewSetup(b, pl)
 }
 
-// STYLE §14 "effective state travels": a node builds the effective
+// docs/style.md §14 "effective state travels": a node builds the effective
 // scenario (after the edits), not the file.
 func TestFromSetup_BuildsTheEffectiveScenario(t *testing.T) {
 	b, su := setupFor(t)

@@ -1,6 +1,6 @@
 // Package partition places the elements of a fabric into partitions, one
 // per node process, and derives what the lockstep barrier needs from the
-// cut: the lookahead L, the smallest delay of a cut link (DESIGN.md §3).
+// cut: the lookahead L, the smallest delay of a cut link (docs/design.md §3).
 //
 // Three placements exist: Auto (a heuristic, see auto.go), PerElement (every
 // host and switch alone: the literal "each element is a process" form) and

@@ -71,7 +71,7 @@ func checkInvariants(t *testing.T, topo *topologies.Topology, pl *Placement) {
 	}
 }
 
-// DESIGN.md §3: "Partitioning cuts links; the lookahead L is the smallest
+// docs/design.md §3: "Partitioning cuts links; the lookahead L is the smallest
 // propagation delay of a cut link." A 4x4 dumbbell with 1us host links and
 // a 5us bottleneck: cutting only the bottleneck gives L = 5us, and the two
 // halves weigh the same (4 hosts of weight 1 + a 5-port switch = 9 each).

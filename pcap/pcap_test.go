@@ -492,7 +492,7 @@ func TestEncode_NonTCP_IPv4Only(t *testing.T) {
 	}
 }
 
-// STYLE §9: the per-packet path does not allocate.
+// docs/style.md §9: the per-packet path does not allocate.
 func TestWriter_WritePacketDoesNotAllocate(t *testing.T) {
 	w, err := NewWriter(io.Discard)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 
 // Outputs is a run's outputs: the merge of its parts. A single-process
 // run is the merge of one part; a partitioned run's outputs are the same,
-// byte for byte (DESIGN.md §2).
+// byte for byte (docs/design.md §2).
 type Outputs struct {
 	Built   *scenario.Built
 	Records []hostsim.FlowRecord // by flow, in b.Fabric.Flows order

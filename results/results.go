@@ -1,4 +1,4 @@
-// Package results owns a run's outputs (STYLE §14: one owner per concern):
+// Package results owns a run's outputs (docs/style.md §14: one owner per concern):
 // a Part is what one fabric contributes (a whole run, or one partition),
 // Merge combines the parts of a run into Outputs, and Outputs.WriteDir is
 // the one writer: fct.csv (one row per flow), queues.csv (one row per

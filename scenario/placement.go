@@ -21,7 +21,7 @@ const (
 
 // Placement is the scenario's `placement:` section: how a distributed run
 // (`lockstep run --partitions`) cuts the fabric into partitions, one per
-// node process (DESIGN.md §3). A single-process run ignores it.
+// node process (docs/design.md §3). A single-process run ignores it.
 //
 //	placement: {mode: auto, partitions: 4}
 //	placement: {mode: per-element}

@@ -98,7 +98,7 @@ func TestSeed_DefaultAndOverride(t *testing.T) {
 	}
 }
 
-// STYLE §14 "effective state travels": the digest is the effective
+// docs/style.md §14 "effective state travels": the digest is the effective
 // scenario's, after every edit.
 func TestDigest_CoversEditsNotSpelling(t *testing.T) {
 	digest := func(text string, edits ...Edit) string {

@@ -7,7 +7,7 @@
 // own their queues and call Engine.Transmit when a link is idle; the event
 // loop that dispatches events to them lives in package fabric.
 //
-// Determinism contract (DESIGN.md §2): events are ordered by
+// Determinism contract (docs/design.md §2): events are ordered by
 // (time, destination element, source element, source's sequence number);
 // every element numbers the events it creates; every element and every link
 // draws from its own random stream seeded from (run seed, id). Nothing here

@@ -32,7 +32,7 @@ type Event struct {
 }
 
 // Before reports whether a is ordered before b by the partition-independent
-// key (time, destination, source, source sequence number) of DESIGN.md §2.
+// key (time, destination, source, source sequence number) of docs/design.md §2.
 func (a *Event) Before(b *Event) bool {
 	if a.At != b.At {
 		return a.At < b.At

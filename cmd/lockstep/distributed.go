@@ -190,7 +190,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 	return true, nil
 }
 
-// addNATSAuthFlags adds the NATS credential and TLS flags (DESIGN.md §7:
+// addNATSAuthFlags adds the NATS credential and TLS flags (docs/design.md §7:
 // a multi-machine run uses NATS credentials and TLS).
 func addNATSAuthFlags(cmd *cobra.Command) {
 	f := cmd.Flags()

@@ -103,7 +103,7 @@ func readOut(t *testing.T, dir, name string) []byte {
 	return b
 }
 
-// sameFiles checks DESIGN.md §2's promise: every output file but
+// sameFiles checks docs/design.md §2's promise: every output file but
 // summary.json (which holds wall-clock numbers) is byte-identical.
 func sameFiles(t *testing.T, what, wantDir, gotDir string) {
 	t.Helper()
@@ -341,7 +341,7 @@ func lastLine(s string) string {
 
 // TestRunDistributed_Design3_LeaderFailover runs three coordinator
 // processes, kills the raft leader with SIGKILL mid-run, and checks that
-// the run completes with the fct.csv of an undisturbed run (DESIGN.md §3:
+// the run completes with the fct.csv of an undisturbed run (docs/design.md §3:
 // "the run survives and its results do not change").
 func TestRunDistributed_Design3_LeaderFailover(t *testing.T) {
 	requireWired(t)

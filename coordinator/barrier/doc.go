@@ -1,4 +1,4 @@
-// Package barrier is the pure conservative-lockstep barrier of DESIGN.md §3:
+// Package barrier is the pure conservative-lockstep barrier of docs/design.md §3:
 // it decides how far in virtual time every node may run before it must wait
 // for the others. It is a deterministic state machine in the shape of etcd's
 // RawNode: reports go in through Step, grants come out of Ready, and Advance
@@ -57,7 +57,7 @@
 //     leaves at >= m and arrives at >= m+L >= E, i.e. in a later window.
 //
 // So each node sees exactly the events a sequential simulator would feed it,
-// in the same order (DESIGN.md §2 fixes the order of simultaneous events),
+// in the same order (docs/design.md §2 fixes the order of simultaneous events),
 // and the run is byte-identical however it is partitioned. The same argument
 // shows a report can never legally name a time before the end of the window
 // it reports on; Step rejects such reports (ErrBadReport).

@@ -48,7 +48,7 @@ var (
 )
 
 // mEvent is an event of the fake model. Events at one node are ordered by
-// (t, src, seq), as DESIGN.md §2 orders them.
+// (t, src, seq), as docs/design.md §2 orders them.
 type mEvent struct {
 	t   sim.Time
 	src int // creating node; samplerSrc for sampler ticks

@@ -74,7 +74,7 @@ type SetupRequest struct {
 	Partition int
 }
 
-// Setup is everything a node needs to build its partition (DESIGN.md §7:
+// Setup is everything a node needs to build its partition (docs/design.md §7:
 // a node needs nothing but the binary, a NATS URL, a run id and its
 // partition index). It carries the effective scenario (after every
 // command-line and API edit), not the file it came from: the node

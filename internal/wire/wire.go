@@ -1,5 +1,5 @@
 // Package wire encodes the messages that node processes and coordinators
-// exchange over NATS (DESIGN.md §3): window batches of packets that cross a
+// exchange over NATS (docs/design.md §3): window batches of packets that cross a
 // cut, barrier reports and grants, resynchronisation requests, and the
 // control messages that set a run up and collect its results.
 //
