@@ -64,7 +64,7 @@ type Config struct {
 	// (0 or 1: no bursts).
 	TSOSegments int
 	// Pacing spaces the sender's bursts at Linux's pacing rate.
-	Pacing PacingConfig
+	Pacing cc.PacingConfig
 	// RWnd is the receive window in bytes (0: unlimited).
 	RWnd int64
 	// Trace records a cwnd time series for the flows it selects.
@@ -88,13 +88,8 @@ type DelAckConfig struct {
 	QuickAcks int
 }
 
-// PacingConfig follows Linux tcp_update_pacing_rate: rate = ratio * cwnd /
-// srtt with ratio SSRatio while cwnd < ssthresh/2 and CARatio after.
-type PacingConfig struct {
-	Enabled bool
-	SSRatio float64 // Linux tcp_pacing_ss_ratio: 2.0
-	CARatio float64 // Linux tcp_pacing_ca_ratio: 1.2
-}
+// PacingConfig is the pacing of cc.PacingConfig (Linux tcp_update_pacing_rate).
+type PacingConfig = cc.PacingConfig
 
 // TraceConfig selects the flows whose cwnd is recorded (cwnd.csv).
 type TraceConfig struct {

@@ -2,7 +2,6 @@ package hostsim
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/lockstep-sim/lockstep/sim"
 )
@@ -73,7 +72,6 @@ func NewTransport(cfg Config, flows []FlowSpec, isLocal func(host int) bool) (*T
 			if err != nil {
 				return nil, fmt.Errorf("flow %d: %w", i, err)
 			}
-			s.trace = cfg.Trace.All || slices.Contains(cfg.Trace.Flows, f.ID)
 			t.senders[i] = s
 		}
 		if isLocal(f.Dst) {
@@ -94,7 +92,7 @@ func (t *Transport) Sender(id int32) *Sender { return t.senders[id] }
 // flowDone re-counts flow id once its local parts are finished.
 func (t *Transport) flowDone(id int32) {
 	s, r := t.senders[id], t.receivers[id]
-	if (s == nil || s.done) && (r == nil || r.done) {
+	if (s == nil || s.done()) && (r == nil || r.done) {
 		t.Done++
 	}
 }
@@ -147,10 +145,7 @@ func (h *Host) OnTimer(e *sim.Engine, ev *sim.Event) {
 	case timerRTO:
 		s.onRTOTimer(h, e)
 	case timerPace:
-		if e.Now() == s.paceTimerAt {
-			s.paceTimerAt = sim.Never
-			s.trySend(h, e)
-		}
+		s.onPaceTimer(h, e)
 	case timerRecovery:
 		s.onRecoveryTimer(h, e)
 	case timerDelAck:
