@@ -115,13 +115,14 @@ type Snapshot struct {
 
 // Snapshot reads the driver's current state (Sent and Retx are left 0).
 func (d *Driver) Snapshot() Snapshot {
-	s := Snapshot{Now: d.now, Cwnd: d.ctl.Cwnd(), Ssthresh: d.ctl.Ssthresh(), State: "-",
-		Pipe: d.rec.Pipe(), Flight: d.rec.FlightSize(), Una: d.rec.SndUna(), Nxt: d.rec.SndNxt(),
-		InRecovery: d.rec.InRecovery(), RTO: d.rto.Timeout(), Timer: d.rtoAt, Done: d.done}
-	if o, ok := d.ctl.(cc.Observer); ok {
+	ctl, rec := d.Controller(), d.Recovery()
+	s := Snapshot{Now: d.now, Cwnd: ctl.Cwnd(), Ssthresh: ctl.Ssthresh(), State: "-",
+		Pipe: rec.Pipe(), Flight: rec.FlightSize(), Una: rec.SndUna(), Nxt: rec.SndNxt(),
+		InRecovery: rec.InRecovery(), RTO: d.RTO().Timeout(), Timer: d.RTODeadline(), Done: d.Done()}
+	if o, ok := ctl.(cc.Observer); ok {
 		s.State = o.State()
 	}
-	if a, ok := d.ctl.(alphaer); ok {
+	if a, ok := ctl.(alphaer); ok {
 		s.Alpha, s.HasAlpha = a.Alpha(), true
 	}
 	return s
@@ -159,8 +160,12 @@ func (s *Script) Run(w io.Writer, b Builder) error {
 		}
 		return &StepError{Name: s.Name, Line: line, Msg: err.Error()}
 	}
+	hops := 0
+	if h.CC.Strack != nil {
+		hops = h.CC.Strack.Hops
+	}
 	d, err := NewDriver(DriverConfig{CC: ctl, Rec: rec, RTO: h.RTO, MSS: h.CC.MSS, Size: h.Size,
-		ECN: h.ECN, AutoSend: h.AutoSend})
+		ECN: h.ECN, AutoSend: h.AutoSend, Hops: hops})
 	if err != nil {
 		return &StepError{Name: s.Name, Line: 1, Msg: err.Error()}
 	}
