@@ -33,16 +33,18 @@ type Endpoint struct {
 	ctl   Controller
 	rec   Recovery
 	timed TimedRecovery // rec, when it has timers of its own
-	// Optional inputs the recovery wants (RACK), found once.
-	rttSink  RTTSink
-	echoSink AckEchoSink
-	rtoSink  RTODeadlineSink
-	obs      Observer      // ctl, when it names its states
+	obs   Observer      // ctl, when it names its states
 	ssx      SlowStartExit // ctl, when it says why slow start ended
 	rto      *RTO
 	cfg      EndpointConfig
 	mss      int64
 	burst    int // TSO burst in segments, at least 1
+
+	// st is the Recovery's state after its last event, and cwnd and ssth
+	// the Controller's after its last: kept here so that no getter is
+	// called per ACK or segment (DESIGN §8).
+	st         SeqState
+	cwnd, ssth int64
 
 	rtoAt       sim.Time // retransmission deadline; Never when disarmed
 	paceAt      sim.Time // earliest time the next burst may leave
@@ -204,9 +206,6 @@ func NewEndpoint(cfg EndpointConfig, ctl Controller, rec Recovery) (*Endpoint, e
 	ep := &Endpoint{ctl: ctl, rec: rec, rto: NewRTO(cfg.RTO), cfg: cfg, mss: cfg.MSS,
 		burst: max(cfg.TSOSegments, 1), rtoAt: sim.Never, lastTraceAt: -1}
 	ep.timed, _ = rec.(TimedRecovery)
-	ep.rttSink, _ = rec.(RTTSink)
-	ep.echoSink, _ = rec.(AckEchoSink)
-	ep.rtoSink, _ = rec.(RTODeadlineSink)
 	ep.obs, _ = ctl.(Observer)
 	ep.ssx, _ = ctl.(SlowStartExit)
 	if st, ok := ctl.(*Strack); ok {
@@ -215,6 +214,8 @@ func NewEndpoint(cfg EndpointConfig, ctl Controller, rec Recovery) (*Endpoint, e
 	if cfg.Paths != nil {
 		ep.pm = NewPathManager(*cfg.Paths, cfg.PathBase)
 	}
+	ep.st = rec.State()
+	ep.readCtl()
 	return ep, nil
 }
 
@@ -228,7 +229,18 @@ func (ep *Endpoint) Recovery() Recovery { return ep.rec }
 func (ep *Endpoint) RTO() *RTO { return ep.rto }
 
 // Cwnd is the congestion window in bytes.
-func (ep *Endpoint) Cwnd() int64 { return ep.ctl.Cwnd() }
+func (ep *Endpoint) Cwnd() int64 { return ep.cwnd }
+
+// State is the Recovery's sequence state after its last event.
+func (ep *Endpoint) SeqState() SeqState { return ep.st }
+
+// readCtl refreshes the cached window after a Controller event.
+func (ep *Endpoint) readCtl() { ep.cwnd, ep.ssth = ep.ctl.Cwnd(), ep.ctl.Ssthresh() }
+
+// rttInfo is the timing handed to the Recovery with each event.
+func (ep *Endpoint) rttInfo() RTTInfo {
+	return RTTInfo{SRTT: ep.rto.SRTT(), MinRTT: ep.rto.MinRTT(), RTODeadline: ep.rtoAt}
+}
 
 // Done reports whether every byte of the flow has been acknowledged.
 func (ep *Endpoint) Done() bool { return ep.done }
@@ -245,7 +257,7 @@ func (ep *Endpoint) RecoveryDeadline() sim.Time {
 	if ep.timed == nil || ep.done {
 		return sim.Never
 	}
-	return ep.timed.Deadline()
+	return ep.st.Deadline
 }
 
 // PaceBlocked reports whether the last Next stopped because of pacing;
@@ -262,27 +274,23 @@ func (ep *Endpoint) Sample() *TraceSample { return &ep.sample }
 func (ep *Endpoint) congestion(now sim.Time, kind CongestionKind, flight int64) {
 	ep.ce = CongestionEvent{Now: now, Kind: kind, FlightSize: flight, MSS: ep.mss}
 	ep.ctl.OnCongestion(&ep.ce)
+	ep.readCtl()
 }
 
 // armRTO sets the retransmission deadline.
-func (ep *Endpoint) armRTO(at sim.Time) {
-	ep.rtoAt = at
-	if ep.rtoSink != nil {
-		ep.rtoSink.SetRTODeadline(at)
-	}
-}
+func (ep *Endpoint) armRTO(at sim.Time) { ep.rtoAt = at }
 
 // pacingGap is how long n bytes take at Linux's pacing rate
 // (tcp_update_pacing_rate): ratio * cwnd / srtt, with the slow-start ratio
 // while cwnd < ssthresh/2. Before the first RTT sample there is no pacing.
 func (ep *Endpoint) pacingGap(n int64) sim.Time {
 	srtt := ep.rto.SRTT()
-	cwnd := ep.ctl.Cwnd()
+	cwnd := ep.cwnd
 	if srtt <= 0 || cwnd <= 0 {
 		return 0
 	}
 	ratio := ep.cfg.Pacing.CARatio
-	if cwnd < ep.ctl.Ssthresh()/2 {
+	if cwnd < ep.ssth/2 {
 		ratio = ep.cfg.Pacing.SSRatio
 	}
 	return sim.Time(float64(n) * float64(srtt) / (ratio * float64(cwnd)))
@@ -311,17 +319,17 @@ func (ep *Endpoint) Next(now sim.Time) (Segment, bool) {
 		return Segment{}, false
 	}
 	if !seg.Force {
-		room := ep.ctl.Cwnd() - ep.rec.Pipe()
+		room := ep.cwnd - ep.st.Pipe
 		if room < seg.Len {
 			ep.cwndLimited = true
 			return Segment{}, false
 		}
-		if ep.cfg.RWnd > 0 && seg.Seq+uint64(seg.Len) > ep.rec.SndUna()+uint64(ep.cfg.RWnd) {
+		if ep.cfg.RWnd > 0 && seg.Seq+uint64(seg.Len) > ep.st.Una+uint64(ep.cfg.RWnd) {
 			return Segment{}, false
 		}
 		// Linux tcp_tso_should_defer: wait for room for a whole burst
 		// while data is in flight and more is to come.
-		if b := ep.burst; b > 1 && ep.inBurst == 0 && room < int64(b)*ep.mss && ep.rec.Pipe() > 0 &&
+		if b := ep.burst; b > 1 && ep.inBurst == 0 && room < int64(b)*ep.mss && ep.st.Pipe > 0 &&
 			ep.cfg.Size-seg.Seq >= uint64(b)*uint64(ep.mss) {
 			ep.cwndLimited = true
 			return Segment{}, false
@@ -340,13 +348,13 @@ func (ep *Endpoint) OnSent(now sim.Time, seg Segment, rng *rand.Rand) Sent {
 	}
 	switch {
 	case ep.pm != nil:
-		s.Entropy = ep.pm.Pick(now, rng, ep.rec.SndNxt() < uint64(ep.ctl.Cwnd()))
+		s.Entropy = ep.pm.Pick(now, rng, ep.st.Nxt < uint64(ep.cwnd))
 	case ep.cfg.RandomEntropy:
 		s.Entropy = uint16(rng.Uint32())
 	default:
 		s.Entropy = ep.cfg.FlowEntropy
 	}
-	ep.rec.OnSent(now, seg)
+	ep.st = ep.rec.OnSent(now, seg, ep.rttInfo())
 	if ep.rtoAt == sim.Never {
 		ep.armRTO(now + ep.rto.Timeout()) // RFC 6298 §5.1
 	}
@@ -380,41 +388,34 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 		return Actions{}
 	}
 	var act Actions
-	prior := ep.rec.Pipe()
-	flight := ep.rec.FlightSize()
+	prior := ep.st.Pipe
+	flight := ep.st.Flight
 	perPacket := a.EchoValid
 	var rtt sim.Time
 	// RFC 7323 §4: the echoed timestamp is exact. An ACK that moves SndUna
 	// gives a sample, taken before the recovery sees the ACK (RACK uses it).
-	if !perPacket && a.Ack > ep.rec.SndUna() && a.HasTSecr {
+	if !perPacket && a.Ack > ep.st.Una && a.HasTSecr {
 		rtt = now - a.TSecr
 		ep.rto.OnSample(rtt)
 	}
-	ep.ai = AckInfo{Now: now, Ack: a.Ack, Sack: a.Sack, DupCandidate: true,
-		SRTT: ep.rto.SRTT(), MinRTT: ep.rto.MinRTT()}
+	ep.ai = AckInfo{Now: now, Ack: a.Ack, Sack: a.Sack, DupCandidate: true, RTTInfo: ep.rttInfo()}
+	if a.HasTSecr {
+		ep.ai.TSecr = a.TSecr
+	}
 	if perPacket {
 		ep.ai.Echo, ep.ai.EchoValid = a.Echo, true
 		ep.ai.Nack, ep.ai.Bitmap = a.Nack, a.Bitmap
 	}
-	if ep.rttSink != nil {
-		ep.rttSink.SetRTT(ep.rto.SRTT(), ep.rto.MinRTT())
-	}
-	if ep.echoSink != nil {
-		var tsecr sim.Time
-		if a.HasTSecr {
-			tsecr = a.TSecr
-		}
-		ep.echoSink.SetAckEcho(tsecr)
-	}
-	una := ep.rec.SndUna()
+	una := ep.st.Una
 	v := ep.rec.OnAck(&ep.ai)
+	ep.st = v.SeqState
 	ep.delivered += v.Acked
 	act.Dup = v.Dup
 	// RFC 5681 §3.1: the window grows on ACKs that cumulatively acknowledge
 	// new data, by those bytes (Linux tcp_may_raise_cwnd agrees); SACKed
 	// bytes alone do not count. STrack's ACKs name their packet, so there
 	// every packet newly acknowledged counts.
-	grow := int64(ep.rec.SndUna() - una)
+	grow := int64(ep.st.Una - una)
 	if perPacket {
 		grow = v.Acked
 	}
@@ -429,38 +430,40 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 	switch {
 	case v.ExitRecovery:
 		ep.ctl.OnRecoveryExit(now)
+		ep.readCtl()
 		act.ExitRecovery = true
 	case v.EnterRecovery:
 		ep.congestion(now, CongLoss, LossFlight(v, flight))
 		// A loss reduction counts as this window's reaction (RFC 3168 §6.1.2).
-		ep.ecnRecover, ep.ecnReduced = ep.rec.SndNxt(), true
+		ep.ecnRecover, ep.ecnReduced = ep.st.Nxt, true
 		act.EnterRecovery = true
 		event = "fast-retransmit"
 	default:
 		// Linux tcp_is_cwnd_limited: in slow start the sender counts as
 		// cwnd-limited while cwnd < 2 * packets in flight, even when
 		// pacing or the application stopped it this time.
-		limited := ep.cwndLimited || ep.ctl.Cwnd() < ep.ctl.Ssthresh() && ep.ctl.Cwnd() < 2*flight
+		limited := ep.cwndLimited || ep.cwnd < ep.ssth && ep.cwnd < 2*flight
 		ep.ae = AckEvent{Now: now, Acked: grow, PriorInFlight: prior, RTT: rtt,
-			MinRTT: ep.rto.MinRTT(), ECE: ece, InRecovery: ep.rec.InRecovery(), MSS: ep.mss,
-			SndUna: ep.rec.SndUna(), SndNxt: ep.rec.SndNxt(), Delivered: ep.delivered,
+			MinRTT: ep.rto.MinRTT(), ECE: ece, InRecovery: ep.st.InRecovery, MSS: ep.mss,
+			SndUna: ep.st.Una, SndNxt: ep.st.Nxt, Delivered: ep.delivered,
 			CwndLimited: limited, Paced: ep.cfg.Pacing.Enabled}
 		ep.ctl.OnAck(&ep.ae)
+		ep.readCtl()
 	}
 	if ep.pm != nil {
 		// STrack: marks steer paths; STrack-Sim halves when every path is
 		// skipped, at most once per skip period.
-		all := ep.pm.OnAck(now, a.Entropy, ece, ep.ctl.Cwnd()/ep.mss)
+		all := ep.pm.OnAck(now, a.Entropy, ece, ep.cwnd/ep.mss)
 		if all && (!ep.halved || now-ep.lastHalve >= ep.cfg.Paths.SkipTime) {
-			ep.congestion(now, CongECN, ep.rec.FlightSize())
+			ep.congestion(now, CongECN, ep.st.Flight)
 			ep.lastHalve, ep.halved = now, true
 			act.ECNCut = true
 			event = "all-paths-skipped"
 		}
-	} else if ep.cfg.ECN && ece && !ep.rec.InRecovery() && (!ep.ecnReduced || ep.rec.SndUna() > ep.ecnRecover) {
+	} else if ep.cfg.ECN && ece && !ep.st.InRecovery && (!ep.ecnReduced || ep.st.Una > ep.ecnRecover) {
 		// RFC 3168 §6.1.2: react to ECE at most once per window of data.
-		ep.congestion(now, CongECN, ep.rec.FlightSize())
-		ep.ecnRecover, ep.ecnReduced = ep.rec.SndNxt(), true
+		ep.congestion(now, CongECN, ep.st.Flight)
+		ep.ecnRecover, ep.ecnReduced = ep.st.Nxt, true
 		ep.cwrPending = true
 		act.ECNCut = true
 		if event == "" {
@@ -468,7 +471,7 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 		}
 	}
 	act.Sampled = ep.traceSample(now, event)
-	if ep.rec.SndUna() >= ep.cfg.Size {
+	if ep.st.Una >= ep.cfg.Size {
 		ep.done = true
 		ep.rtoAt = sim.Never
 		act.Done = true
@@ -495,15 +498,17 @@ func (ep *Endpoint) OnDeadline(now sim.Time, t Timer) Actions {
 }
 
 func (ep *Endpoint) onRecoveryTimer(now sim.Time) Actions {
-	if ep.done || ep.timed == nil || ep.timed.Deadline() > now {
+	if ep.done || ep.timed == nil || ep.st.Deadline > now {
 		return Actions{}
 	}
 	act := Actions{RecoveryTimer: true, Send: true}
 	event := "recovery-timer"
-	if v := ep.timed.OnDeadline(now); v.EnterRecovery {
+	v := ep.timed.OnDeadline(now, ep.rttInfo())
+	ep.st = v.SeqState
+	if v.EnterRecovery {
 		// RACK's reordering timer found a loss: fast recovery begins.
-		ep.congestion(now, CongLoss, LossFlight(v, ep.rec.FlightSize()))
-		ep.ecnRecover, ep.ecnReduced = ep.rec.SndNxt(), true
+		ep.congestion(now, CongLoss, LossFlight(v, ep.st.Flight))
+		ep.ecnRecover, ep.ecnReduced = ep.st.Nxt, true
 		act.EnterRecovery = true
 		event = "fast-retransmit"
 	}
@@ -518,8 +523,8 @@ func (ep *Endpoint) onRTO(now sim.Time) Actions {
 	if ep.rtoAt == sim.Never || ep.done || now < ep.rtoAt {
 		return Actions{}
 	}
-	ep.congestion(now, CongRTO, ep.rec.FlightSize())
-	ep.rec.OnRTO(now)
+	ep.congestion(now, CongRTO, ep.st.Flight)
+	ep.st = ep.rec.OnRTO(now, ep.rttInfo())
 	ep.rto.OnExpire()
 	ep.armRTO(now + ep.rto.Timeout())
 	act := Actions{RTO: true, Send: true}
@@ -532,16 +537,16 @@ func (ep *Endpoint) onRTO(now sim.Time) Actions {
 func (ep *Endpoint) State() string {
 	if ep.obs != nil {
 		if st := ep.obs.State(); st != "" {
-			if ep.rec.InRecovery() {
+			if ep.st.InRecovery {
 				return "recovery"
 			}
 			return st
 		}
 	}
 	switch {
-	case ep.rec.InRecovery():
+	case ep.st.InRecovery:
 		return "recovery"
-	case ep.ctl.Cwnd() < ep.ctl.Ssthresh():
+	case ep.cwnd < ep.ssth:
 		return "slow-start"
 	}
 	return "congestion-avoidance"
@@ -572,7 +577,7 @@ func (ep *Endpoint) traceSample(now sim.Time, event string) bool {
 			}
 		}
 	}
-	cwnd, ssth, st := ep.ctl.Cwnd(), ep.ctl.Ssthresh(), ep.State()
+	cwnd, ssth, st := ep.cwnd, ep.ssth, ep.State()
 	if event == "" {
 		if cwnd == ep.lastCwnd && ssth == ep.lastSsth && st == ep.lastState {
 			return false

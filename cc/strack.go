@@ -71,8 +71,8 @@ func (r *StrackRecovery) at(idx int64) *segState {
 	return r.segs.At(int(idx - base))
 }
 
-// OnSent implements Recovery.OnSent.
-func (r *StrackRecovery) OnSent(now sim.Time, seg Segment) {
+// onSent is OnSent's work.
+func (r *StrackRecovery) onSent(now sim.Time, seg Segment) {
 	idx := int64(seg.Seq / uint64(r.MSS))
 	if seg.Seq == r.Nxt {
 		r.segs.Push(segState{sentAt: now})
@@ -109,8 +109,8 @@ func (r *StrackRecovery) markAcked(idx int64) int64 {
 	return n
 }
 
-// OnAck implements Recovery.OnAck.
-func (r *StrackRecovery) OnAck(ai *AckInfo) AckVerdict {
+// onAck is OnAck's work.
+func (r *StrackRecovery) onAck(ai *AckInfo) AckVerdict {
 	var v AckVerdict
 	// The echoed packet and the bitmap first, while their segments are
 	// still on the scoreboard. The echoed packet's send time dates the
@@ -177,9 +177,9 @@ func (r *StrackRecovery) OnAck(ai *AckInfo) AckVerdict {
 	return v
 }
 
-// OnRTO implements Recovery.OnRTO: every segment still outstanding is
+// onRTO is OnRTO's work: every segment still outstanding is
 // presumed lost and resent; segments known to have arrived are not.
-func (r *StrackRecovery) OnRTO(now sim.Time) {
+func (r *StrackRecovery) onRTO(now sim.Time) {
 	r.lost = sim.Ring[int64]{}
 	base := int64(r.Una / uint64(r.MSS))
 	for i := 0; i < r.segs.Len(); i++ {
@@ -213,15 +213,6 @@ func (r *StrackRecovery) Next() (Segment, bool) {
 
 // Pipe implements Recovery.Pipe.
 func (r *StrackRecovery) Pipe() int64 { return r.pipe }
-
-// FlightSize implements Recovery.FlightSize.
-func (r *StrackRecovery) FlightSize() int64 { return int64(r.Nxt - r.Una) }
-
-// SndUna implements Recovery.SndUna.
-func (r *StrackRecovery) SndUna() uint64 { return r.Una }
-
-// SndNxt implements Recovery.SndNxt.
-func (r *StrackRecovery) SndNxt() uint64 { return r.Nxt }
 
 // InRecovery implements Recovery.InRecovery.
 func (r *StrackRecovery) InRecovery() bool { return r.inRecovery }
@@ -436,3 +427,25 @@ func strackCheck(c StrackConfig) error {
 
 // SetHops sets the flow's path length, which scales the target RTT.
 func (s *Strack) SetHops(h int) { s.cfg.Hops = h }
+
+// OnSent implements Recovery.OnSent.
+func (r *StrackRecovery) OnSent(now sim.Time, seg Segment, _ RTTInfo) SeqState {
+	r.onSent(now, seg)
+	return r.State()
+}
+
+// OnAck implements Recovery.OnAck.
+func (r *StrackRecovery) OnAck(ai *AckInfo) AckVerdict {
+	v := r.onAck(ai)
+	v.SeqState = r.State()
+	return v
+}
+
+// OnRTO implements Recovery.OnRTO.
+func (r *StrackRecovery) OnRTO(now sim.Time, _ RTTInfo) SeqState {
+	r.onRTO(now)
+	return r.State()
+}
+
+// State implements Recovery.State.
+func (r *StrackRecovery) State() SeqState { return r.state(r.Pipe(), r.inRecovery, sim.Never) }

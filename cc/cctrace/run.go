@@ -115,10 +115,10 @@ type Snapshot struct {
 
 // Snapshot reads the driver's current state (Sent and Retx are left 0).
 func (d *Driver) Snapshot() Snapshot {
-	ctl, rec := d.Controller(), d.Recovery()
+	ctl, st := d.Controller(), d.ep.SeqState()
 	s := Snapshot{Now: d.now, Cwnd: ctl.Cwnd(), Ssthresh: ctl.Ssthresh(), State: "-",
-		Pipe: rec.Pipe(), Flight: rec.FlightSize(), Una: rec.SndUna(), Nxt: rec.SndNxt(),
-		InRecovery: rec.InRecovery(), RTO: d.RTO().Timeout(), Timer: d.RTODeadline(), Done: d.Done()}
+		Pipe: st.Pipe, Flight: st.Flight, Una: st.Una, Nxt: st.Nxt,
+		InRecovery: st.InRecovery, RTO: d.RTO().Timeout(), Timer: d.RTODeadline(), Done: d.Done()}
 	if o, ok := ctl.(cc.Observer); ok {
 		s.State = o.State()
 	}
@@ -210,7 +210,7 @@ func (r *runner) step(st *Step) error {
 			a := Ack{Ack: st.ack, ECE: st.ece, Echo: st.echo, EchoValid: st.echoSet,
 				Nack: st.nack, Bitmap: st.bitmap}
 			if st.kind == stepDupAck {
-				a.Ack = d.Recovery().SndUna()
+				a.Ack = d.ep.SeqState().Una
 			}
 			if err := r.checkAck(a.Ack, st.sack); err != nil {
 				return err
@@ -242,8 +242,8 @@ func (r *runner) step(st *Step) error {
 		if st.lose.End > d.HighSent() {
 			return fmt.Errorf("lose %d-%d: only bytes below %d have been sent", st.lose.Start, st.lose.End, d.HighSent())
 		}
-		if st.lose.Start < d.Recovery().SndUna() {
-			return fmt.Errorf("lose %d-%d: bytes below SndUna %d are already acknowledged", st.lose.Start, st.lose.End, d.Recovery().SndUna())
+		if st.lose.Start < d.ep.SeqState().Una {
+			return fmt.Errorf("lose %d-%d: bytes below SndUna %d are already acknowledged", st.lose.Start, st.lose.End, d.ep.SeqState().Una)
 		}
 		r.addLost(st.lose)
 		note = fmt.Sprintf("lost %d-%d", st.lose.Start, st.lose.End)
