@@ -34,11 +34,11 @@ type Endpoint struct {
 	rec   Recovery
 	timed TimedRecovery // rec, when it has timers of its own
 	obs   Observer      // ctl, when it names its states
-	ssx      SlowStartExit // ctl, when it says why slow start ended
-	rto      *RTO
-	cfg      EndpointConfig
-	mss      int64
-	burst    int // TSO burst in segments, at least 1
+	ssx   SlowStartExit // ctl, when it says why slow start ended
+	rto   *RTO
+	cfg   EndpointConfig
+	mss   int64
+	burst int // TSO burst in segments, at least 1
 
 	// st is the Recovery's state after its last event, and cwnd and ssth
 	// the Controller's after its last: kept here so that no getter is
