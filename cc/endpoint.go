@@ -208,8 +208,8 @@ func NewEndpoint(cfg EndpointConfig, ctl Controller, rec Recovery) (*Endpoint, e
 	ep.timed, _ = rec.(TimedRecovery)
 	ep.obs, _ = ctl.(Observer)
 	ep.ssx, _ = ctl.(SlowStartExit)
-	if st, ok := ctl.(*Strack); ok {
-		st.SetHops(cfg.Hops)
+	if h, ok := ctl.(HopAware); ok {
+		h.SetHops(cfg.Hops)
 	}
 	if cfg.Paths != nil {
 		ep.pm = NewPathManager(*cfg.Paths, cfg.PathBase)
@@ -398,13 +398,19 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 		rtt = now - a.TSecr
 		ep.rto.OnSample(rtt)
 	}
-	ep.ai = AckInfo{Now: now, Ack: a.Ack, Sack: a.Sack, DupCandidate: true, RTTInfo: ep.rttInfo()}
+	// Field by field: a composite literal would zero and copy the whole
+	// struct (it holds a slice) on every ACK.
+	ai := &ep.ai
+	ai.Now, ai.Ack, ai.Sack, ai.DupCandidate = now, a.Ack, a.Sack, true
+	ai.RTTInfo = ep.rttInfo()
+	ai.TSecr = 0
 	if a.HasTSecr {
-		ep.ai.TSecr = a.TSecr
+		ai.TSecr = a.TSecr
 	}
+	ai.Echo, ai.EchoValid, ai.Nack, ai.Bitmap = 0, false, false, 0
 	if perPacket {
-		ep.ai.Echo, ep.ai.EchoValid = a.Echo, true
-		ep.ai.Nack, ep.ai.Bitmap = a.Nack, a.Bitmap
+		ai.Echo, ai.EchoValid = a.Echo, true
+		ai.Nack, ai.Bitmap = a.Nack, a.Bitmap
 	}
 	una := ep.st.Una
 	v := ep.rec.OnAck(&ep.ai)
@@ -443,10 +449,11 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 		// cwnd-limited while cwnd < 2 * packets in flight, even when
 		// pacing or the application stopped it this time.
 		limited := ep.cwndLimited || ep.cwnd < ep.ssth && ep.cwnd < 2*flight
-		ep.ae = AckEvent{Now: now, Acked: grow, PriorInFlight: prior, RTT: rtt,
-			MinRTT: ep.rto.MinRTT(), ECE: ece, InRecovery: ep.st.InRecovery, MSS: ep.mss,
-			SndUna: ep.st.Una, SndNxt: ep.st.Nxt, Delivered: ep.delivered,
-			CwndLimited: limited, Paced: ep.cfg.Pacing.Enabled}
+		ae := &ep.ae
+		ae.Now, ae.Acked, ae.PriorInFlight, ae.RTT = now, grow, prior, rtt
+		ae.MinRTT, ae.ECE, ae.InRecovery, ae.MSS = ep.rto.MinRTT(), ece, ep.st.InRecovery, ep.mss
+		ae.SndUna, ae.SndNxt, ae.Delivered = ep.st.Una, ep.st.Nxt, ep.delivered
+		ae.CwndLimited, ae.Paced = limited, ep.cfg.Pacing.Enabled
 		ep.ctl.OnAck(&ep.ae)
 		ep.readCtl()
 	}

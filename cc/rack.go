@@ -576,3 +576,6 @@ func (r *RackRecovery) OnRTO(now sim.Time, rtt RTTInfo) SeqState {
 
 // State implements Recovery.State.
 func (r *RackRecovery) State() SeqState { return r.state(r.Pipe(), r.inRecovery, r.Deadline()) }
+
+// NeedsSack implements SackUser: RACK reads SACK blocks (RFC 8985 §6.2).
+func (r *RackRecovery) NeedsSack() {}

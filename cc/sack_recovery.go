@@ -269,3 +269,6 @@ func (r *SackRecovery) OnRTO(now sim.Time, _ RTTInfo) SeqState {
 
 // State implements Recovery.State.
 func (r *SackRecovery) State() SeqState { return r.state(r.Pipe(), r.inRecovery, sim.Never) }
+
+// NeedsSack implements SackUser.
+func (r *SackRecovery) NeedsSack() {}

@@ -449,3 +449,30 @@ func (r *StrackRecovery) OnRTO(now sim.Time, _ RTTInfo) SeqState {
 
 // State implements Recovery.State.
 func (r *StrackRecovery) State() SeqState { return r.state(r.Pipe(), r.inRecovery, sim.Never) }
+
+// PerPacketAcks implements PerPacketAcker: STrack's receiver answers every
+// packet, echoing its entropy and CE (STrack paper §3).
+func (s *Strack) PerPacketAcks() {}
+
+// DefaultPaths implements PathSteerer: htsim's ECMP_FIB_ECN skipping.
+func (s *Strack) DefaultPaths() string { return "skip" }
+
+// RequiredRecovery implements RecoveryRequirer.
+func (s *Strack) RequiredRecovery() string { return "strack" }
+
+// PerPacketAcks implements PerPacketAcker (as Strack).
+func (s *StrackSim) PerPacketAcks() {}
+
+// DefaultPaths implements PathSteerer: STrack-Sim's round robin with a
+// skip time.
+func (s *StrackSim) DefaultPaths() string { return "strack-sim" }
+
+// RequiredRecovery implements RecoveryRequirer.
+func (s *StrackSim) RequiredRecovery() string { return "strack" }
+
+var (
+	_ HopAware         = (*Strack)(nil)
+	_ PathSteerer      = (*Strack)(nil)
+	_ PerPacketAcker   = (*StrackSim)(nil)
+	_ RecoveryRequirer = (*StrackSim)(nil)
+)

@@ -4,8 +4,10 @@
 // package cc (which decide) to the NIC and the timers (which act); its
 // receiver reassembles data and acknowledges it.
 //
-// Not modelled (yet): delayed ACKs, pacing, TSO bursts, receive windows,
-// connection set-up and tear-down, and host processing delay.
+// Modelled: delayed ACKs (RFC 5681 §4.2, Linux quick-ACKs), pacing (Linux
+// tcp_update_pacing_rate), TSO-like bursts (tcp_tso_should_defer) and a
+// receive window; the sending decisions are a cc.Endpoint's. Not modelled
+// (yet): connection set-up and tear-down, and host processing delay.
 package hostsim
 
 import (
@@ -69,8 +71,10 @@ type Config struct {
 	RWnd int64
 	// Trace records a cwnd time series for the flows it selects.
 	Trace TraceConfig
-	// STrack, when set, makes the endpoints STrack's: per-packet ACKs
-	// echoing entropy and CE, NACK bitmaps, path manager entropies.
+	// STrack, when set, gives every sender STrack's path manager
+	// (entropies steered by the echoes of per-packet ACKs). Per-packet
+	// ACKs and NACK bitmaps follow from the module's capabilities
+	// (cc.PerPacketAcker), not from this field.
 	STrack *STrackConfig
 }
 
@@ -128,7 +132,8 @@ func (c *Config) Validate() error {
 	if c.DelAck.Enabled {
 		c.CC.MaxAckDelay = c.DelAck.Timeout
 	}
-	if (c.CC.Recovery == "sack" || c.CC.Recovery == "rack") && !c.SACK {
+	caps := cc.Describe(c.CC)
+	if caps.NeedsSack && !c.SACK {
 		return fmt.Errorf("sack: recovery %s needs receivers that send SACK blocks", c.CC.Recovery)
 	}
 	if err := c.CC.Validate(); err != nil {
@@ -167,7 +172,9 @@ func (c *Config) Validate() error {
 		if st.Mode == PathSimRR && st.SkipTime <= 0 {
 			return fmt.Errorf("strack.skip_time: must be positive, got %v", st.SkipTime)
 		}
-		c.DelAck.Enabled = false // STrack ACKs every packet
+	}
+	if caps.PerPacketAcks {
+		c.DelAck.Enabled = false // the module needs an ACK per packet (STrack)
 	}
 	if c.RWnd < 0 {
 		return fmt.Errorf("rwnd: must not be negative, got %d", c.RWnd)

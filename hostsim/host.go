@@ -3,6 +3,8 @@ package hostsim
 import (
 	"fmt"
 
+	"github.com/lockstep-sim/lockstep/cc"
+
 	"github.com/lockstep-sim/lockstep/sim"
 )
 
@@ -21,7 +23,10 @@ func timerArg(flow int32, kind int) int64 { return int64(flow)<<8 | int64(kind) 
 // Transport is the transport state of one partition: the flows' specs, the
 // endpoints that live here, and the records. Hosts share it.
 type Transport struct {
-	Cfg       Config
+	Cfg Config
+	// Caps is what the configured modules declare (cc.Describe), read
+	// once: per-packet ACKs, SACK, path steering.
+	Caps      cc.Capabilities
 	Flows     []FlowSpec
 	Records   []FlowRecord
 	senders   []*Sender   // by flow id; nil unless the source is local
@@ -55,7 +60,7 @@ func NewTransport(cfg Config, flows []FlowSpec, isLocal func(host int) bool) (*T
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &Transport{Cfg: cfg, Flows: flows, Records: make([]FlowRecord, len(flows)),
+	t := &Transport{Cfg: cfg, Caps: cc.Describe(cfg.CC), Flows: flows, Records: make([]FlowRecord, len(flows)),
 		senders: make([]*Sender, len(flows)), receivers: make([]*Receiver, len(flows))}
 	for i := range flows {
 		f := &flows[i]
@@ -68,7 +73,7 @@ func NewTransport(cfg Config, flows []FlowSpec, isLocal func(host int) bool) (*T
 		local := false
 		if isLocal(f.Src) {
 			local = true
-			s, err := newSender(&cfg, f)
+			s, err := newSender(&cfg, t.Caps, f)
 			if err != nil {
 				return nil, fmt.Errorf("flow %d: %w", i, err)
 			}

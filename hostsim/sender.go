@@ -28,7 +28,7 @@ type Sender struct {
 	ack cc.Ack // scratch: the ACK being processed
 }
 
-func newSender(cfg *Config, f *FlowSpec) (*Sender, error) {
+func newSender(cfg *Config, caps cc.Capabilities, f *FlowSpec) (*Sender, error) {
 	ctl, err := cc.NewController(cfg.CC)
 	if err != nil {
 		return nil, err
@@ -47,7 +47,7 @@ func newSender(cfg *Config, f *FlowSpec) (*Sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sender{spec: f, ep: ep, perPacket: cfg.STrack != nil,
+	return &Sender{spec: f, ep: ep, perPacket: caps.PerPacketAcks,
 		timerAt: sim.Never, recTimerAt: sim.Never, paceTimerAt: sim.Never}, nil
 }
 
@@ -200,11 +200,14 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	}
 	now := e.Now()
 	rec := &h.T.Records[s.spec.ID]
-	s.ack = cc.Ack{Ack: pkt.Ack, Sack: pkt.Sack[:pkt.NSack], ECE: pkt.Flags&sim.FlagECE != 0,
-		TSecr: pkt.TSecr, HasTSecr: pkt.TSecr > 0, Entropy: pkt.Entropy}
+	// Field by field: a composite literal would zero and copy the whole
+	// struct (it holds a slice) on every ACK.
+	a := &s.ack
+	a.Ack, a.Sack, a.ECE = pkt.Ack, pkt.Sack[:pkt.NSack], pkt.Flags&sim.FlagECE != 0
+	a.TSecr, a.HasTSecr, a.Entropy = pkt.TSecr, pkt.TSecr > 0, pkt.Entropy
 	if s.perPacket {
-		s.ack.Echo, s.ack.EchoValid = pkt.Seq, true
-		s.ack.Nack, s.ack.Bitmap = pkt.Flags&sim.FlagNack != 0, pkt.Bitmap
+		a.Echo, a.EchoValid = pkt.Seq, true
+		a.Nack, a.Bitmap = pkt.Flags&sim.FlagNack != 0, pkt.Bitmap
 	}
 	if s.ack.ECE {
 		rec.ECNMarkedAcks++
