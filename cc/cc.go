@@ -24,11 +24,11 @@ import (
 // CongestionKind says why a Controller must reduce its window.
 type CongestionKind uint8
 
+// The zero CongestionKind is invalid.
 const (
-	congInvalid CongestionKind = iota
 	// CongLoss: loss detected by duplicate ACKs or SACK; fast recovery
 	// begins (RFC 5681 §3.2 step 2).
-	CongLoss
+	CongLoss CongestionKind = 1 + iota
 	// CongECN: the receiver echoed a CE mark (RFC 3168 §6.1.2): reduce as
 	// for a loss, at most once per window, without retransmitting.
 	CongECN
@@ -291,9 +291,9 @@ type TimedRecovery interface {
 // Observer is read-only introspection for traces (cwnd.csv, cc trace).
 // Modules implement what they can; the zero value means "not applicable".
 type Observer interface {
-	// State names the controller's state: "slow-start",
-	// "congestion-avoidance", "recovery", ...
-	State() string
+	// State is the controller's state (StateSlowStart, ...); 0 when it
+	// has none to report.
+	State() CongState
 }
 
 // SlowStartExit is implemented by controllers that can say why slow start

@@ -64,7 +64,7 @@ type Endpoint struct {
 	lastTraceAt sim.Time
 	lastCwnd    int64
 	lastSsth    int64
-	lastState   string
+	lastState   CongState
 	lastReason  string // the controller's last slow-start exit reason
 	sample      TraceSample
 
@@ -185,7 +185,7 @@ type TraceSample struct {
 	Ssthresh int64
 	SRTT     sim.Time
 	MinRTT   sim.Time
-	State    string
+	State    CongState
 	Event    string
 }
 
@@ -540,23 +540,25 @@ func (ep *Endpoint) onRTO(now sim.Time) Actions {
 	return act
 }
 
-// State names the sender's congestion state for traces.
-func (ep *Endpoint) State() string {
+// State is the sender's congestion state for traces: the controller's
+// (Observer), recovery while the Recovery is in it, else slow start or
+// congestion avoidance by cwnd and ssthresh.
+func (ep *Endpoint) State() CongState {
 	if ep.obs != nil {
-		if st := ep.obs.State(); st != "" {
+		if st := ep.obs.State(); st != 0 {
 			if ep.st.InRecovery {
-				return "recovery"
+				return StateRecovery
 			}
 			return st
 		}
 	}
 	switch {
 	case ep.st.InRecovery:
-		return "recovery"
+		return StateRecovery
 	case ep.cwnd < ep.ssth:
-		return "slow-start"
+		return StateSlowStart
 	}
-	return "congestion-avoidance"
+	return StateCongestionAvoidance
 }
 
 // traceSample takes a trace sample when the endpoint is traced and

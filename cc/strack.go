@@ -270,7 +270,7 @@ type Strack struct {
 	lastBDP  sim.Time
 	lastAck  sim.Time
 	timeouts int
-	state    string
+	state    CongState
 }
 
 var _ Controller = (*Strack)(nil)
@@ -278,7 +278,7 @@ var _ Controller = (*Strack)(nil)
 // NewStrack returns STrack's controller with an initial window of initCwnd
 // segments.
 func NewStrack(cfg StrackConfig, mss, initCwnd int64) *Strack {
-	return &Strack{cfg: cfg, mss: mss, cwnd: float64(initCwnd * mss), state: "window"}
+	return &Strack{cfg: cfg, mss: mss, cwnd: float64(initCwnd * mss), state: StateWindow}
 }
 
 func (s *Strack) target() sim.Time { return s.cfg.BaseTarget + sim.Time(s.cfg.Hops)*s.cfg.PerHop }
@@ -324,7 +324,7 @@ func (s *Strack) OnAck(ev *AckEvent) {
 	tgt := s.target()
 	switch {
 	case d < tgt:
-		s.state = "increase"
+		s.state = StateIncrease
 		// Additive increase proportional to the gap, in the paper's units
 		// (microseconds and packets): alpha*gap_us/cwnd_pkts packets per
 		// ACK. No step when the smoothed RTT is above target.
@@ -335,10 +335,10 @@ func (s *Strack) OnAck(ev *AckEvent) {
 		}
 	case !s.canDecrease(now):
 	case d > 2*tgt && s.bdp > 0:
-		s.state = "fast-decrease"
+		s.state = StateFastDecrease
 		s.decreaseTo(now, float64(s.bdp))
 	default:
-		s.state = "decrease"
+		s.state = StateDecrease
 		f := max(1-s.cfg.Beta*float64(d-tgt)/float64(d), 1-s.cfg.MaxMDF)
 		s.decreaseTo(now, s.cwnd*f)
 	}
@@ -373,7 +373,7 @@ func (s *Strack) Cwnd() int64 { return int64(s.cwnd) }
 func (s *Strack) Ssthresh() int64 { return 0 }
 
 // State implements Observer.
-func (s *Strack) State() string { return s.state }
+func (s *Strack) State() CongState { return s.state }
 
 // StrackSim is the window rule of the Rust STrack-Sim: +1 segment per
 // ACK of new data, halved (at least one segment) when the path manager
@@ -413,7 +413,7 @@ func (s *StrackSim) Cwnd() int64 { return s.cwnd }
 func (s *StrackSim) Ssthresh() int64 { return 0 }
 
 // State implements Observer.
-func (s *StrackSim) State() string { return "window" }
+func (s *StrackSim) State() CongState { return StateWindow }
 
 func strackCheck(c StrackConfig) error {
 	if c.Alpha <= 0 || c.Beta <= 0 || c.MaxMDF <= 0 || c.MaxMDF >= 1 {

@@ -20,11 +20,11 @@ import (
 // ECNEcho selects how a receiver echoes CE marks.
 type ECNEcho uint8
 
+// The zero ECNEcho is invalid.
 const (
-	echoInvalid ECNEcho = iota
 	// EchoRFC3168 sets ECE on every ACK from the first CE mark until a data
 	// packet with CWR arrives (RFC 3168 §6.1.3).
-	EchoRFC3168
+	EchoRFC3168 ECNEcho = 1 + iota
 	// EchoPerPacket sets ECE exactly on the ACKs of CE-marked packets, as
 	// DCTCP's receiver does with one ACK per packet (RFC 8257 §3.2).
 	EchoPerPacket
@@ -33,10 +33,10 @@ const (
 // EntropyMode selects the entropy value a sender writes in data packets.
 type EntropyMode uint8
 
+// The zero EntropyMode is invalid.
 const (
-	entropyInvalid EntropyMode = iota
 	// EntropyFlow: one value per flow (derived from the flow id).
-	EntropyFlow
+	EntropyFlow EntropyMode = 1 + iota
 	// EntropyRandom: a value drawn per packet from the host's stream.
 	EntropyRandom
 )

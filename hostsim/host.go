@@ -10,8 +10,7 @@ import (
 
 // Timer kinds, in the low byte of an EvTimer's Arg; the flow id is above.
 const (
-	timerInvalid = iota
-	timerStart
+	timerStart = 1 + iota
 	timerRTO
 	timerDelAck
 	timerPace

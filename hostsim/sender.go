@@ -150,7 +150,7 @@ func (s *Sender) record(h *Host, act cc.Actions) {
 	}
 	x := s.ep.Sample()
 	h.T.CwndLog = append(h.T.CwndLog, CwndRow{Time: x.Time, Flow: s.spec.ID, Cwnd: x.Cwnd,
-		Ssthresh: x.Ssthresh, SRTT: x.SRTT, MinRTT: x.MinRTT, State: x.State, Event: x.Event})
+		Ssthresh: x.Ssthresh, SRTT: x.SRTT, MinRTT: x.MinRTT, State: x.State.String(), Event: x.Event})
 }
 
 func (s *Sender) onPaceTimer(h *Host, e *sim.Engine) {

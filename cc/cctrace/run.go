@@ -120,7 +120,7 @@ func (d *Driver) Snapshot() Snapshot {
 		Pipe: st.Pipe, Flight: st.Flight, Una: st.Una, Nxt: st.Nxt,
 		InRecovery: st.InRecovery, RTO: d.RTO().Timeout(), Timer: d.RTODeadline(), Done: d.Done()}
 	if o, ok := ctl.(cc.Observer); ok {
-		s.State = o.State()
+		s.State = o.State().String()
 	}
 	if a, ok := ctl.(alphaer); ok {
 		s.Alpha, s.HasAlpha = a.Alpha(), true
