@@ -4,10 +4,11 @@
 // goroutine or reaches into the host that owns it (STYLE.md §3a).
 //
 // Two families are kept apart, as in gVisor's tcp/snd.go:
-//   - a Controller owns cwnd and ssthresh (Reno, later CUBIC, DCTCP ...);
+//   - a Controller owns cwnd and ssthresh (Reno, CUBIC, Scalable, DCTCP,
+//     STrack);
 //   - a Recovery owns the send sequence space: which bytes are in flight,
 //     which are presumed lost, the estimate of bytes in the network (pipe),
-//     and what to send next (cumulative-ACK Reno, later NewReno, SACK, RACK).
+//     and what to send next (Reno, NewReno, SACK, RACK-TLP, STrack).
 //
 // An Endpoint (endpoint.go) glues them for one flow: on each ACK it asks
 // the Recovery what the ACK means, tells the Controller, and then sends
