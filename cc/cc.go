@@ -4,14 +4,16 @@
 // goroutine or reaches into the host that owns it (STYLE.md §3a).
 //
 // Two families are kept apart, as in gVisor's tcp/snd.go:
-//   - a Controller owns cwnd and ssthresh (Reno, later CUBIC, DCTCP ...);
+//   - a Controller owns cwnd and ssthresh (Reno, CUBIC, Scalable, DCTCP,
+//     STrack);
 //   - a Recovery owns the send sequence space: which bytes are in flight,
 //     which are presumed lost, the estimate of bytes in the network (pipe),
-//     and what to send next (cumulative-ACK Reno, later NewReno, SACK, RACK).
+//     and what to send next (Reno, NewReno, SACK, RACK-TLP, STrack).
 //
-// The host's sender glues them: on each ACK it asks the Recovery what the
-// ACK means, tells the Controller, and then sends while
-// Pipe() < Cwnd(). Retransmission timeouts are an RTO estimator (rto.go).
+// An Endpoint (endpoint.go) glues them for one flow: on each ACK it asks
+// the Recovery what the ACK means, tells the Controller, and then sends
+// while pipe < cwnd. Retransmission timeouts are an RTO estimator (rto.go).
+// The host and `lockstep cc trace` both drive an Endpoint.
 //
 // Windows are counted in bytes; a segment is MSS payload bytes.
 package cc
@@ -23,11 +25,11 @@ import (
 // CongestionKind says why a Controller must reduce its window.
 type CongestionKind uint8
 
+// The zero CongestionKind is invalid.
 const (
-	congInvalid CongestionKind = iota
 	// CongLoss: loss detected by duplicate ACKs or SACK; fast recovery
 	// begins (RFC 5681 §3.2 step 2).
-	CongLoss
+	CongLoss CongestionKind = 1 + iota
 	// CongECN: the receiver echoed a CE mark (RFC 3168 §6.1.2): reduce as
 	// for a loss, at most once per window, without retransmitting.
 	CongECN
@@ -124,8 +126,41 @@ type AckInfo struct {
 	// segment, is always clear).
 	Nack   bool
 	Bitmap uint64
-	// SRTT and MinRTT are the sender's estimates after this ACK's sample.
+	// RTTInfo holds the sender's estimates after this ACK's sample and
+	// the RTO deadline before the ACK restarts it (RACK's inputs).
+	RTTInfo
+	// TSecr is the timestamp the ACK echoes (RFC 7323), 0 if none (RACK,
+	// RFC 8985 §6.2 step 2).
+	TSecr sim.Time
+}
+
+// RTTInfo is what the sender knows of the path's timing, handed to the
+// Recovery with every event (RACK's reordering window and TLP's probe
+// timeout use it; other recoveries ignore it).
+type RTTInfo struct {
 	SRTT, MinRTT sim.Time
+	// RTODeadline is when the retransmission timer expires; 0 or
+	// sim.Never: it is not armed (TLP caps its probe timer at it, RFC 8985
+	// §7.2).
+	RTODeadline sim.Time
+}
+
+// SeqState is a Recovery's sequence state after an event. Every event
+// method returns it, so the sender keeps it instead of asking after every
+// ACK and segment.
+type SeqState struct {
+	// Una is the oldest unacknowledged byte (SND.UNA); Nxt the next byte
+	// to send for the first time (or again after an RTO).
+	Una, Nxt uint64
+	// Pipe is the estimate of bytes in the network (RFC 6675 §4).
+	Pipe int64
+	// Flight is Nxt-Una, RFC 5681's FlightSize.
+	Flight int64
+	// InRecovery: fast recovery (or a loss episode) is in progress.
+	InRecovery bool
+	// Deadline is when the Recovery's own timer expires (RACK's reordering
+	// timer, TLP's probe timeout); sim.Never for none.
+	Deadline sim.Time
 }
 
 // AckVerdict is what a Recovery concluded from an ACK.
@@ -144,6 +179,8 @@ type AckVerdict struct {
 	// FlightSize to use in RFC 5681 eq. 4: data sent by limited transmit
 	// is not part of it (§3.2 step 2). 0 means FlightSize().
 	LossFlightSize int64
+	// SeqState is the sequence state after the ACK.
+	SeqState
 }
 
 // Segment is a run of payload bytes [Seq, Seq+Len).
@@ -157,29 +194,21 @@ type Segment struct {
 	Force bool
 }
 
-// Recovery owns the sender's sequence space and loss detection.
+// Recovery owns the sender's sequence space and loss detection. Its event
+// methods return the sequence state after the event.
 type Recovery interface {
 	// OnSent records that seg left at now.
-	OnSent(now sim.Time, seg Segment)
+	OnSent(now sim.Time, seg Segment, rtt RTTInfo) SeqState
 	// OnAck processes an ACK.
 	OnAck(ai *AckInfo) AckVerdict
 	// OnRTO marks everything outstanding lost: sending resumes at SndUna
 	// (go-back-N, RFC 5681 §3.1 / RFC 6298 §5.4).
-	OnRTO(now sim.Time)
+	OnRTO(now sim.Time, rtt RTTInfo) SeqState
 	// Next returns the next segment to send, retransmissions first. ok is
-	// false when there is nothing to send.
+	// false when there is nothing to send. It does not change the state.
 	Next() (seg Segment, ok bool)
-	// Pipe is the estimate of bytes in the network (RFC 6675 §4).
-	Pipe() int64
-	// FlightSize is SndNxt-SndUna, the bytes sent and not acknowledged.
-	FlightSize() int64
-	// SndUna is the oldest unacknowledged byte.
-	SndUna() uint64
-	// SndNxt is the next byte to send for the first time (or again after
-	// an RTO).
-	SndNxt() uint64
-	// InRecovery reports whether fast recovery is in progress.
-	InRecovery() bool
+	// State is the current sequence state (before the first event).
+	State() SeqState
 }
 
 // SeqSpace is the part of the sequence state every Recovery shares: the
@@ -206,6 +235,40 @@ func (s *SeqSpace) nextNew() (Segment, bool) {
 	return Segment{Seq: s.Nxt, Len: n, Retx: s.Nxt < s.HighSent}, true
 }
 
+// cumAck is the cumulative-ACK advance every Recovery shares (RFC 5681
+// §2, RFC 6675's HighACK): Una moves to ack, capped at HighSent, and Nxt
+// catches up when the receiver had more than was resent after a
+// go-back-N. It returns the bytes newly acknowledged cumulatively, 0 when
+// ack moves nothing.
+func (s *SeqSpace) cumAck(ack uint64) int64 {
+	ack = min(ack, s.HighSent)
+	if ack <= s.Una {
+		return 0
+	}
+	n := int64(ack - s.Una)
+	s.Una = ack
+	if s.Nxt < s.Una {
+		s.Nxt = s.Una // after go-back-N the receiver had more than we resent
+	}
+	return n
+}
+
+// FlightSize is SndNxt-SndUna, the bytes sent and not acknowledged.
+func (s *SeqSpace) FlightSize() int64 { return int64(s.Nxt - s.Una) }
+
+// SndUna is the oldest unacknowledged byte.
+func (s *SeqSpace) SndUna() uint64 { return s.Una }
+
+// SndNxt is the next byte to send for the first time (or again after an
+// RTO).
+func (s *SeqSpace) SndNxt() uint64 { return s.Nxt }
+
+// state is the SeqState with the Recovery's pipe, recovery flag and timer.
+func (s *SeqSpace) state(pipe int64, inRecovery bool, deadline sim.Time) SeqState {
+	return SeqState{Una: s.Una, Nxt: s.Nxt, Pipe: pipe, Flight: int64(s.Nxt - s.Una),
+		InRecovery: inRecovery, Deadline: deadline}
+}
+
 // sent advances Nxt and HighSent past seg when seg was new data.
 func (s *SeqSpace) sent(seg Segment) {
 	if e := seg.Seq + uint64(seg.Len); seg.Seq == s.Nxt {
@@ -217,40 +280,21 @@ func (s *SeqSpace) sent(seg Segment) {
 }
 
 // TimedRecovery is a Recovery with timers of its own (RACK's reordering
-// timer, TLP's probe timeout). The sender arms a timer at Deadline() and
-// calls OnDeadline when it fires; sim.Never means none.
+// timer, TLP's probe timeout): SeqState.Deadline says when the sender must
+// call OnDeadline (sim.Never: no timer).
 type TimedRecovery interface {
 	Recovery
-	Deadline() sim.Time
 	// OnDeadline runs the timers due at now. Its verdict has EnterRecovery
 	// set when a timer detected loss, so the controller can react at once.
-	OnDeadline(now sim.Time) AckVerdict
-}
-
-// RTTSink is a Recovery that wants the sender's RTT estimates (RACK). The
-// host calls SetRTT before OnAck, after feeding the ACK's sample.
-type RTTSink interface {
-	SetRTT(srtt, minRTT sim.Time)
-}
-
-// AckEchoSink is a Recovery that wants the echoed timestamp of each ACK
-// (RACK, RFC 8985 §6.2 step 2). The host calls it before OnAck.
-type AckEchoSink interface {
-	SetAckEcho(tsecr sim.Time)
-}
-
-// RTODeadlineSink is a Recovery that wants to know the RTO deadline (TLP
-// caps its probe timer at it, RFC 8985 §7.2).
-type RTODeadlineSink interface {
-	SetRTODeadline(at sim.Time)
+	OnDeadline(now sim.Time, rtt RTTInfo) AckVerdict
 }
 
 // Observer is read-only introspection for traces (cwnd.csv, cc trace).
 // Modules implement what they can; the zero value means "not applicable".
 type Observer interface {
-	// State names the controller's state: "slow-start",
-	// "congestion-avoidance", "recovery", ...
-	State() string
+	// State is the controller's state (StateSlowStart, ...); 0 when it
+	// has none to report.
+	State() CongState
 }
 
 // SlowStartExit is implemented by controllers that can say why slow start

@@ -489,21 +489,21 @@ func (c *Cubic) Cwnd() int64 { return int64(c.cwnd) * c.mss }
 // Ssthresh implements Controller.Ssthresh.
 func (c *Cubic) Ssthresh() int64 { return int64(c.ssthresh) * c.mss }
 
-// State implements Observer.State: "recovery", "cwr",
-// "conservative-slow-start" (HyStart++ CSS), "slow-start" or
-// "congestion-avoidance".
-func (c *Cubic) State() string {
+// State implements Observer.State: recovery, cwr,
+// conservative slow start (HyStart++ CSS), slow start or
+// congestion avoidance.
+func (c *Cubic) State() CongState {
 	switch {
 	case c.recovering:
-		return "recovery"
+		return StateRecovery
 	case c.cwr:
-		return "cwr"
+		return StateCWR
 	case c.hy.InCSS():
-		return "conservative-slow-start"
+		return StateConservativeSlowStart
 	case c.inSlowStart():
-		return "slow-start"
+		return StateSlowStart
 	}
-	return "congestion-avoidance"
+	return StateCongestionAvoidance
 }
 
 // SlowStartExitReason implements SlowStartExit. While in CSS it is

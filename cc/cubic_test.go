@@ -432,7 +432,7 @@ func TestCubic_TcpInput_RTO(t *testing.T) {
 	if c.ssthresh != ss {
 		t.Errorf("second RTO without progress: want ssthresh kept at %d, got %d", ss, c.ssthresh)
 	}
-	if c.State() != "slow-start" {
+	if c.State().String() != "slow-start" {
 		t.Errorf("after RTO: want state slow-start, got %q", c.State())
 	}
 	if got := c.LastSlowStartExit(); got != "rto" {
@@ -460,16 +460,16 @@ func TestCubic_TcpInput_CWR(t *testing.T) {
 	c.OnAck(&AckEvent{Now: sim.Second, Acked: cubicTestMSS, SndUna: 1000, SndNxt: 100000, CwndLimited: true, MSS: cubicTestMSS})
 	c.OnCongestion(&CongestionEvent{Kind: CongECN, MSS: cubicTestMSS})
 	// The slow-start ACK made cwnd 101; 101*717/1024 = 70.7.
-	if c.cwnd != 70 || c.State() != "cwr" {
+	if c.cwnd != 70 || c.State().String() != "cwr" {
 		t.Fatalf("ECN at cwnd 101: want cwnd 70 in cwr, got %d in %q", c.cwnd, c.State())
 	}
 	cw := c.cwnd
 	c.OnAck(&AckEvent{Now: sim.Second, Acked: cubicTestMSS, SndUna: 100000, SndNxt: 200000, CwndLimited: true, MSS: cubicTestMSS})
-	if c.cwnd != cw || c.State() != "cwr" {
+	if c.cwnd != cw || c.State().String() != "cwr" {
 		t.Errorf("ACK up to high_seq: want cwnd %d in cwr, got %d in %q", cw, c.cwnd, c.State())
 	}
 	c.OnAck(&AckEvent{Now: sim.Second, Acked: cubicTestMSS, SndUna: 101000, SndNxt: 200000, CwndLimited: true, MSS: cubicTestMSS})
-	if c.State() != "congestion-avoidance" {
+	if c.State().String() != "congestion-avoidance" {
 		t.Errorf("ACK past high_seq: want congestion-avoidance, got %q", c.State())
 	}
 }
@@ -481,7 +481,7 @@ func TestCubic_TcpInput_LossDuringCWR(t *testing.T) {
 	c.cwnd = 100
 	c.OnCongestion(&CongestionEvent{Kind: CongECN, MSS: cubicTestMSS})
 	c.OnCongestion(&CongestionEvent{Kind: CongLoss, MSS: cubicTestMSS})
-	if c.cwnd != 70 || c.ssthresh != 70 || c.State() != "recovery" {
+	if c.cwnd != 70 || c.ssthresh != 70 || c.State().String() != "recovery" {
 		t.Errorf("ECN then loss at cwnd 100: want one reduction to 70 and recovery, got cwnd %d ssthresh %d %q",
 			c.cwnd, c.ssthresh, c.State())
 	}
@@ -623,13 +623,13 @@ func TestCubic_HyStartPlusPlus_States(t *testing.T) {
 		p.step()
 		if c.InCSS() {
 			sawCSS = true
-			if c.SlowStartExitReason() != "css-entry" || c.State() != "conservative-slow-start" {
+			if c.SlowStartExitReason() != "css-entry" || c.State().String() != "conservative-slow-start" {
 				t.Fatalf("in CSS: want reason css-entry and state conservative-slow-start, got %q and %q",
 					c.SlowStartExitReason(), c.State())
 			}
 		}
 	}
-	if !sawCSS || c.SlowStartExitReason() != "css-exit" || c.State() != "congestion-avoidance" {
+	if !sawCSS || c.SlowStartExitReason() != "css-exit" || c.State().String() != "congestion-avoidance" {
 		t.Errorf("want CSS then css-exit into congestion-avoidance, got CSS seen %v, reason %q, state %q",
 			sawCSS, c.SlowStartExitReason(), c.State())
 	}

@@ -156,12 +156,12 @@ func (d *DCTCP) Cwnd() int64 { return d.reno.Cwnd() }
 func (d *DCTCP) Ssthresh() int64 { return d.reno.Ssthresh() }
 
 // State implements Observer.State.
-func (d *DCTCP) State() string {
+func (d *DCTCP) State() CongState {
 	switch {
 	case d.recovering:
-		return "recovery"
+		return StateRecovery
 	case d.reno.cwnd < d.reno.ssthresh:
-		return "slow-start"
+		return StateSlowStart
 	}
-	return "congestion-avoidance"
+	return StateCongestionAvoidance
 }

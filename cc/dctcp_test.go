@@ -156,11 +156,11 @@ func TestDCTCP_RFC8257_3_5_LossHalves(t *testing.T) {
 		if got := d.Cwnd(); got != 10000 {
 			t.Errorf("alpha %v: cwnd after loss: want 20000/2 = 10000, got %d", alpha, got)
 		}
-		if st := d.State(); st != "recovery" {
+		if st := d.State().String(); st != "recovery" {
 			t.Errorf("state after loss: want recovery, got %q", st)
 		}
 		d.OnRecoveryExit(0)
-		if st := d.State(); st != "congestion-avoidance" {
+		if st := d.State().String(); st != "congestion-avoidance" {
 			t.Errorf("state after recovery: want congestion-avoidance, got %q", st)
 		}
 		d.OnCongestion(&CongestionEvent{Kind: CongRTO, FlightSize: 10000, MSS: 1000})

@@ -81,10 +81,10 @@ type HyStart struct {
 // HyStartVariant selects a HyStart algorithm.
 type HyStartVariant uint8
 
+// The zero HyStartVariant is invalid.
 const (
-	hyStartInvalid HyStartVariant = iota
 	// HyStartOff never exits slow start early.
-	HyStartOff
+	HyStartOff HyStartVariant = 1 + iota
 	// HyStartLinux2008 is Linux 2.6.29's HyStart.
 	HyStartLinux2008
 	// HyStartProposal2011 is the March 2011 netdev proposal.
@@ -105,7 +105,7 @@ var HyStartVariantNames = []string{
 }
 
 func (v HyStartVariant) String() string {
-	if v > hyStartInvalid && int(v) <= len(HyStartVariantNames) {
+	if v > 0 && int(v) <= len(HyStartVariantNames) {
 		return HyStartVariantNames[v-1]
 	}
 	return "invalid"
@@ -118,7 +118,7 @@ func ParseHyStartVariant(name string) (HyStartVariant, error) {
 			return HyStartVariant(i + 1), nil
 		}
 	}
-	return hyStartInvalid, fmt.Errorf("hystart: unknown variant %q (known: %v)", name, HyStartVariantNames)
+	return 0, fmt.Errorf("hystart: unknown variant %q (known: %v)", name, HyStartVariantNames)
 }
 
 // HyStart constants, named as in net/ipv4/tcp_cubic.c and RFC 9406 §4.3.
@@ -183,7 +183,7 @@ type HyStartEvent uint8
 
 const (
 	// HyStartNone: nothing changes.
-	HyStartNone HyStartEvent = iota
+	HyStartNone HyStartEvent = 1 + iota
 	// HyStartExitAckTrain: the ACK train test found the exit point; the
 	// congestion control sets ssthresh = cwnd.
 	HyStartExitAckTrain
@@ -202,8 +202,8 @@ const (
 var hyStartEventNames = [...]string{"none", "ack-train", "delay", "css-entry", "css-resume", "css-exit"}
 
 func (e HyStartEvent) String() string {
-	if int(e) < len(hyStartEventNames) {
-		return hyStartEventNames[e]
+	if e > 0 && int(e) <= len(hyStartEventNames) {
+		return hyStartEventNames[e-1]
 	}
 	return fmt.Sprintf("HyStartEvent(%d)", uint8(e))
 }
@@ -347,7 +347,7 @@ func (h *HyStart) OnSlowStartAck(now sim.Time, sndUna, sndNxt uint64) {
 // returned event.
 func (h *HyStart) OnAck(a *HyStartAck) HyStartEvent {
 	switch h.variant {
-	case HyStartOff, hyStartInvalid:
+	case HyStartOff, 0:
 		return HyStartNone
 	case HyStartPlusPlus:
 		return h.onAckPlusPlus(a)

@@ -395,7 +395,7 @@ func TestHyStart_RFC9406_4_2_CSSResume(t *testing.T) {
 	// HyStart++ runs again: the next round at 140 ms (>= 119 + 14.9 ms)
 	// re-enters CSS.
 	d.boundary()
-	var got HyStartEvent
+	got := HyStartNone
 	for i := 0; i <= 8 && got == HyStartNone; i++ {
 		got = d.ack(140 * sim.Millisecond)
 	}

@@ -73,8 +73,8 @@ func NewNewRenoRecovery(mss int64, size uint64, dupThresh int) *NewRenoLossRecov
 	return &NewRenoLossRecovery{SeqSpace: SeqSpace{MSS: mss, End: size}, dupThresh: dupThresh}
 }
 
-// OnSent implements Recovery.OnSent.
-func (r *NewRenoLossRecovery) OnSent(now sim.Time, seg Segment) {
+// onSent is OnSent's work.
+func (r *NewRenoLossRecovery) onSent(now sim.Time, seg Segment) {
 	if r.retxPending && seg.Seq == r.Una {
 		r.retxPending = false
 	}
@@ -84,18 +84,12 @@ func (r *NewRenoLossRecovery) OnSent(now sim.Time, seg Segment) {
 	r.sent(seg)
 }
 
-// OnAck implements Recovery.OnAck.
-func (r *NewRenoLossRecovery) OnAck(ai *AckInfo) AckVerdict {
+// onAck is OnAck's work.
+func (r *NewRenoLossRecovery) onAck(ai *AckInfo) AckVerdict {
 	var v AckVerdict
-	ack := min(ai.Ack, r.HighSent)
-	if ack > r.Una {
-		n := int64(ack - r.Una)
+	if n := r.cumAck(ai.Ack); n > 0 {
 		v.Acked = n
 		v.AdvancedUna = true
-		r.Una = ack
-		if r.Nxt < r.Una {
-			r.Nxt = r.Una // after go-back-N the receiver had more than we resent
-		}
 		r.dupAcks = 0
 		r.ltBytes = 0
 		if !r.inRecovery {
@@ -121,7 +115,7 @@ func (r *NewRenoLossRecovery) OnAck(ai *AckInfo) AckVerdict {
 		}
 		return v
 	}
-	if ack != r.Una || !ai.DupCandidate || r.Una >= r.Nxt {
+	if min(ai.Ack, r.HighSent) != r.Una || !ai.DupCandidate || r.Una >= r.Nxt {
 		return v
 	}
 	r.dupAcks++
@@ -150,9 +144,9 @@ func (r *NewRenoLossRecovery) OnAck(ai *AckInfo) AckVerdict {
 	return v
 }
 
-// OnRTO implements Recovery.OnRTO: go-back-N, and RFC 6582 §3.2 step 6
+// onRTO is OnRTO's work: go-back-N, and RFC 6582 §3.2 step 6
 // records the highest sequence number sent in recover.
-func (r *NewRenoLossRecovery) OnRTO(now sim.Time) {
+func (r *NewRenoLossRecovery) onRTO(now sim.Time) {
 	r.recover = r.HighSent
 	r.Nxt = r.Una
 	r.dupAcks = 0
@@ -175,14 +169,27 @@ func (r *NewRenoLossRecovery) Next() (Segment, bool) {
 // inflation (see the type's comment).
 func (r *NewRenoLossRecovery) Pipe() int64 { return max(r.FlightSize()-r.inflation, 0) }
 
-// FlightSize implements Recovery.FlightSize.
-func (r *NewRenoLossRecovery) FlightSize() int64 { return int64(r.Nxt - r.Una) }
-
-// SndUna implements Recovery.SndUna.
-func (r *NewRenoLossRecovery) SndUna() uint64 { return r.Una }
-
-// SndNxt implements Recovery.SndNxt.
-func (r *NewRenoLossRecovery) SndNxt() uint64 { return r.Nxt }
-
 // InRecovery implements Recovery.InRecovery.
 func (r *NewRenoLossRecovery) InRecovery() bool { return r.inRecovery }
+
+// OnSent implements Recovery.OnSent.
+func (r *NewRenoLossRecovery) OnSent(now sim.Time, seg Segment, _ RTTInfo) SeqState {
+	r.onSent(now, seg)
+	return r.State()
+}
+
+// OnAck implements Recovery.OnAck.
+func (r *NewRenoLossRecovery) OnAck(ai *AckInfo) AckVerdict {
+	v := r.onAck(ai)
+	v.SeqState = r.State()
+	return v
+}
+
+// OnRTO implements Recovery.OnRTO.
+func (r *NewRenoLossRecovery) OnRTO(now sim.Time, _ RTTInfo) SeqState {
+	r.onRTO(now)
+	return r.State()
+}
+
+// State implements Recovery.State.
+func (r *NewRenoLossRecovery) State() SeqState { return r.state(r.Pipe(), r.inRecovery, sim.Never) }

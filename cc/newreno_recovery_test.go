@@ -41,7 +41,7 @@ func TestNewReno_RFC6582_3_2_Step1_ThirdDupAckFastRetransmits(t *testing.T) {
 	if got, want := r.Pipe(), int64(7*recMSS); got != want {
 		t.Errorf("pipe on entry: want %d, got %d", want, got)
 	}
-	h.r.OnSent(h.now, seg)
+	h.r.OnSent(h.now, seg, h.rtt)
 	// Step 3/4: each further duplicate inflates the window by one SMSS.
 	h.ack(0)
 	if got, want := r.Pipe(), int64(6*recMSS); got != want {
@@ -64,7 +64,7 @@ func twoLossWindow(t *testing.T, h *recHarness) AckVerdict {
 	}
 	seg, ok := h.next()
 	wantSeg(t, "fast retransmission", seg, ok, 2, true, true)
-	h.r.OnSent(h.now, seg)
+	h.r.OnSent(h.now, seg, h.rtt)
 	h.ack(rseq(2)) // segment 7 arrives
 	h.ack(rseq(2)) // segment 8 arrives
 	h.ack(rseq(2)) // segment 9 arrives
@@ -86,7 +86,7 @@ func TestNewReno_RFC6582_3_2_PartialAckRetransmits(t *testing.T) {
 	if got, want := r.Pipe(), int64(1*recMSS); got != want {
 		t.Errorf("pipe after the partial ACK: want %d, got %d", want, got)
 	}
-	h.r.OnSent(h.now, seg)
+	h.r.OnSent(h.now, seg, h.rtt)
 	// Full ACK: both losses repaired without a timeout.
 	if v := h.ack(rseq(10)); !v.ExitRecovery || r.InRecovery() {
 		t.Fatalf("full ACK: want ExitRecovery, got %+v", v)
@@ -119,7 +119,7 @@ func TestNewReno_RFC6582_3_2_Step5_DeflateAddsBackSMSSOnlyForFullSegment(t *test
 	h.ack(0)
 	h.ack(0)
 	seg, _ := h.next()
-	h.r.OnSent(h.now, seg)
+	h.r.OnSent(h.now, seg, h.rtt)
 	before := r.inflation
 	h.ack(500)
 	if got, want := r.inflation, before-500; got != want {
@@ -130,7 +130,7 @@ func TestNewReno_RFC6582_3_2_Step5_DeflateAddsBackSMSSOnlyForFullSegment(t *test
 		t.Fatalf("partial ACK: want a forced retransmission from 500, got %+v", seg)
 	}
 	// A partial ACK of 2 SMSS: -2000 + 1000.
-	h.r.OnSent(h.now, seg)
+	h.r.OnSent(h.now, seg, h.rtt)
 	before = r.inflation
 	h.ack(2500)
 	if got, want := r.inflation, before-2000+recMSS; got != want {
@@ -140,7 +140,7 @@ func TestNewReno_RFC6582_3_2_Step5_DeflateAddsBackSMSSOnlyForFullSegment(t *test
 
 func TestNewReno_RFC6582_3_2_Step6_NoFastRetransmitAfterRTO(t *testing.T) {
 	h, r := newNewRenoHarness(t, 30, 10)
-	r.OnRTO(h.now)
+	r.OnRTO(h.now, h.rtt)
 	if r.recover != rseq(10) || r.SndNxt() != 0 {
 		t.Fatalf("after RTO: want recover+1 = %d and SndNxt 0, got %d, %d", rseq(10), r.recover, r.SndNxt())
 	}

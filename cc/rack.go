@@ -170,10 +170,7 @@ type RackRecovery struct {
 	bestSeen bool
 }
 
-var (
-	_ TimedRecovery = (*RackRecovery)(nil)
-	_ RTTSink       = (*RackRecovery)(nil)
-)
+var _ TimedRecovery = (*RackRecovery)(nil)
 
 // NewRackRecovery returns RACK-TLP for a flow of size bytes with segments
 // of mss bytes. A cfg field left at zero takes its default, except TLP
@@ -197,24 +194,23 @@ func NewRackRecovery(mss int64, size uint64, cfg RackConfig) *RackRecovery {
 	return r
 }
 
-// SetRTT implements RTTSink.
-func (r *RackRecovery) SetRTT(srtt, minRTT sim.Time) { r.srtt, r.minRTT = srtt, minRTT }
-
-// SetAckEcho gives the TSecr of the ACK about to be processed (RFC 7323),
-// for the spurious-retransmission check of §6.2 step 2; 0 means unknown.
-func (r *RackRecovery) SetAckEcho(tsecr sim.Time) { r.tsecr = tsecr }
-
-// SetRTODeadline tells when the host's RTO will expire (sim.Never if it is
-// not armed), to cap the PTO (§7.2 TLP_calc_PTO).
-func (r *RackRecovery) SetRTODeadline(at sim.Time) { r.rtoAt = at }
+// setRTT takes the sender's timing that comes with every event: SRTT and
+// min_RTT (§6.2 step 4's reordering window) and the RTO deadline (TLP
+// caps its probe timer at it, §7.2; 0 means none).
+func (r *RackRecovery) setRTT(t RTTInfo) {
+	r.srtt, r.minRTT, r.rtoAt = t.SRTT, t.MinRTT, t.RTODeadline
+	if r.rtoAt == 0 {
+		r.rtoAt = sim.Never
+	}
+}
 
 // sentAfter is RACK_sent_after (§6.2): (t1, seq1) was sent after (t2, seq2).
 func sentAfter(t1 sim.Time, seq1 uint64, t2 sim.Time, seq2 uint64) bool {
 	return t1 > t2 || (t1 == t2 && seq1 > seq2)
 }
 
-// OnSent implements Recovery.OnSent.
-func (r *RackRecovery) OnSent(now sim.Time, seg Segment) {
+// onSent is OnSent's work.
+func (r *RackRecovery) onSent(now sim.Time, seg Segment) {
 	i := r.sb.segOf(seg.Seq)
 	retx := seg.Seq < r.HighSent
 	probe := r.probeNext
@@ -275,8 +271,8 @@ func (r *RackRecovery) deliver(i uint64, now sim.Time) {
 	}
 }
 
-// OnAck implements Recovery.OnAck.
-func (r *RackRecovery) OnAck(ai *AckInfo) AckVerdict {
+// onAck is OnAck's work.
+func (r *RackRecovery) onAck(ai *AckInfo) AckVerdict {
 	var v AckVerdict
 	now := ai.Now
 	sb := &r.sb
@@ -287,12 +283,8 @@ func (r *RackRecovery) OnAck(ai *AckInfo) AckVerdict {
 		for i := sb.next(scanUnsacked, sb.base, nb, 0); i < nb; i = sb.next(scanUnsacked, i+1, nb, 0) {
 			r.deliver(i, now)
 		}
-		v.Acked = int64(ack-r.Una) - sb.advance(ack)
+		v.Acked = r.cumAck(ack) - sb.advance(ack)
 		v.AdvancedUna = true
-		r.Una = ack
-		if r.Nxt < r.Una {
-			r.Nxt = r.Una
-		}
 	}
 	newly := sb.sack(ai.Sack, r.Una, r.HighSent)
 	v.Acked += newly
@@ -461,8 +453,8 @@ func (r *RackRecovery) armPTO(now sim.Time) {
 	r.ptoAt = now + pto
 }
 
-// OnRTO implements Recovery.OnRTO with RACK's marking (§6.3).
-func (r *RackRecovery) OnRTO(now sim.Time) {
+// onRTO is OnRTO's work with RACK's marking (§6.3).
+func (r *RackRecovery) onRTO(now sim.Time) {
 	r.inRecovery = false
 	r.rtoRecovery, r.rtoPoint = true, r.HighSent
 	r.resetTLP()
@@ -486,9 +478,13 @@ func (r *RackRecovery) OnRTO(now sim.Time) {
 	}
 }
 
-// OnDeadline implements TimedRecovery.OnDeadline: OnDeadlineVerdict.
-func (r *RackRecovery) OnDeadline(now sim.Time) AckVerdict {
-	return r.OnDeadlineVerdict(now)
+// OnDeadline implements TimedRecovery.OnDeadline: OnDeadlineVerdict with
+// the sender's timing.
+func (r *RackRecovery) OnDeadline(now sim.Time, rtt RTTInfo) AckVerdict {
+	r.setRTT(rtt)
+	v := r.OnDeadlineVerdict(now)
+	v.SeqState = r.State()
+	return v
 }
 
 // OnDeadlineVerdict runs the timers due at now: the reordering timer
@@ -510,7 +506,7 @@ func (r *RackRecovery) OnDeadlineVerdict(now sim.Time) AckVerdict {
 	return v
 }
 
-// Deadline implements TimedRecovery.Deadline.
+// Deadline is when the next timer expires (SeqState.Deadline).
 func (r *RackRecovery) Deadline() sim.Time { return min(r.reoAt, r.ptoAt) }
 
 // Next implements Recovery.Next: a pending loss probe; then lost segments,
@@ -537,15 +533,6 @@ func (r *RackRecovery) Next() (Segment, bool) {
 // marks in place of IsLost() (RFC 8985 §9.2).
 func (r *RackRecovery) Pipe() int64 { return r.sb.pipe(r.Una, r.sb.base) }
 
-// FlightSize implements Recovery.FlightSize.
-func (r *RackRecovery) FlightSize() int64 { return int64(r.Nxt - r.Una) }
-
-// SndUna implements Recovery.SndUna.
-func (r *RackRecovery) SndUna() uint64 { return r.Una }
-
-// SndNxt implements Recovery.SndNxt.
-func (r *RackRecovery) SndNxt() uint64 { return r.Nxt }
-
 // InRecovery implements Recovery.InRecovery (fast recovery only; RTO
 // recovery lets the window grow in slow start).
 func (r *RackRecovery) InRecovery() bool { return r.inRecovery }
@@ -563,3 +550,32 @@ func (r *RackRecovery) ReoWnd() sim.Time { return r.reoWnd }
 
 // Scoreboard gives read access to the SACK scoreboard (for traces/tests).
 func (r *RackRecovery) Scoreboard() *Scoreboard { return &r.sb }
+
+// OnSent implements Recovery.OnSent.
+func (r *RackRecovery) OnSent(now sim.Time, seg Segment, rtt RTTInfo) SeqState {
+	r.setRTT(rtt)
+	r.onSent(now, seg)
+	return r.State()
+}
+
+// OnAck implements Recovery.OnAck.
+func (r *RackRecovery) OnAck(ai *AckInfo) AckVerdict {
+	r.setRTT(ai.RTTInfo)
+	r.tsecr = ai.TSecr
+	v := r.onAck(ai)
+	v.SeqState = r.State()
+	return v
+}
+
+// OnRTO implements Recovery.OnRTO.
+func (r *RackRecovery) OnRTO(now sim.Time, rtt RTTInfo) SeqState {
+	r.setRTT(rtt)
+	r.onRTO(now)
+	return r.State()
+}
+
+// State implements Recovery.State.
+func (r *RackRecovery) State() SeqState { return r.state(r.Pipe(), r.inRecovery, r.Deadline()) }
+
+// NeedsSack implements SackUser: RACK reads SACK blocks (RFC 8985 §6.2).
+func (r *RackRecovery) NeedsSack() {}

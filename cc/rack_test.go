@@ -14,8 +14,9 @@ const recUS = sim.Microsecond
 func newRackHarness(t *testing.T, size uint64, cfg RackConfig) (*recHarness, *RackRecovery) {
 	t.Helper()
 	r := NewRackRecovery(recMSS, size*recMSS, cfg)
-	r.SetRTT(100*recUS, 100*recUS)
-	return newRecHarness(t, r), r
+	h := newRecHarness(t, r)
+	h.rtt = RTTInfo{SRTT: 100 * recUS, MinRTT: 100 * recUS}
+	return h, r
 }
 
 func TestRack_RFC8985_6_2_Step5_LossByTimeWithoutDupAcks(t *testing.T) {
@@ -85,7 +86,7 @@ func TestRack_RFC8985_6_2_Step4_ReorderingWindow(t *testing.T) {
 				c.cfg(&cfg)
 			}
 			h, r := newRackHarness(t, 20, cfg)
-			r.SetRTT(c.srtt, c.minRTT)
+			h.rtt.SRTT, h.rtt.MinRTT = c.srtt, c.minRTT
 			h.sendNew(10, recUS)
 			h.now = 200 * recUS
 			for _, a := range c.acks {
@@ -176,7 +177,7 @@ func TestRack_RFC8985_6_2_Step2_SpuriousRetransmissionRTTIgnored(t *testing.T) {
 		h.now = 125 * recUS
 		r.OnDeadlineVerdict(h.now)
 		seg, _ := h.next()
-		h.r.OnSent(h.now, seg)
+		h.r.OnSent(h.now, seg, h.rtt)
 		return h, r
 	}
 	t.Run("RTT below min_RTT", func(t *testing.T) {
@@ -190,7 +191,7 @@ func TestRack_RFC8985_6_2_Step2_SpuriousRetransmissionRTTIgnored(t *testing.T) {
 	t.Run("TSecr before the retransmission", func(t *testing.T) {
 		h, r := setup(t)
 		h.now = 300 * recUS
-		r.SetAckEcho(1 * recUS) // the original's TSval
+		h.tsecr = 1 * recUS // the original's TSval
 		h.ack(rseq(2))
 		if r.xmitTS != 2*recUS {
 			t.Errorf("RACK.xmit_ts: want 2 µs (segment 1), got %v", r.xmitTS)
@@ -199,7 +200,7 @@ func TestRack_RFC8985_6_2_Step2_SpuriousRetransmissionRTTIgnored(t *testing.T) {
 	t.Run("TSecr of the retransmission", func(t *testing.T) {
 		h, r := setup(t)
 		h.now = 300 * recUS
-		r.SetAckEcho(125 * recUS)
+		h.tsecr = 125 * recUS
 		h.ack(rseq(2))
 		if r.xmitTS != 125*recUS || r.rtt != 175*recUS {
 			t.Errorf("RACK.xmit_ts, RACK.rtt: want 125 µs, 175 µs, got %v, %v", r.xmitTS, r.rtt)
@@ -216,7 +217,7 @@ func TestRack_RFC8985_6_3_RTOMarksFirstAndOldSegments(t *testing.T) {
 	h.now = 250 * recUS
 	h.sendNew(2, 0) // 2, 3 at 100 µs; 4, 5 at 250 µs
 	h.now = 300 * recUS
-	r.OnRTO(h.now)
+	r.OnRTO(h.now, h.rtt)
 	// reo_wnd = 0 in RTO recovery: 1 is first, 2 and 3 were sent 200 µs >=
 	// RACK.rtt ago, 4 and 5 only 50 µs ago.
 	for i, want := range []bool{false, true, true, true, false, false} {
@@ -270,7 +271,7 @@ func TestRack_RFC8985_6_2_ReorderTimerVerdictStartsRecovery(t *testing.T) {
 	h.now = 125 * recUS
 	// The reordering timer fires: its verdict starts recovery at once, so
 	// the host can cut cwnd without waiting for the next ACK.
-	if v := r.OnDeadline(h.now); !v.EnterRecovery || !r.InRecovery() {
+	if v := r.OnDeadline(h.now, h.rtt); !v.EnterRecovery || !r.InRecovery() {
 		t.Fatalf("OnDeadline at the reordering timer: verdict %+v, in recovery %v; want EnterRecovery", v, r.InRecovery())
 	}
 	h.now = 126 * recUS
@@ -325,7 +326,7 @@ func TestTLP_RFC8985_7_2_PTOVariants(t *testing.T) {
 	})
 	t.Run("no SRTT: 1 s", func(t *testing.T) {
 		h, r := newRackHarness(t, 6, DefaultRackConfig())
-		r.SetRTT(0, 0)
+		h.rtt.SRTT, h.rtt.MinRTT = 0, 0
 		h.sendNew(2, 0)
 		if got, want := r.Deadline(), sim.Second; got != want {
 			t.Errorf("PTO without SRTT: want %v, got %v", want, got)
@@ -333,7 +334,7 @@ func TestTLP_RFC8985_7_2_PTOVariants(t *testing.T) {
 	})
 	t.Run("capped at the RTO", func(t *testing.T) {
 		h, r := newRackHarness(t, 6, DefaultRackConfig())
-		r.SetRTODeadline(150 * recUS)
+		h.rtt.RTODeadline = 150 * recUS
 		h.sendNew(2, 0)
 		if got, want := r.Deadline(), 150*recUS; got != want {
 			t.Errorf("PTO past the RTO: want %v, got %v", want, got)
@@ -434,13 +435,13 @@ func BenchmarkRackOnAck(b *testing.B) {
 	for _, w := range []uint64{64, 1024} {
 		b.Run(fmt.Sprintf("window=%d", w), func(b *testing.B) {
 			r := NewRackRecovery(recMSS, 1<<50, DefaultRackConfig())
-			r.SetRTT(100*recUS, 100*recUS)
+			rt := RTTInfo{SRTT: 100 * recUS, MinRTT: 100 * recUS}
 			var now sim.Time
 			for k := uint64(0); k < w; k++ {
-				r.OnSent(now, Segment{Seq: r.Nxt, Len: recMSS})
+				r.OnSent(now, Segment{Seq: r.Nxt, Len: recMSS}, rt)
 			}
 			blocks := make([]sim.SackBlock, 2)
-			ai := AckInfo{DupCandidate: true}
+			ai := AckInfo{DupCandidate: true, RTTInfo: rt}
 			k := uint64(0)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -454,10 +455,10 @@ func BenchmarkRackOnAck(b *testing.B) {
 				r.OnAck(&ai)
 				_ = r.Pipe()
 				if seg, ok := r.Next(); ok {
-					r.OnSent(now, seg)
+					r.OnSent(now, seg, rt)
 				}
 				if r.Nxt < rseq(k+w) {
-					r.OnSent(now, Segment{Seq: r.Nxt, Len: recMSS})
+					r.OnSent(now, Segment{Seq: r.Nxt, Len: recMSS}, rt)
 				}
 				_ = r.Deadline()
 				k++

@@ -35,8 +35,8 @@ func NewRenoRecovery(mss int64, size uint64, dupThresh int) *RenoRecovery {
 	return &RenoRecovery{SeqSpace: SeqSpace{MSS: mss, End: size}, dupThresh: dupThresh}
 }
 
-// OnSent implements Recovery.OnSent.
-func (r *RenoRecovery) OnSent(now sim.Time, seg Segment) {
+// onSent is OnSent's work.
+func (r *RenoRecovery) onSent(now sim.Time, seg Segment) {
 	if r.retxPending && seg.Seq == r.Una {
 		r.retxPending = false
 	}
@@ -46,18 +46,12 @@ func (r *RenoRecovery) OnSent(now sim.Time, seg Segment) {
 	r.sent(seg)
 }
 
-// OnAck implements Recovery.OnAck.
-func (r *RenoRecovery) OnAck(ai *AckInfo) AckVerdict {
+// onAck is OnAck's work.
+func (r *RenoRecovery) onAck(ai *AckInfo) AckVerdict {
 	var v AckVerdict
-	ack := min(ai.Ack, r.HighSent)
-	if ack > r.Una {
-		v.Acked = int64(ack - r.Una)
+	if n := r.cumAck(ai.Ack); n > 0 {
+		v.Acked = n
 		v.AdvancedUna = true
-		r.Una = ack
-		if r.Nxt < r.Una {
-			// After go-back-N, the receiver had more than we resent.
-			r.Nxt = r.Una
-		}
 		r.dupAcks = 0
 		r.ltBytes = 0
 		r.retxPending = false
@@ -67,7 +61,7 @@ func (r *RenoRecovery) OnAck(ai *AckInfo) AckVerdict {
 		}
 		return v
 	}
-	if ack != r.Una || !ai.DupCandidate || r.Una >= r.Nxt {
+	if min(ai.Ack, r.HighSent) != r.Una || !ai.DupCandidate || r.Una >= r.Nxt {
 		return v
 	}
 	r.dupAcks++
@@ -81,8 +75,8 @@ func (r *RenoRecovery) OnAck(ai *AckInfo) AckVerdict {
 	return v
 }
 
-// OnRTO implements Recovery.OnRTO.
-func (r *RenoRecovery) OnRTO(now sim.Time) {
+// onRTO is OnRTO's work.
+func (r *RenoRecovery) onRTO(now sim.Time) {
 	r.Nxt = r.Una
 	r.dupAcks = 0
 	r.ltBytes = 0
@@ -104,14 +98,27 @@ func (r *RenoRecovery) Pipe() int64 {
 	return max(r.FlightSize()-int64(r.dupAcks)*r.MSS, 0)
 }
 
-// FlightSize implements Recovery.FlightSize.
-func (r *RenoRecovery) FlightSize() int64 { return int64(r.Nxt - r.Una) }
-
-// SndUna implements Recovery.SndUna.
-func (r *RenoRecovery) SndUna() uint64 { return r.Una }
-
-// SndNxt implements Recovery.SndNxt.
-func (r *RenoRecovery) SndNxt() uint64 { return r.Nxt }
-
 // InRecovery implements Recovery.InRecovery.
 func (r *RenoRecovery) InRecovery() bool { return r.inRecovery }
+
+// OnSent implements Recovery.OnSent.
+func (r *RenoRecovery) OnSent(now sim.Time, seg Segment, _ RTTInfo) SeqState {
+	r.onSent(now, seg)
+	return r.State()
+}
+
+// OnAck implements Recovery.OnAck.
+func (r *RenoRecovery) OnAck(ai *AckInfo) AckVerdict {
+	v := r.onAck(ai)
+	v.SeqState = r.State()
+	return v
+}
+
+// OnRTO implements Recovery.OnRTO.
+func (r *RenoRecovery) OnRTO(now sim.Time, _ RTTInfo) SeqState {
+	r.onRTO(now)
+	return r.State()
+}
+
+// State implements Recovery.State.
+func (r *RenoRecovery) State() SeqState { return r.state(r.Pipe(), r.inRecovery, sim.Never) }

@@ -9,10 +9,10 @@ import (
 // RTOMode selects how the retransmission timeout is computed.
 type RTOMode uint8
 
+// The zero RTOMode is invalid.
 const (
-	rtoInvalid RTOMode = iota
 	// RTOAdaptive is RFC 6298.
-	RTOAdaptive
+	RTOAdaptive RTOMode = 1 + iota
 	// RTOFixed always uses RTOConfig.Fixed.
 	RTOFixed
 )

@@ -92,8 +92,8 @@ func NewSackRecovery(mss int64, size uint64, dupThresh int) *SackRecovery {
 	return r
 }
 
-// OnSent implements Recovery.OnSent.
-func (r *SackRecovery) OnSent(now sim.Time, seg Segment) {
+// onSent is OnSent's work.
+func (r *SackRecovery) onSent(now sim.Time, seg Segment) {
 	i := r.sb.segOf(seg.Seq)
 	retx := seg.Seq < r.HighSent
 	rescue := retx && r.rescueNext && seg.Seq == r.rescueSeq
@@ -122,16 +122,12 @@ func (r *SackRecovery) OnSent(now sim.Time, seg Segment) {
 	r.sb.skipSacked(&r.SeqSpace)
 }
 
-// OnAck implements Recovery.OnAck.
-func (r *SackRecovery) OnAck(ai *AckInfo) AckVerdict {
+// onAck is OnAck's work.
+func (r *SackRecovery) onAck(ai *AckInfo) AckVerdict {
 	var v AckVerdict
 	if ack := min(ai.Ack, r.HighSent); ack > r.Una {
-		v.Acked = int64(ack-r.Una) - r.sb.advance(ack)
+		v.Acked = r.cumAck(ack) - r.sb.advance(ack)
 		v.AdvancedUna = true
-		r.Una = ack
-		if r.Nxt < r.Una {
-			r.Nxt = r.Una // after go-back-N the receiver had more than we resent
-		}
 		r.dupAcks = 0 // §5: a cumulative ACK resets DupAcks
 		r.ltBytes = 0
 		if r.fastRetx && r.sb.base > r.sb.segOf(r.highRxt) {
@@ -185,8 +181,8 @@ func (r *SackRecovery) enterRecovery() {
 	r.fastRetx = true
 }
 
-// OnRTO implements Recovery.OnRTO (RFC 6675 §5.1, RFC 5681 §3.1).
-func (r *SackRecovery) OnRTO(now sim.Time) {
+// onRTO is OnRTO's work (RFC 6675 §5.1, RFC 5681 §3.1).
+func (r *SackRecovery) onRTO(now sim.Time) {
 	r.recoveryPoint = r.HighSent
 	r.inRecovery, r.fastRetx, r.rescueNext = false, false, false
 	r.dupAcks = 0
@@ -238,15 +234,6 @@ func (r *SackRecovery) Next() (Segment, bool) {
 // Pipe implements Recovery.Pipe: RFC 6675 §4 SetPipe() in bytes.
 func (r *SackRecovery) Pipe() int64 { return r.sb.pipe(r.Una, r.lostBelow) }
 
-// FlightSize implements Recovery.FlightSize.
-func (r *SackRecovery) FlightSize() int64 { return int64(r.Nxt - r.Una) }
-
-// SndUna implements Recovery.SndUna.
-func (r *SackRecovery) SndUna() uint64 { return r.Una }
-
-// SndNxt implements Recovery.SndNxt.
-func (r *SackRecovery) SndNxt() uint64 { return r.Nxt }
-
 // InRecovery implements Recovery.InRecovery.
 func (r *SackRecovery) InRecovery() bool { return r.inRecovery }
 
@@ -260,3 +247,28 @@ func (r *SackRecovery) IsLost(seq uint64) bool {
 	return i >= r.sb.base && i < r.sb.top && !r.sb.bit(r.sb.sacked, i) &&
 		(i < r.lostBelow || r.sb.bit(r.sb.lost, i))
 }
+
+// OnSent implements Recovery.OnSent.
+func (r *SackRecovery) OnSent(now sim.Time, seg Segment, _ RTTInfo) SeqState {
+	r.onSent(now, seg)
+	return r.State()
+}
+
+// OnAck implements Recovery.OnAck.
+func (r *SackRecovery) OnAck(ai *AckInfo) AckVerdict {
+	v := r.onAck(ai)
+	v.SeqState = r.State()
+	return v
+}
+
+// OnRTO implements Recovery.OnRTO.
+func (r *SackRecovery) OnRTO(now sim.Time, _ RTTInfo) SeqState {
+	r.onRTO(now)
+	return r.State()
+}
+
+// State implements Recovery.State.
+func (r *SackRecovery) State() SeqState { return r.state(r.Pipe(), r.inRecovery, sim.Never) }
+
+// NeedsSack implements SackUser.
+func (r *SackRecovery) NeedsSack() {}

@@ -118,7 +118,7 @@ func TestSack_RFC6675_5_4_3_FastRetransmitIsForced(t *testing.T) {
 	h.ack(0, rblk(1, 4))
 	seg, ok := h.next()
 	wantSeg(t, "fast retransmission", seg, ok, 0, true, true)
-	h.r.OnSent(h.now, seg)
+	h.r.OnSent(h.now, seg, h.rtt)
 	// HighRxt and RescueRxt are the last octet of segment 0.
 	if r.highRxt != rseq(1) || !r.rescueSet || r.rescueRxt != rseq(1) {
 		t.Errorf("after (4.3): want HighRxt+1 = RescueRxt+1 = %d, got %d, %d (set %v)", rseq(1), r.highRxt, r.rescueRxt, r.rescueSet)
@@ -136,7 +136,7 @@ func TestSack_RFC6675_NextSeg_Rule1(t *testing.T) {
 	for k, i := range []uint64{0, 1, 2, 3} {
 		seg, ok := h.next()
 		wantSeg(t, fmt.Sprintf("retransmission %d", k), seg, ok, i, true, i == 0)
-		h.r.OnSent(h.now, seg)
+		h.r.OnSent(h.now, seg, h.rtt)
 	}
 }
 
@@ -146,7 +146,7 @@ func TestSack_RFC6675_NextSeg_Rule2(t *testing.T) {
 	h.ack(0, rblk(4, 8))
 	for k := 0; k < 4; k++ {
 		seg, _ := h.next()
-		h.r.OnSent(h.now, seg)
+		h.r.OnSent(h.now, seg, h.rtt)
 	}
 	seg, ok := h.next()
 	wantSeg(t, "rule (2)", seg, ok, 10, false, false)
@@ -160,11 +160,11 @@ func TestSack_RFC6675_NextSeg_Rule3(t *testing.T) {
 	h.ack(0, rblk(1, 2), rblk(3, 4), rblk(5, 6))
 	seg, ok := h.next()
 	wantSeg(t, "fast retransmission", seg, ok, 0, true, true)
-	h.r.OnSent(h.now, seg)
+	h.r.OnSent(h.now, seg, h.rtt)
 	for _, i := range []uint64{2, 4} {
 		seg, ok := h.next()
 		wantSeg(t, "rule (3)", seg, ok, i, true, false)
-		h.r.OnSent(h.now, seg)
+		h.r.OnSent(h.now, seg, h.rtt)
 	}
 	// 0: lost, resent: 1. 2 and 4: not lost, resent: 2 each.
 	if got, want := r.Pipe(), int64(5*recMSS); got != want {
@@ -182,7 +182,7 @@ func TestSack_RFC6675_NextSeg_Rule4(t *testing.T) {
 	h.ack(0, rblk(1, 8))
 	seg, ok := h.next()
 	wantSeg(t, "fast retransmission", seg, ok, 0, true, true)
-	h.r.OnSent(h.now, seg)
+	h.r.OnSent(h.now, seg, h.rtt)
 	if seg, ok := h.next(); ok {
 		t.Fatalf("HighACK <= RescueRxt: want no rescue yet, got %+v", seg)
 	}
@@ -194,7 +194,7 @@ func TestSack_RFC6675_NextSeg_Rule4(t *testing.T) {
 	// the highest unSACKed octet, 9.
 	seg, ok = h.next()
 	wantSeg(t, "rule (4)", seg, ok, 9, true, false)
-	h.r.OnSent(h.now, seg)
+	h.r.OnSent(h.now, seg, h.rtt)
 	if r.highRxt != rseq(1) {
 		t.Errorf("rule (4) must not move HighRxt: want %d, got %d", rseq(1), r.highRxt)
 	}
@@ -270,7 +270,7 @@ func TestSack_RFC6675_5_1_RTOExpungesAndFencesNewRecovery(t *testing.T) {
 	h, r := newSackHarness(t, 20, 10, 3)
 	h.ack(0, rblk(3, 4))
 	h.ack(0, rblk(3, 5))
-	r.OnRTO(h.now)
+	r.OnRTO(h.now, h.rtt)
 	if r.Scoreboard().IsSacked(rseq(3)) {
 		t.Error("after RTO: want SACK information expunged (RFC 2018 §8)")
 	}
@@ -336,11 +336,11 @@ func BenchmarkSackOnAck(b *testing.B) {
 			send := func() {
 				seg, ok := r.Next()
 				if ok {
-					r.OnSent(now, seg)
+					r.OnSent(now, seg, RTTInfo{})
 				}
 			}
 			for k := uint64(0); k < w; k++ {
-				r.OnSent(now, Segment{Seq: r.Nxt, Len: recMSS})
+				r.OnSent(now, Segment{Seq: r.Nxt, Len: recMSS}, RTTInfo{})
 			}
 			blocks := make([]sim.SackBlock, 2)
 			ai := AckInfo{DupCandidate: true}
@@ -360,7 +360,7 @@ func BenchmarkSackOnAck(b *testing.B) {
 				_ = r.Pipe()
 				send()
 				if r.Nxt < rseq(k+w) {
-					r.OnSent(now, Segment{Seq: r.Nxt, Len: recMSS})
+					r.OnSent(now, Segment{Seq: r.Nxt, Len: recMSS}, RTTInfo{})
 				}
 				k++
 			}

@@ -176,14 +176,14 @@ func (s *Scalable) Cwnd() int64 { return s.core.cwndBytes() }
 func (s *Scalable) Ssthresh() int64 { return s.core.ssthreshBytes() }
 
 // State implements Observer.State.
-func (s *Scalable) State() string {
+func (s *Scalable) State() CongState {
 	switch {
 	case s.recovering:
-		return "recovery"
+		return StateRecovery
 	case s.core.inSlowStart():
-		return "slow-start"
+		return StateSlowStart
 	}
-	return "congestion-avoidance"
+	return StateCongestionAvoidance
 }
 
 // scalableKelly is the paper's arithmetic. Units are hundredths of a

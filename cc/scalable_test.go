@@ -71,7 +71,7 @@ func TestScalable_Kelly2003_AdditiveIncreasePerAck(t *testing.T) {
 		h.congest(CongLoss)
 		h.s.OnRecoveryExit(0)
 		h.wantCwnd("after loss at W=16", 14*mss)
-		if st := h.s.State(); st != "congestion-avoidance" {
+		if st := h.s.State().String(); st != "congestion-avoidance" {
 			t.Fatalf("state at cwnd == ssthresh: want congestion-avoidance, got %q", st)
 		}
 		const w = 14
@@ -141,7 +141,7 @@ func TestScalable_Kelly2003_StandardSlowStart(t *testing.T) {
 	// RFC 3465 §2.2: a stretch ACK of 4 segments counts as L = 2.
 	h.ackN(1, 4000)
 	h.wantCwnd("stretch ACK in slow start", 22000)
-	if st := h.s.State(); st != "slow-start" {
+	if st := h.s.State().String(); st != "slow-start" {
 		t.Fatalf("state: want slow-start, got %q", st)
 	}
 }
@@ -163,7 +163,7 @@ func TestScalable_RFC5681_3_1_RTO(t *testing.T) {
 			if got := h.s.Cwnd(); got < 14000 || got > 15000 {
 				t.Fatalf("slow start after RTO: want cwnd just past ssthresh 14000, got %d", got)
 			}
-			if st := h.s.State(); st != "congestion-avoidance" {
+			if st := h.s.State().String(); st != "congestion-avoidance" {
 				t.Fatalf("state: want congestion-avoidance, got %q", st)
 			}
 		})
@@ -257,7 +257,7 @@ func TestScalable_RFC5681_3_2_NoGrowthInRecovery(t *testing.T) {
 		t.Run(variant, func(t *testing.T) {
 			h := newScalableHarness(t, variant, 1000, 16)
 			h.congest(CongLoss)
-			if st := h.s.State(); st != "recovery" {
+			if st := h.s.State().String(); st != "recovery" {
 				t.Fatalf("state after loss: want recovery, got %q", st)
 			}
 			for range 50 {
@@ -266,7 +266,7 @@ func TestScalable_RFC5681_3_2_NoGrowthInRecovery(t *testing.T) {
 			h.wantCwnd("acks in recovery", 14000)
 			h.s.OnRecoveryExit(0)
 			h.wantCwnd("recovery exit", 14000)
-			if st := h.s.State(); st != "congestion-avoidance" {
+			if st := h.s.State().String(); st != "congestion-avoidance" {
 				t.Fatalf("state after recovery: want congestion-avoidance, got %q", st)
 			}
 		})

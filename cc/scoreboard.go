@@ -205,16 +205,6 @@ func (s *Scoreboard) clearRange(bm []uint64, a, b uint64) {
 	}
 }
 
-// setRange sets the bits of bm in segments [a, b).
-func (s *Scoreboard) setRange(bm []uint64, a, b uint64) {
-	for a < b {
-		lo := a & 63
-		k := min(64-lo, b-a)
-		bm[s.wordOf(a)] |= spanMask(lo, k)
-		a += k
-	}
-}
-
 // segBytes is the payload of segment i still unacknowledged when the
 // cumulative ACK is una.
 func (s *Scoreboard) segBytes(i, una uint64) int64 {
@@ -417,11 +407,11 @@ func (s *Scoreboard) pipe(una, lostBelow uint64) int64 {
 
 // Segment-scan kinds for next.
 const (
-	scanUnsacked    = iota // not SACKed
-	scanLost               // not SACKed, and lost (mark or below the IsLost bound)
-	scanLostPending        // not SACKed, lost mark, no retransmission in flight
-	scanFresh              // not SACKed, never retransmitted, not lost
-	scanRetxLive           // not SACKed, retransmitted, and not awaiting another
+	scanUnsacked    = 1 + iota // not SACKed
+	scanLost                   // not SACKed, and lost (mark or below the IsLost bound)
+	scanLostPending            // not SACKed, lost mark, no retransmission in flight
+	scanFresh                  // not SACKed, never retransmitted, not lost
+	scanRetxLive               // not SACKed, retransmitted, and not awaiting another
 )
 
 // scanWord is the candidate mask of kind in ring word w (absolute word aw).

@@ -19,6 +19,10 @@ type recHarness struct {
 	t   *testing.T
 	r   Recovery
 	now sim.Time
+	// rtt and tsecr are the sender's timing handed with every event
+	// (RACK's inputs).
+	rtt   RTTInfo
+	tsecr sim.Time
 }
 
 func newRecHarness(t *testing.T, r Recovery) *recHarness {
@@ -41,7 +45,7 @@ func (h *recHarness) sendNew(n int, dt sim.Time) []Segment {
 		if !ok || seg.Retx {
 			h.t.Fatalf("sendNew: segment %d: want new data, got %+v ok=%v", k, seg, ok)
 		}
-		h.r.OnSent(h.now, seg)
+		h.r.OnSent(h.now, seg, h.rtt)
 		out = append(out, seg)
 		h.now += dt
 	}
@@ -58,10 +62,10 @@ func (h *recHarness) pump(cwnd int64) []Segment {
 			h.t.Fatal("pump: no end")
 		}
 		seg, ok := h.r.Next()
-		if !ok || (!seg.Force && cwnd-h.r.Pipe() < seg.Len) {
+		if !ok || (!seg.Force && cwnd-h.r.State().Pipe < seg.Len) {
 			return out
 		}
-		h.r.OnSent(h.now, seg)
+		h.r.OnSent(h.now, seg, h.rtt)
 		out = append(out, seg)
 	}
 }
@@ -70,7 +74,7 @@ func (h *recHarness) pump(cwnd int64) []Segment {
 // blocks.
 func (h *recHarness) ack(cum uint64, blocks ...sim.SackBlock) AckVerdict {
 	h.t.Helper()
-	ai := AckInfo{Now: h.now, Ack: cum, Sack: blocks, DupCandidate: true}
+	ai := AckInfo{Now: h.now, Ack: cum, Sack: blocks, DupCandidate: true, RTTInfo: h.rtt, TSecr: h.tsecr}
 	return h.r.OnAck(&ai)
 }
 
@@ -336,7 +340,7 @@ func TestScoreboard_RFC6675_MatchesBruteForce(t *testing.T) {
 					if seg.Seq < r.HighSent && len(ref.lostMark) > 0 && !r.inRecovery {
 						ref.resent[ref.segOf(seg.Seq)] = true
 					}
-					r.OnSent(now, seg)
+					r.OnSent(now, seg, RTTInfo{})
 				}
 			case op < 98: // an ACK
 				cum := r.Una
@@ -362,7 +366,7 @@ func TestScoreboard_RFC6675_MatchesBruteForce(t *testing.T) {
 				}
 			default: // an RTO
 				rtos++
-				r.OnRTO(now)
+				r.OnRTO(now, RTTInfo{})
 				ref.sacked = map[uint64]bool{}
 				ref.resent = map[uint64]bool{}
 				for i := ref.segOf(r.Una); ref.segStart(i) < r.HighSent; i++ {
@@ -411,6 +415,7 @@ func TestRecoveries_RandomInvariants(t *testing.T) {
 			size := uint64(40*mss + rng.IntN(mss))
 			var r Recovery
 			var rack *RackRecovery
+			var rt RTTInfo // RACK's timing, handed with every event
 			switch kind {
 			case 0:
 				r = NewNewRenoRecovery(mss, size, 3)
@@ -418,7 +423,7 @@ func TestRecoveries_RandomInvariants(t *testing.T) {
 				r = NewSackRecovery(mss, size, 1+rng.IntN(3))
 			default:
 				rack = NewRackRecovery(mss, size, DefaultRackConfig())
-				rack.SetRTT(50*sim.Microsecond, 40*sim.Microsecond)
+				rt = RTTInfo{SRTT: 50 * sim.Microsecond, MinRTT: 40 * sim.Microsecond}
 				r = rack
 			}
 			var now sim.Time
@@ -432,14 +437,14 @@ func TestRecoveries_RandomInvariants(t *testing.T) {
 						if !ok {
 							break
 						}
-						if seg.Seq < r.SndUna() || seg.Seq+uint64(seg.Len) > size || seg.Len <= 0 {
-							t.Fatalf("%s: segment %+v outside [%d, %d)", where, seg, r.SndUna(), size)
+						if una := r.State().Una; seg.Seq < una || seg.Seq+uint64(seg.Len) > size || seg.Len <= 0 {
+							t.Fatalf("%s: segment %+v outside [%d, %d)", where, seg, una, size)
 						}
-						r.OnSent(now, seg)
+						r.OnSent(now, seg, rt)
 					}
 				case op < 95:
-					hs := r.SndNxt() + uint64(rng.IntN(3*mss))
-					cum := r.SndUna()
+					hs := r.State().Nxt + uint64(rng.IntN(3*mss))
+					cum := r.State().Una
 					if rng.IntN(3) == 0 {
 						cum += uint64(rng.IntN(4 * mss))
 					}
@@ -448,17 +453,18 @@ func TestRecoveries_RandomInvariants(t *testing.T) {
 						a := uint64(rng.IntN(int(hs) + 1))
 						blocks = append(blocks, sim.SackBlock{Start: a, End: a + uint64(rng.IntN(5*mss))})
 					}
-					ai := AckInfo{Now: now, Ack: cum, Sack: blocks, DupCandidate: rng.IntN(4) > 0}
+					ai := AckInfo{Now: now, Ack: cum, Sack: blocks, DupCandidate: rng.IntN(4) > 0, RTTInfo: rt}
 					r.OnAck(&ai)
 				case op < 98:
-					r.OnRTO(now)
+					r.OnRTO(now, rt)
 				default:
 					if rack != nil && rack.Deadline() != sim.Never {
 						now = max(now, rack.Deadline())
 						rack.OnDeadlineVerdict(now)
 					}
 				}
-				una, nxt := r.SndUna(), r.SndNxt()
+				st := r.State()
+				una, nxt := st.Una, st.Nxt
 				if una > nxt || nxt > size {
 					t.Fatalf("%s: want SndUna <= SndNxt <= End, got %d, %d, %d", where, una, nxt, size)
 				}
@@ -471,7 +477,7 @@ func TestRecoveries_RandomInvariants(t *testing.T) {
 				case *RackRecovery:
 					high = x.HighSent
 				}
-				if p := r.Pipe(); p < 0 || (high < 1<<62 && p > 2*int64(high-una)) {
+				if p := st.Pipe; p < 0 || (high < 1<<62 && p > 2*int64(high-una)) {
 					t.Fatalf("%s: pipe %d outside [0, 2*(HighSent-SndUna)]", where, p)
 				}
 				if seg, ok := r.Next(); ok && seg.Force && !seg.Retx && (rack == nil || !rack.probeNext) {
@@ -506,6 +512,9 @@ type loopSim struct {
 	recAt    sim.Time
 	rtos     int
 	done     sim.Time
+	// timing is what the recovery was last told of the RTT (setRTT); the
+	// loop does not tell it the RTO deadline.
+	timing RTTInfo
 
 	// receiver
 	rcvNxt uint64
@@ -547,10 +556,10 @@ func runLoop(t *testing.T, rec Recovery, size uint64, drop func(seq uint64, nth 
 		case s.recAt <= at:
 			s.now = s.recAt
 			s.recAt = sim.Never
-			if tr, ok := s.rec.(*RackRecovery); ok {
+			if tr, ok := s.rec.(TimedRecovery); ok {
 				s.setRTT()
-				if v := tr.OnDeadlineVerdict(s.now); v.EnterRecovery {
-					s.ctl.OnCongestion(&CongestionEvent{Now: s.now, Kind: CongLoss, FlightSize: s.rec.FlightSize(), MSS: recMSS})
+				if v := tr.OnDeadline(s.now, s.timing); v.EnterRecovery {
+					s.ctl.OnCongestion(&CongestionEvent{Now: s.now, Kind: CongLoss, FlightSize: v.Flight, MSS: recMSS})
 				}
 			}
 			s.trySend()
@@ -569,24 +578,20 @@ func runLoop(t *testing.T, rec Recovery, size uint64, drop func(seq uint64, nth 
 }
 
 func (s *loopSim) setRTT() {
-	if rs, ok := s.rec.(RTTSink); ok {
-		rs.SetRTT(s.rto.SRTT(), s.rto.MinRTT())
-	}
+	s.timing = RTTInfo{SRTT: s.rto.SRTT(), MinRTT: s.rto.MinRTT()}
 }
 
 func (s *loopSim) armTimers() {
-	if tr, ok := s.rec.(TimedRecovery); ok {
-		s.recAt = tr.Deadline()
-	}
+	s.recAt = s.rec.State().Deadline
 }
 
 func (s *loopSim) trySend() {
 	for {
 		seg, ok := s.rec.Next()
-		if !ok || (!seg.Force && s.ctl.Cwnd()-s.rec.Pipe() < seg.Len) {
+		if !ok || (!seg.Force && s.ctl.Cwnd()-s.rec.State().Pipe < seg.Len) {
 			break
 		}
-		s.rec.OnSent(s.now, seg)
+		s.rec.OnSent(s.now, seg, s.timing)
 		nth := s.sends[seg.Seq]
 		s.sends[seg.Seq]++
 		dep := max(s.now, s.linkFree) + s.gap
@@ -603,8 +608,8 @@ func (s *loopSim) trySend() {
 
 func (s *loopSim) onRTO() {
 	s.rtos++
-	s.ctl.OnCongestion(&CongestionEvent{Now: s.now, Kind: CongRTO, FlightSize: s.rec.FlightSize(), MSS: recMSS})
-	s.rec.OnRTO(s.now)
+	s.ctl.OnCongestion(&CongestionEvent{Now: s.now, Kind: CongRTO, FlightSize: s.rec.State().Flight, MSS: recMSS})
+	s.rec.OnRTO(s.now, s.timing)
 	s.rto.OnExpire()
 	s.rtoAt = s.now + s.rto.Timeout()
 	s.trySend()
@@ -657,12 +662,10 @@ func (s *loopSim) onData(e loopEv) {
 }
 
 func (s *loopSim) onAck(e loopEv) {
-	prior, flight := s.rec.Pipe(), s.rec.FlightSize()
-	if r, ok := s.rec.(*RackRecovery); ok {
-		r.SetAckEcho(e.tsval)
-	}
+	st := s.rec.State()
+	prior, flight := st.Pipe, st.Flight
 	s.setRTT()
-	ai := AckInfo{Now: s.now, Ack: e.ack, Sack: e.sack, DupCandidate: true}
+	ai := AckInfo{Now: s.now, Ack: e.ack, Sack: e.sack, DupCandidate: true, RTTInfo: s.timing, TSecr: e.tsval}
 	v := s.rec.OnAck(&ai)
 	if v.AdvancedUna {
 		s.rto.OnSample(s.now - e.tsval)
@@ -673,9 +676,9 @@ func (s *loopSim) onAck(e loopEv) {
 	case v.EnterRecovery:
 		s.ctl.OnCongestion(&CongestionEvent{Now: s.now, Kind: CongLoss, FlightSize: flight, MSS: recMSS})
 	default:
-		s.ctl.OnAck(&AckEvent{Now: s.now, Acked: v.Acked, PriorInFlight: prior, InRecovery: s.rec.InRecovery(), MSS: recMSS})
+		s.ctl.OnAck(&AckEvent{Now: s.now, Acked: v.Acked, PriorInFlight: prior, InRecovery: v.InRecovery, MSS: recMSS})
 	}
-	if s.rec.SndUna() >= s.size {
+	if v.Una >= s.size {
 		s.done = s.now
 		return
 	}

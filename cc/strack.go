@@ -71,8 +71,8 @@ func (r *StrackRecovery) at(idx int64) *segState {
 	return r.segs.At(int(idx - base))
 }
 
-// OnSent implements Recovery.OnSent.
-func (r *StrackRecovery) OnSent(now sim.Time, seg Segment) {
+// onSent is OnSent's work.
+func (r *StrackRecovery) onSent(now sim.Time, seg Segment) {
 	idx := int64(seg.Seq / uint64(r.MSS))
 	if seg.Seq == r.Nxt {
 		r.segs.Push(segState{sentAt: now})
@@ -109,8 +109,8 @@ func (r *StrackRecovery) markAcked(idx int64) int64 {
 	return n
 }
 
-// OnAck implements Recovery.OnAck.
-func (r *StrackRecovery) OnAck(ai *AckInfo) AckVerdict {
+// onAck is OnAck's work.
+func (r *StrackRecovery) onAck(ai *AckInfo) AckVerdict {
 	var v AckVerdict
 	// The echoed packet and the bitmap first, while their segments are
 	// still on the scoreboard. The echoed packet's send time dates the
@@ -177,9 +177,9 @@ func (r *StrackRecovery) OnAck(ai *AckInfo) AckVerdict {
 	return v
 }
 
-// OnRTO implements Recovery.OnRTO: every segment still outstanding is
+// onRTO is OnRTO's work: every segment still outstanding is
 // presumed lost and resent; segments known to have arrived are not.
-func (r *StrackRecovery) OnRTO(now sim.Time) {
+func (r *StrackRecovery) onRTO(now sim.Time) {
 	r.lost = sim.Ring[int64]{}
 	base := int64(r.Una / uint64(r.MSS))
 	for i := 0; i < r.segs.Len(); i++ {
@@ -213,15 +213,6 @@ func (r *StrackRecovery) Next() (Segment, bool) {
 
 // Pipe implements Recovery.Pipe.
 func (r *StrackRecovery) Pipe() int64 { return r.pipe }
-
-// FlightSize implements Recovery.FlightSize.
-func (r *StrackRecovery) FlightSize() int64 { return int64(r.Nxt - r.Una) }
-
-// SndUna implements Recovery.SndUna.
-func (r *StrackRecovery) SndUna() uint64 { return r.Una }
-
-// SndNxt implements Recovery.SndNxt.
-func (r *StrackRecovery) SndNxt() uint64 { return r.Nxt }
 
 // InRecovery implements Recovery.InRecovery.
 func (r *StrackRecovery) InRecovery() bool { return r.inRecovery }
@@ -279,7 +270,7 @@ type Strack struct {
 	lastBDP  sim.Time
 	lastAck  sim.Time
 	timeouts int
-	state    string
+	state    CongState
 }
 
 var _ Controller = (*Strack)(nil)
@@ -287,7 +278,7 @@ var _ Controller = (*Strack)(nil)
 // NewStrack returns STrack's controller with an initial window of initCwnd
 // segments.
 func NewStrack(cfg StrackConfig, mss, initCwnd int64) *Strack {
-	return &Strack{cfg: cfg, mss: mss, cwnd: float64(initCwnd * mss), state: "window"}
+	return &Strack{cfg: cfg, mss: mss, cwnd: float64(initCwnd * mss), state: StateWindow}
 }
 
 func (s *Strack) target() sim.Time { return s.cfg.BaseTarget + sim.Time(s.cfg.Hops)*s.cfg.PerHop }
@@ -333,7 +324,7 @@ func (s *Strack) OnAck(ev *AckEvent) {
 	tgt := s.target()
 	switch {
 	case d < tgt:
-		s.state = "increase"
+		s.state = StateIncrease
 		// Additive increase proportional to the gap, in the paper's units
 		// (microseconds and packets): alpha*gap_us/cwnd_pkts packets per
 		// ACK. No step when the smoothed RTT is above target.
@@ -344,10 +335,10 @@ func (s *Strack) OnAck(ev *AckEvent) {
 		}
 	case !s.canDecrease(now):
 	case d > 2*tgt && s.bdp > 0:
-		s.state = "fast-decrease"
+		s.state = StateFastDecrease
 		s.decreaseTo(now, float64(s.bdp))
 	default:
-		s.state = "decrease"
+		s.state = StateDecrease
 		f := max(1-s.cfg.Beta*float64(d-tgt)/float64(d), 1-s.cfg.MaxMDF)
 		s.decreaseTo(now, s.cwnd*f)
 	}
@@ -382,7 +373,7 @@ func (s *Strack) Cwnd() int64 { return int64(s.cwnd) }
 func (s *Strack) Ssthresh() int64 { return 0 }
 
 // State implements Observer.
-func (s *Strack) State() string { return s.state }
+func (s *Strack) State() CongState { return s.state }
 
 // StrackSim is the window rule of the Rust STrack-Sim: +1 segment per
 // ACK of new data, halved (at least one segment) when the path manager
@@ -422,7 +413,7 @@ func (s *StrackSim) Cwnd() int64 { return s.cwnd }
 func (s *StrackSim) Ssthresh() int64 { return 0 }
 
 // State implements Observer.
-func (s *StrackSim) State() string { return "window" }
+func (s *StrackSim) State() CongState { return StateWindow }
 
 func strackCheck(c StrackConfig) error {
 	if c.Alpha <= 0 || c.Beta <= 0 || c.MaxMDF <= 0 || c.MaxMDF >= 1 {
@@ -436,3 +427,52 @@ func strackCheck(c StrackConfig) error {
 
 // SetHops sets the flow's path length, which scales the target RTT.
 func (s *Strack) SetHops(h int) { s.cfg.Hops = h }
+
+// OnSent implements Recovery.OnSent.
+func (r *StrackRecovery) OnSent(now sim.Time, seg Segment, _ RTTInfo) SeqState {
+	r.onSent(now, seg)
+	return r.State()
+}
+
+// OnAck implements Recovery.OnAck.
+func (r *StrackRecovery) OnAck(ai *AckInfo) AckVerdict {
+	v := r.onAck(ai)
+	v.SeqState = r.State()
+	return v
+}
+
+// OnRTO implements Recovery.OnRTO.
+func (r *StrackRecovery) OnRTO(now sim.Time, _ RTTInfo) SeqState {
+	r.onRTO(now)
+	return r.State()
+}
+
+// State implements Recovery.State.
+func (r *StrackRecovery) State() SeqState { return r.state(r.Pipe(), r.inRecovery, sim.Never) }
+
+// PerPacketAcks implements PerPacketAcker: STrack's receiver answers every
+// packet, echoing its entropy and CE (STrack paper §3).
+func (s *Strack) PerPacketAcks() {}
+
+// DefaultPaths implements PathSteerer: htsim's ECMP_FIB_ECN skipping.
+func (s *Strack) DefaultPaths() string { return "skip" }
+
+// RequiredRecovery implements RecoveryRequirer.
+func (s *Strack) RequiredRecovery() string { return "strack" }
+
+// PerPacketAcks implements PerPacketAcker (as Strack).
+func (s *StrackSim) PerPacketAcks() {}
+
+// DefaultPaths implements PathSteerer: STrack-Sim's round robin with a
+// skip time.
+func (s *StrackSim) DefaultPaths() string { return "strack-sim" }
+
+// RequiredRecovery implements RecoveryRequirer.
+func (s *StrackSim) RequiredRecovery() string { return "strack" }
+
+var (
+	_ HopAware         = (*Strack)(nil)
+	_ PathSteerer      = (*Strack)(nil)
+	_ PerPacketAcker   = (*StrackSim)(nil)
+	_ RecoveryRequirer = (*StrackSim)(nil)
+)

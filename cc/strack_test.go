@@ -16,7 +16,7 @@ func sendN(t *testing.T, r *StrackRecovery, now sim.Time, n int) {
 		if !ok || seg.Retx {
 			t.Fatalf("send %d: got %+v ok=%v, want new data", i, seg, ok)
 		}
-		r.OnSent(now+sim.Time(i), seg) // segment i leaves at now+i ps
+		r.OnSent(now+sim.Time(i), seg, RTTInfo{}) // segment i leaves at now+i ps
 	}
 }
 
@@ -28,10 +28,10 @@ func TestStrack_NackWithTwoHolesRetransmitsExactlyThoseTwo(t *testing.T) {
 	// bits 1 (seg 3), 2 (seg 4), 4 (seg 6).
 	now := 10 * sim.Microsecond
 	for _, seg := range []uint64{0, 1} {
-		r.OnAck(&AckInfo{Now: now, Ack: (seg + 1) * sMSS, Echo: seg * sMSS, EchoValid: true, MinRTT: sim.Microsecond})
+		r.OnAck(&AckInfo{Now: now, Ack: (seg + 1) * sMSS, Echo: seg * sMSS, EchoValid: true, RTTInfo: RTTInfo{MinRTT: sim.Microsecond}})
 	}
 	v := r.OnAck(&AckInfo{Now: now, Ack: 2 * sMSS, Echo: 6 * sMSS, EchoValid: true, Nack: true,
-		Bitmap: 1<<1 | 1<<2 | 1<<4, MinRTT: sim.Microsecond})
+		Bitmap: 1<<1 | 1<<2 | 1<<4, RTTInfo: RTTInfo{MinRTT: sim.Microsecond}})
 	if !v.EnterRecovery {
 		t.Fatalf("verdict %+v: want a loss episode to begin", v)
 	}
@@ -42,7 +42,7 @@ func TestStrack_NackWithTwoHolesRetransmitsExactlyThoseTwo(t *testing.T) {
 			break
 		}
 		resent = append(resent, seg.Seq/sMSS)
-		r.OnSent(now, seg)
+		r.OnSent(now, seg, RTTInfo{})
 	}
 	if len(resent) != 2 || resent[0] != 2 || resent[1] != 5 {
 		t.Fatalf("retransmitted segments %v, want exactly [2 5]", resent)
@@ -57,7 +57,7 @@ func TestStrack_NackWithTwoHolesRetransmitsExactlyThoseTwo(t *testing.T) {
 	// A second NACK right away (before the resends could land) must not
 	// resend them again.
 	r.OnAck(&AckInfo{Now: now + 1, Ack: 2 * sMSS, Echo: 7 * sMSS, EchoValid: true, Nack: true,
-		Bitmap: 1<<1 | 1<<2 | 1<<4 | 1<<5, MinRTT: sim.Microsecond})
+		Bitmap: 1<<1 | 1<<2 | 1<<4 | 1<<5, RTTInfo: RTTInfo{MinRTT: sim.Microsecond}})
 	if seg, ok := r.Next(); ok && seg.Retx {
 		t.Fatalf("a repeated NACK resent %d again within one RTT", seg.Seq/sMSS)
 	}
@@ -78,7 +78,7 @@ func TestStrack_RTOResendsOnlyWhatIsMissing(t *testing.T) {
 	sendN(t, r, 0, 6)
 	r.OnAck(&AckInfo{Now: 1, Ack: 0, Echo: 2 * sMSS, EchoValid: true})
 	r.OnAck(&AckInfo{Now: 1, Ack: 0, Echo: 4 * sMSS, EchoValid: true})
-	r.OnRTO(100)
+	r.OnRTO(100, RTTInfo{})
 	var resent []uint64
 	for {
 		seg, ok := r.Next()
@@ -86,7 +86,7 @@ func TestStrack_RTOResendsOnlyWhatIsMissing(t *testing.T) {
 			break
 		}
 		resent = append(resent, seg.Seq/sMSS)
-		r.OnSent(100, seg)
+		r.OnSent(100, seg, RTTInfo{})
 	}
 	want := []uint64{0, 1, 3, 5}
 	if len(resent) != len(want) {

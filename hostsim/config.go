@@ -4,8 +4,10 @@
 // package cc (which decide) to the NIC and the timers (which act); its
 // receiver reassembles data and acknowledges it.
 //
-// Not modelled (yet): delayed ACKs, pacing, TSO bursts, receive windows,
-// connection set-up and tear-down, and host processing delay.
+// Modelled: delayed ACKs (RFC 5681 §4.2, Linux quick-ACKs), pacing (Linux
+// tcp_update_pacing_rate), TSO-like bursts (tcp_tso_should_defer) and a
+// receive window; the sending decisions are a cc.Endpoint's. Not modelled
+// (yet): connection set-up and tear-down, and host processing delay.
 package hostsim
 
 import (
@@ -18,11 +20,11 @@ import (
 // ECNEcho selects how a receiver echoes CE marks.
 type ECNEcho uint8
 
+// The zero ECNEcho is invalid.
 const (
-	echoInvalid ECNEcho = iota
 	// EchoRFC3168 sets ECE on every ACK from the first CE mark until a data
 	// packet with CWR arrives (RFC 3168 §6.1.3).
-	EchoRFC3168
+	EchoRFC3168 ECNEcho = 1 + iota
 	// EchoPerPacket sets ECE exactly on the ACKs of CE-marked packets, as
 	// DCTCP's receiver does with one ACK per packet (RFC 8257 §3.2).
 	EchoPerPacket
@@ -31,10 +33,10 @@ const (
 // EntropyMode selects the entropy value a sender writes in data packets.
 type EntropyMode uint8
 
+// The zero EntropyMode is invalid.
 const (
-	entropyInvalid EntropyMode = iota
 	// EntropyFlow: one value per flow (derived from the flow id).
-	EntropyFlow
+	EntropyFlow EntropyMode = 1 + iota
 	// EntropyRandom: a value drawn per packet from the host's stream.
 	EntropyRandom
 )
@@ -64,13 +66,15 @@ type Config struct {
 	// (0 or 1: no bursts).
 	TSOSegments int
 	// Pacing spaces the sender's bursts at Linux's pacing rate.
-	Pacing PacingConfig
+	Pacing cc.PacingConfig
 	// RWnd is the receive window in bytes (0: unlimited).
 	RWnd int64
 	// Trace records a cwnd time series for the flows it selects.
 	Trace TraceConfig
-	// STrack, when set, makes the endpoints STrack's: per-packet ACKs
-	// echoing entropy and CE, NACK bitmaps, path manager entropies.
+	// STrack, when set, gives every sender STrack's path manager
+	// (entropies steered by the echoes of per-packet ACKs). Per-packet
+	// ACKs and NACK bitmaps follow from the module's capabilities
+	// (cc.PerPacketAcker), not from this field.
 	STrack *STrackConfig
 }
 
@@ -88,13 +92,8 @@ type DelAckConfig struct {
 	QuickAcks int
 }
 
-// PacingConfig follows Linux tcp_update_pacing_rate: rate = ratio * cwnd /
-// srtt with ratio SSRatio while cwnd < ssthresh/2 and CARatio after.
-type PacingConfig struct {
-	Enabled bool
-	SSRatio float64 // Linux tcp_pacing_ss_ratio: 2.0
-	CARatio float64 // Linux tcp_pacing_ca_ratio: 1.2
-}
+// PacingConfig is the pacing of cc.PacingConfig (Linux tcp_update_pacing_rate).
+type PacingConfig = cc.PacingConfig
 
 // TraceConfig selects the flows whose cwnd is recorded (cwnd.csv).
 type TraceConfig struct {
@@ -133,7 +132,8 @@ func (c *Config) Validate() error {
 	if c.DelAck.Enabled {
 		c.CC.MaxAckDelay = c.DelAck.Timeout
 	}
-	if (c.CC.Recovery == "sack" || c.CC.Recovery == "rack") && !c.SACK {
+	caps := cc.Describe(c.CC)
+	if caps.NeedsSack && !c.SACK {
 		return fmt.Errorf("sack: recovery %s needs receivers that send SACK blocks", c.CC.Recovery)
 	}
 	if err := c.CC.Validate(); err != nil {
@@ -172,7 +172,9 @@ func (c *Config) Validate() error {
 		if st.Mode == PathSimRR && st.SkipTime <= 0 {
 			return fmt.Errorf("strack.skip_time: must be positive, got %v", st.SkipTime)
 		}
-		c.DelAck.Enabled = false // STrack ACKs every packet
+	}
+	if caps.PerPacketAcks {
+		c.DelAck.Enabled = false // the module needs an ACK per packet (STrack)
 	}
 	if c.RWnd < 0 {
 		return fmt.Errorf("rwnd: must not be negative, got %d", c.RWnd)

@@ -2,15 +2,15 @@ package hostsim
 
 import (
 	"fmt"
-	"slices"
+
+	"github.com/lockstep-sim/lockstep/cc"
 
 	"github.com/lockstep-sim/lockstep/sim"
 )
 
 // Timer kinds, in the low byte of an EvTimer's Arg; the flow id is above.
 const (
-	timerInvalid = iota
-	timerStart
+	timerStart = 1 + iota
 	timerRTO
 	timerDelAck
 	timerPace
@@ -22,7 +22,10 @@ func timerArg(flow int32, kind int) int64 { return int64(flow)<<8 | int64(kind) 
 // Transport is the transport state of one partition: the flows' specs, the
 // endpoints that live here, and the records. Hosts share it.
 type Transport struct {
-	Cfg       Config
+	Cfg Config
+	// Caps is what the configured modules declare (cc.Describe), read
+	// once: per-packet ACKs, SACK, path steering.
+	Caps      cc.Capabilities
 	Flows     []FlowSpec
 	Records   []FlowRecord
 	senders   []*Sender   // by flow id; nil unless the source is local
@@ -56,7 +59,7 @@ func NewTransport(cfg Config, flows []FlowSpec, isLocal func(host int) bool) (*T
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &Transport{Cfg: cfg, Flows: flows, Records: make([]FlowRecord, len(flows)),
+	t := &Transport{Cfg: cfg, Caps: cc.Describe(cfg.CC), Flows: flows, Records: make([]FlowRecord, len(flows)),
 		senders: make([]*Sender, len(flows)), receivers: make([]*Receiver, len(flows))}
 	for i := range flows {
 		f := &flows[i]
@@ -69,11 +72,10 @@ func NewTransport(cfg Config, flows []FlowSpec, isLocal func(host int) bool) (*T
 		local := false
 		if isLocal(f.Src) {
 			local = true
-			s, err := newSender(&cfg, f)
+			s, err := newSender(&cfg, t.Caps, f)
 			if err != nil {
 				return nil, fmt.Errorf("flow %d: %w", i, err)
 			}
-			s.trace = cfg.Trace.All || slices.Contains(cfg.Trace.Flows, f.ID)
 			t.senders[i] = s
 		}
 		if isLocal(f.Dst) {
@@ -94,7 +96,7 @@ func (t *Transport) Sender(id int32) *Sender { return t.senders[id] }
 // flowDone re-counts flow id once its local parts are finished.
 func (t *Transport) flowDone(id int32) {
 	s, r := t.senders[id], t.receivers[id]
-	if (s == nil || s.done) && (r == nil || r.done) {
+	if (s == nil || s.done()) && (r == nil || r.done) {
 		t.Done++
 	}
 }
@@ -147,10 +149,7 @@ func (h *Host) OnTimer(e *sim.Engine, ev *sim.Event) {
 	case timerRTO:
 		s.onRTOTimer(h, e)
 	case timerPace:
-		if e.Now() == s.paceTimerAt {
-			s.paceTimerAt = sim.Never
-			s.trySend(h, e)
-		}
+		s.onPaceTimer(h, e)
 	case timerRecovery:
 		s.onRecoveryTimer(h, e)
 	case timerDelAck:

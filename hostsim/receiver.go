@@ -85,10 +85,10 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 		h.T.flowDone(pkt.Flow)
 	}
 	echo := r.ceLatched
-	if cfg.Echo == EchoPerPacket || cfg.STrack != nil {
+	if cfg.Echo == EchoPerPacket || h.T.Caps.PerPacketAcks {
 		echo = ce
 	}
-	if cfg.STrack != nil {
+	if h.T.Caps.PerPacketAcks {
 		// STrack: ACK every packet, echo its entropy and CE; an
 		// out-of-order arrival also carries the received bitmap (NACK).
 		r.nack = outOfOrder

@@ -540,7 +540,8 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 	default:
 		return c, l.errf("transport.ecn_echo", "unknown mode %q (known: rfc3168, per-packet)", t.ECNEcho)
 	}
-	c.SACK = c.CC.Recovery == "sack" || c.CC.Recovery == "rack"
+	caps := cc.Describe(c.CC) // what the modules need, by capability
+	c.SACK = caps.NeedsSack
 	if t.SACK != nil {
 		c.SACK = *t.SACK
 	}
@@ -565,16 +566,15 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 		}
 	}
 	c.RWnd = int64(t.RWnd)
-	strackCC := c.CC.CC == "strack" || c.CC.CC == "strack-sim"
-	if t.STrack != nil && !strackCC {
+	if t.STrack != nil && !caps.SteersPaths {
 		return c, l.errf("transport.strack", "only for cc strack or strack-sim, not %q", c.CC.CC)
 	}
-	if strackCC {
-		if t.Recovery == "" {
-			c.CC.Recovery = "strack"
+	if caps.SteersPaths {
+		if t.Recovery == "" && caps.Recovery != "" {
+			c.CC.Recovery = caps.Recovery
 		}
-		if c.CC.Recovery != "strack" {
-			return c, l.errf("transport.recovery", "cc %s needs recovery strack, got %q", c.CC.CC, c.CC.Recovery)
+		if caps.Recovery != "" && c.CC.Recovery != caps.Recovery {
+			return c, l.errf("transport.recovery", "cc %s needs recovery %s, got %q", c.CC.CC, caps.Recovery, c.CC.Recovery)
 		}
 		st := t.STrack
 		if st == nil {
@@ -582,8 +582,8 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 		}
 		hc := hostsim.STrackConfig{Entropies: 256, SkipTime: 50 * sim.Microsecond}
 		mode := st.Paths
-		if mode == "" && c.CC.CC == "strack-sim" {
-			mode = "strack-sim"
+		if mode == "" {
+			mode = caps.DefaultPaths
 		}
 		m, err := hostsim.ParsePathMode(mode)
 		if err != nil {

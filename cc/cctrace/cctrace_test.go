@@ -439,7 +439,7 @@ func TestDriver_MirrorsHostCallOrder(t *testing.T) {
 		"ack acked=1000 una=1000 nxt=5000 rtt=10us minrtt=10us ece=true inrec=false limited=true delivered=1000 prior=5000",
 		"congestion ecn flight=4000 at 0ps",
 	})
-	if got := d.Recovery().SndNxt(); got != 6000 {
+	if got := d.Endpoint().SeqState().Nxt; got != 6000 {
 		t.Fatalf("after the ACK the window refills: want SndNxt 6000, got %d", got)
 	}
 	// Two duplicates (each lets one segment out: pipe drops by one SMSS,
@@ -561,7 +561,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		for _, st := range s.Steps {
-			if st.kind == stepInvalid || st.Line < 1 {
+			if st.kind == 0 || st.Line < 1 {
 				t.Fatalf("step %+v: want a kind and a line", st)
 			}
 		}

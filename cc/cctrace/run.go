@@ -115,13 +115,14 @@ type Snapshot struct {
 
 // Snapshot reads the driver's current state (Sent and Retx are left 0).
 func (d *Driver) Snapshot() Snapshot {
-	s := Snapshot{Now: d.now, Cwnd: d.ctl.Cwnd(), Ssthresh: d.ctl.Ssthresh(), State: "-",
-		Pipe: d.rec.Pipe(), Flight: d.rec.FlightSize(), Una: d.rec.SndUna(), Nxt: d.rec.SndNxt(),
-		InRecovery: d.rec.InRecovery(), RTO: d.rto.Timeout(), Timer: d.rtoAt, Done: d.done}
-	if o, ok := d.ctl.(cc.Observer); ok {
-		s.State = o.State()
+	ctl, st := d.Controller(), d.ep.SeqState()
+	s := Snapshot{Now: d.now, Cwnd: ctl.Cwnd(), Ssthresh: ctl.Ssthresh(), State: "-",
+		Pipe: st.Pipe, Flight: st.Flight, Una: st.Una, Nxt: st.Nxt,
+		InRecovery: st.InRecovery, RTO: d.RTO().Timeout(), Timer: d.RTODeadline(), Done: d.Done()}
+	if o, ok := ctl.(cc.Observer); ok {
+		s.State = o.State().String()
 	}
-	if a, ok := d.ctl.(alphaer); ok {
+	if a, ok := ctl.(alphaer); ok {
 		s.Alpha, s.HasAlpha = a.Alpha(), true
 	}
 	return s
@@ -159,8 +160,12 @@ func (s *Script) Run(w io.Writer, b Builder) error {
 		}
 		return &StepError{Name: s.Name, Line: line, Msg: err.Error()}
 	}
+	hops := 0
+	if h.CC.Strack != nil {
+		hops = h.CC.Strack.Hops
+	}
 	d, err := NewDriver(DriverConfig{CC: ctl, Rec: rec, RTO: h.RTO, MSS: h.CC.MSS, Size: h.Size,
-		ECN: h.ECN, AutoSend: h.AutoSend})
+		ECN: h.ECN, AutoSend: h.AutoSend, Hops: hops})
 	if err != nil {
 		return &StepError{Name: s.Name, Line: 1, Msg: err.Error()}
 	}
@@ -205,7 +210,7 @@ func (r *runner) step(st *Step) error {
 			a := Ack{Ack: st.ack, ECE: st.ece, Echo: st.echo, EchoValid: st.echoSet,
 				Nack: st.nack, Bitmap: st.bitmap}
 			if st.kind == stepDupAck {
-				a.Ack = d.Recovery().SndUna()
+				a.Ack = d.ep.SeqState().Una
 			}
 			if err := r.checkAck(a.Ack, st.sack); err != nil {
 				return err
@@ -237,8 +242,8 @@ func (r *runner) step(st *Step) error {
 		if st.lose.End > d.HighSent() {
 			return fmt.Errorf("lose %d-%d: only bytes below %d have been sent", st.lose.Start, st.lose.End, d.HighSent())
 		}
-		if st.lose.Start < d.Recovery().SndUna() {
-			return fmt.Errorf("lose %d-%d: bytes below SndUna %d are already acknowledged", st.lose.Start, st.lose.End, d.Recovery().SndUna())
+		if st.lose.Start < d.ep.SeqState().Una {
+			return fmt.Errorf("lose %d-%d: bytes below SndUna %d are already acknowledged", st.lose.Start, st.lose.End, d.ep.SeqState().Una)
 		}
 		r.addLost(st.lose)
 		note = fmt.Sprintf("lost %d-%d", st.lose.Start, st.lose.End)

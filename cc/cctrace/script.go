@@ -36,8 +36,7 @@ type Header struct {
 type stepKind uint8
 
 const (
-	stepInvalid stepKind = iota
-	stepSend
+	stepSend stepKind = 1 + iota
 	stepAck
 	stepDupAck
 	stepRTT

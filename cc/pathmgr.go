@@ -1,4 +1,4 @@
-package hostsim
+package cc
 
 import (
 	"fmt"
@@ -10,12 +10,12 @@ import (
 // PathMode selects how an STrack sender picks the entropy of each packet.
 type PathMode uint8
 
+// The zero PathMode is invalid.
 const (
-	pathInvalid PathMode = iota
 	// PathSkip cycles through the entropies and passes over an entropy
 	// whose ACK came back marked, for about cwnd/N packets (htsim
 	// strack.cpp ECMP_FIB_ECN with the skip count of the published code).
-	PathSkip
+	PathSkip PathMode = 1 + iota
 	// PathReuse sends on the entropy of the last unmarked ACK and picks
 	// one at random after a marked ACK; the first window cycles (htsim
 	// ECMP_RANDOM_ECN).
@@ -35,13 +35,12 @@ func ParsePathMode(s string) (PathMode, error) {
 	case "strack-sim":
 		return PathSimRR, nil
 	}
-	return pathInvalid, fmt.Errorf("unknown path selection %q (known: skip, reuse, strack-sim)", s)
+	return 0, fmt.Errorf("unknown path selection %q (known: skip, reuse, strack-sim)", s)
 }
 
-// STrackConfig switches hosts to STrack's endpoints: per-packet ACKs that
-// echo entropy and CE, NACK bitmaps, and entropy selection by the path
-// manager.
-type STrackConfig struct {
+// PathConfig configures STrack's path manager: how a sender picks the
+// entropy of each data packet from the echoes of per-packet ACKs.
+type PathConfig struct {
 	Mode      PathMode
 	Entropies int      // N, the entropies a sender cycles through (e.g. 256)
 	SkipTime  sim.Time // PathSimRR: how long a marked entropy is skipped (50 us)
@@ -66,7 +65,7 @@ type PathManager struct {
 
 // NewPathManager returns a path manager for a flow whose entropies start at
 // base.
-func NewPathManager(cfg STrackConfig, base uint16) *PathManager {
+func NewPathManager(cfg PathConfig, base uint16) *PathManager {
 	p := &PathManager{mode: cfg.Mode, n: cfg.Entropies, base: base, next: -1, skipTime: cfg.SkipTime}
 	switch cfg.Mode {
 	case PathSkip:

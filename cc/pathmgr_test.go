@@ -1,4 +1,4 @@
-package hostsim
+package cc
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 )
 
 func TestPathManager_SkipModeAvoidsMarkedEntropy(t *testing.T) {
-	p := NewPathManager(STrackConfig{Mode: PathSkip, Entropies: 4}, 100)
+	p := NewPathManager(PathConfig{Mode: PathSkip, Entropies: 4}, 100)
 	rng := sim.NewRand(1, 1)
 	var first []uint16
 	for i := 0; i < 4; i++ {
@@ -40,7 +40,7 @@ func TestPathManager_SkipModeAvoidsMarkedEntropy(t *testing.T) {
 }
 
 func TestPathManager_ReuseModeFollowsLastUnmarkedAck(t *testing.T) {
-	p := NewPathManager(STrackConfig{Mode: PathReuse, Entropies: 8}, 0)
+	p := NewPathManager(PathConfig{Mode: PathReuse, Entropies: 8}, 0)
 	rng := sim.NewRand(1, 1)
 	p.OnAck(0, 5, false, 10)
 	for i := 0; i < 3; i++ {
@@ -59,7 +59,7 @@ func TestPathManager_ReuseModeFollowsLastUnmarkedAck(t *testing.T) {
 }
 
 func TestPathManager_SimSkips50usAndSignalsAllSkipped(t *testing.T) {
-	p := NewPathManager(STrackConfig{Mode: PathSimRR, Entropies: 3, SkipTime: 50 * sim.Microsecond}, 0)
+	p := NewPathManager(PathConfig{Mode: PathSimRR, Entropies: 3, SkipTime: 50 * sim.Microsecond}, 0)
 	rng := sim.NewRand(1, 1)
 	if all := p.OnAck(0, 1, true, 10); all {
 		t.Fatal("one marked path reported all skipped")

@@ -1,0 +1,98 @@
+package cc
+
+// Capabilities: a module says what it needs from the host and the
+// scenario by implementing small optional interfaces, found once when the
+// flow is built (gVisor picks its recovery by capability, sackPermitted;
+// toxiproxy's CleanupToxic and BufferedToxic are the same pattern). A new
+// module plugs in by implementing the ones it needs: no host or scenario
+// code compares module names.
+
+// PerPacketAcker is a module that needs one ACK per data packet, each
+// naming the packet it answers (Ack.Echo) and, after an out-of-order
+// arrival, the receiver's bitmap (STrack). Receivers then neither delay
+// nor coalesce ACKs and echo CE per packet.
+type PerPacketAcker interface {
+	PerPacketAcks()
+}
+
+// SackUser is a module that needs receivers to send SACK blocks (RFC
+// 2018): SACK-based recovery (RFC 6675) and RACK (RFC 8985).
+type SackUser interface {
+	NeedsSack()
+}
+
+// HopAware is a controller whose target depends on the flow's path length
+// (STrack's target delay). The endpoint calls SetHops once at
+// construction.
+type HopAware interface {
+	SetHops(hops int)
+}
+
+// PathSteerer is a controller that spreads its packets over paths with
+// the host's path manager (cc.PathManager) and reacts to congestion
+// through it. DefaultPaths names the path-selection mode (ParsePathMode)
+// a scenario gets when it names none.
+type PathSteerer interface {
+	DefaultPaths() string
+}
+
+// RecoveryRequirer is a controller that works with one recovery only; a
+// scenario that names no recovery gets it.
+type RecoveryRequirer interface {
+	RequiredRecovery() string
+}
+
+// Capabilities is what a pair of modules declares.
+type Capabilities struct {
+	// PerPacketAcks: PerPacketAcker.
+	PerPacketAcks bool
+	// NeedsSack: SackUser.
+	NeedsSack bool
+	// HopAware: HopAware.
+	HopAware bool
+	// SteersPaths: PathSteerer; DefaultPaths its default mode.
+	SteersPaths  bool
+	DefaultPaths string
+	// Recovery is the recovery the controller requires, "" for any.
+	Recovery string
+}
+
+// CapabilitiesOf reads what ctl and rec declare.
+func CapabilitiesOf(ctl Controller, rec Recovery) Capabilities {
+	var c Capabilities
+	for _, m := range []any{ctl, rec} {
+		if m == nil {
+			continue
+		}
+		if _, ok := m.(PerPacketAcker); ok {
+			c.PerPacketAcks = true
+		}
+		if _, ok := m.(SackUser); ok {
+			c.NeedsSack = true
+		}
+	}
+	if _, ok := ctl.(HopAware); ok {
+		c.HopAware = true
+	}
+	if p, ok := ctl.(PathSteerer); ok {
+		c.SteersPaths, c.DefaultPaths = true, p.DefaultPaths()
+	}
+	if r, ok := ctl.(RecoveryRequirer); ok {
+		c.Recovery = r.RequiredRecovery()
+	}
+	return c
+}
+
+// Describe returns the capabilities of the modules cfg names, built with
+// their defaults (cfg's numbers and options are not used, so an invalid
+// option does not hide them). A name the registry does not know declares
+// nothing; Config.Validate reports it.
+func Describe(cfg Config) Capabilities {
+	d := Config{CC: cfg.CC, Recovery: cfg.Recovery, MSS: 1000, InitCwnd: 10, DupThresh: 3}
+	ctl, _ := NewController(d)
+	rec, _ := NewRecovery(d, 1)
+	if ctl == nil && rec == nil {
+		return Capabilities{}
+	}
+	return CapabilitiesOf(ctl, rec)
+}

@@ -1,0 +1,602 @@
+package cc
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// Endpoint is the sending side of one flow as a pure state machine: it owns
+// the sent history and sequence space (through its Recovery), the RTT and
+// RTO estimates, the calls into the Controller and the Recovery, the ECN
+// reaction, STrack's path manager, the pacing, TSO and receive-window
+// gating, and the decision of when a cwnd trace sample is due. Time comes
+// in as an argument and deadlines go out as values; the owner arms timers
+// at them and calls OnDeadline when they fire.
+//
+// It is the one implementation of a sender: hostsim drives it for every
+// flow of a run (building packets, arming timer events, recording) and
+// `lockstep cc trace` drives it from a script (cc/cctrace), in the spirit
+// of quic-go's sent_packet_handler, which owns what its connection only
+// transmits.
+//
+// A send opportunity is BeginSend, then Next and OnSent for each segment
+// until Next returns false; after it the owner arms the timers the
+// deadline getters report (RTODeadline, PaceAt when PaceBlocked,
+// RecoveryDeadline).
+//
+// Nothing here allocates per ACK or per segment, and randomness comes from
+// the owner's stream (OnSent's rng), drawn in the same order as the
+// packets leave.
+type Endpoint struct {
+	ctl   Controller
+	rec   Recovery
+	timed TimedRecovery // rec, when it has timers of its own
+	obs   Observer      // ctl, when it names its states
+	ssx   SlowStartExit // ctl, when it says why slow start ended
+	rto   *RTO
+	cfg   EndpointConfig
+	mss   int64
+	burst int // TSO burst in segments, at least 1
+
+	// st is the Recovery's state after its last event, and cwnd and ssth
+	// the Controller's after its last: kept here so that no getter is
+	// called per ACK or segment (DESIGN §8).
+	st         SeqState
+	cwnd, ssth int64
+
+	rtoAt       sim.Time // retransmission deadline; Never when disarmed
+	paceAt      sim.Time // earliest time the next burst may leave
+	inBurst     int      // segments of the current burst sent
+	paceBlocked bool     // the last Next stopped on pacing
+	ecnRecover  uint64   // no new ECN reduction until SndUna passes this
+	ecnReduced  bool     // an ECN reduction happened (ecnRecover is valid)
+	cwrPending  bool     // set CWR on the next data packet
+	done        bool
+	cwndLimited bool  // sending stopped on cwnd since the last ACK
+	delivered   int64 // bytes acknowledged so far
+
+	pm        *PathManager // STrack's entropy choice; nil otherwise
+	lastHalve sim.Time     // PathSimRR: last all-paths-skipped halving
+	halved    bool
+
+	lastTraceAt sim.Time
+	lastCwnd    int64
+	lastSsth    int64
+	lastState   CongState
+	lastReason  string // the controller's last slow-start exit reason
+	sample      TraceSample
+
+	// Scratch events: passing pointers to locals through the module
+	// interfaces would make them escape, one allocation per ACK.
+	ai AckInfo
+	ae AckEvent
+	ce CongestionEvent
+}
+
+// EndpointConfig is how an Endpoint sends. The zero value of each field
+// turns its feature off.
+type EndpointConfig struct {
+	// MSS is the payload of a full segment in bytes.
+	MSS int64
+	// Size is the flow's length in bytes: once SndUna reaches it the flow
+	// is done and later ACKs and deadlines are ignored.
+	Size uint64
+	RTO  RTOConfig
+	// ECN: respond to ECE (RFC 3168 §6.1.2) and set CWR after a reduction.
+	ECN bool
+	// Header is the bytes of headers per packet (pacing counts them).
+	Header int64
+	// TSOSegments is the burst size in segments (Linux
+	// tcp_tso_should_defer); 0 or 1: no bursts.
+	TSOSegments int
+	Pacing      PacingConfig
+	// RWnd is the receive window in bytes (0: unlimited).
+	RWnd int64
+	// Paths, when set, gives the flow STrack's path manager: entropies
+	// from PathBase on, steered by the marks per-packet ACKs echo.
+	Paths    *PathConfig
+	PathBase uint16
+	// RandomEntropy draws each packet's entropy from the owner's stream;
+	// otherwise (and without Paths) every packet carries FlowEntropy.
+	RandomEntropy bool
+	FlowEntropy   uint16
+	// Hops is the flow's path length, for hop-aware controllers.
+	Hops int
+	// Trace makes the endpoint take cwnd trace samples; TraceInterval keeps
+	// at most one per interval, events excepted (0: every change).
+	Trace         bool
+	TraceInterval sim.Time
+}
+
+// PacingConfig follows Linux tcp_update_pacing_rate: rate = ratio * cwnd /
+// srtt with ratio SSRatio while cwnd < ssthresh/2 and CARatio after.
+type PacingConfig struct {
+	Enabled bool
+	SSRatio float64 // Linux tcp_pacing_ss_ratio: 2.0
+	CARatio float64 // Linux tcp_pacing_ca_ratio: 1.2
+}
+
+// Ack is one ACK packet as the sender receives it.
+type Ack struct {
+	// Ack is the cumulative acknowledgement.
+	Ack uint64
+	// Sack holds SACK blocks, if any.
+	Sack []sim.SackBlock
+	// ECE: the ACK echoes a CE mark.
+	ECE bool
+	// TSecr is the echoed timestamp (RFC 7323); HasTSecr says there is one.
+	TSecr    sim.Time
+	HasTSecr bool
+	// Echo is the first byte of the data packet a per-packet (STrack) ACK
+	// answers; EchoValid marks such an ACK. Nack and Bitmap are STrack's
+	// received bitmap (AckInfo).
+	Echo      uint64
+	EchoValid bool
+	Nack      bool
+	Bitmap    uint64
+	// Entropy is the entropy the ACK echoes (the path manager's input).
+	Entropy uint16
+}
+
+// Actions is what one OnAck or OnDeadline did.
+type Actions struct {
+	// Dup: the ACK was counted as a duplicate.
+	Dup bool
+	// EnterRecovery: loss was detected and the controller reduced
+	// (OnCongestion(CongLoss)); ExitRecovery: fast recovery ended.
+	EnterRecovery, ExitRecovery bool
+	// ECNCut: an ECN reduction (OnCongestion(CongECN)), RFC 3168 or
+	// STrack-Sim's all-paths-skipped halving.
+	ECNCut bool
+	// RTO: the retransmission timer expired (OnCongestion(CongRTO)).
+	RTO bool
+	// RecoveryTimer: the Recovery's own deadline fired.
+	RecoveryTimer bool
+	// Done: this ACK acknowledged the last byte of the flow.
+	Done bool
+	// Send: the owner should now send what the endpoint allows.
+	Send bool
+	// Sampled: a trace sample was taken (Endpoint.Sample).
+	Sampled bool
+}
+
+// Sent is what a data packet carries besides its segment.
+type Sent struct {
+	Entropy uint16
+	CWR     bool // RFC 3168 §6.1.2: the window was reduced
+}
+
+// Timer names one of the endpoint's deadlines.
+type Timer uint8
+
+const (
+	// TimerRTO is the retransmission timer (RTODeadline).
+	TimerRTO Timer = 1 + iota
+	// TimerRecovery is the Recovery's own timer (RecoveryDeadline).
+	TimerRecovery
+)
+
+// TraceSample is one cwnd trace row (cwnd.csv, without the flow id).
+type TraceSample struct {
+	Time     sim.Time
+	Cwnd     int64
+	Ssthresh int64
+	SRTT     sim.Time
+	MinRTT   sim.Time
+	State    CongState
+	Event    string
+}
+
+// NewEndpoint returns the endpoint that drives ctl and rec.
+func NewEndpoint(cfg EndpointConfig, ctl Controller, rec Recovery) (*Endpoint, error) {
+	if ctl == nil || rec == nil {
+		return nil, fmt.Errorf("endpoint: a controller and a recovery are required")
+	}
+	if cfg.MSS <= 0 {
+		return nil, fmt.Errorf("endpoint: mss must be positive, got %d", cfg.MSS)
+	}
+	if cfg.Size == 0 {
+		return nil, fmt.Errorf("endpoint: size must be positive")
+	}
+	if err := cfg.RTO.Validate(); err != nil {
+		return nil, err
+	}
+	ep := &Endpoint{ctl: ctl, rec: rec, rto: NewRTO(cfg.RTO), cfg: cfg, mss: cfg.MSS,
+		burst: max(cfg.TSOSegments, 1), rtoAt: sim.Never, lastTraceAt: -1}
+	ep.timed, _ = rec.(TimedRecovery)
+	ep.obs, _ = ctl.(Observer)
+	ep.ssx, _ = ctl.(SlowStartExit)
+	if h, ok := ctl.(HopAware); ok {
+		h.SetHops(cfg.Hops)
+	}
+	if cfg.Paths != nil {
+		ep.pm = NewPathManager(*cfg.Paths, cfg.PathBase)
+	}
+	ep.st = rec.State()
+	ep.readCtl()
+	return ep, nil
+}
+
+// Controller is the driven controller.
+func (ep *Endpoint) Controller() Controller { return ep.ctl }
+
+// Recovery is the driven recovery.
+func (ep *Endpoint) Recovery() Recovery { return ep.rec }
+
+// RTO is the retransmission-timeout estimator.
+func (ep *Endpoint) RTO() *RTO { return ep.rto }
+
+// Cwnd is the congestion window in bytes.
+func (ep *Endpoint) Cwnd() int64 { return ep.cwnd }
+
+// State is the Recovery's sequence state after its last event.
+func (ep *Endpoint) SeqState() SeqState { return ep.st }
+
+// readCtl refreshes the cached window after a Controller event.
+func (ep *Endpoint) readCtl() { ep.cwnd, ep.ssth = ep.ctl.Cwnd(), ep.ctl.Ssthresh() }
+
+// rttInfo is the timing handed to the Recovery with each event.
+func (ep *Endpoint) rttInfo() RTTInfo {
+	return RTTInfo{SRTT: ep.rto.SRTT(), MinRTT: ep.rto.MinRTT(), RTODeadline: ep.rtoAt}
+}
+
+// Done reports whether every byte of the flow has been acknowledged.
+func (ep *Endpoint) Done() bool { return ep.done }
+
+// PathManager is the flow's STrack path manager, nil if it has none.
+func (ep *Endpoint) PathManager() *PathManager { return ep.pm }
+
+// RTODeadline is when the retransmission timer expires (sim.Never: off).
+func (ep *Endpoint) RTODeadline() sim.Time { return ep.rtoAt }
+
+// RecoveryDeadline is when the Recovery's own timer expires (sim.Never:
+// none, or the flow is done).
+func (ep *Endpoint) RecoveryDeadline() sim.Time {
+	if ep.timed == nil || ep.done {
+		return sim.Never
+	}
+	return ep.st.Deadline
+}
+
+// PaceBlocked reports whether the last Next stopped because of pacing;
+// sending may resume at PaceAt.
+func (ep *Endpoint) PaceBlocked() bool { return ep.paceBlocked }
+
+// PaceAt is the earliest time the next burst may leave.
+func (ep *Endpoint) PaceAt() sim.Time { return ep.paceAt }
+
+// Sample is the last trace sample taken (Actions.Sampled).
+func (ep *Endpoint) Sample() *TraceSample { return &ep.sample }
+
+// congestion tells the controller about congestion of the given kind.
+func (ep *Endpoint) congestion(now sim.Time, kind CongestionKind, flight int64) {
+	ep.ce = CongestionEvent{Now: now, Kind: kind, FlightSize: flight, MSS: ep.mss}
+	ep.ctl.OnCongestion(&ep.ce)
+	ep.readCtl()
+}
+
+// armRTO sets the retransmission deadline.
+func (ep *Endpoint) armRTO(at sim.Time) { ep.rtoAt = at }
+
+// pacingGap is how long n bytes take at Linux's pacing rate
+// (tcp_update_pacing_rate): ratio * cwnd / srtt, with the slow-start ratio
+// while cwnd < ssthresh/2. Before the first RTT sample there is no pacing.
+func (ep *Endpoint) pacingGap(n int64) sim.Time {
+	srtt := ep.rto.SRTT()
+	cwnd := ep.cwnd
+	if srtt <= 0 || cwnd <= 0 {
+		return 0
+	}
+	ratio := ep.cfg.Pacing.CARatio
+	if cwnd < ep.ssth/2 {
+		ratio = ep.cfg.Pacing.SSRatio
+	}
+	return sim.Time(float64(n) * float64(srtt) / (ratio * float64(cwnd)))
+}
+
+// BeginSend starts a send opportunity: a new TSO burst.
+func (ep *Endpoint) BeginSend() {
+	ep.inBurst = 0
+	ep.paceBlocked = false
+}
+
+// Next returns the segment to send now, if the window, the receive window,
+// TSO deferral and pacing allow one. The Recovery proposes it,
+// retransmissions first; a forced segment (a fast retransmission) goes out
+// whatever the window.
+func (ep *Endpoint) Next(now sim.Time) (Segment, bool) {
+	if ep.done {
+		return Segment{}, false
+	}
+	seg, ok := ep.rec.Next()
+	if !ok {
+		return Segment{}, false
+	}
+	if ep.inBurst == 0 && ep.cfg.Pacing.Enabled && now < ep.paceAt {
+		ep.paceBlocked = true
+		return Segment{}, false
+	}
+	if !seg.Force {
+		room := ep.cwnd - ep.st.Pipe
+		if room < seg.Len {
+			ep.cwndLimited = true
+			return Segment{}, false
+		}
+		if ep.cfg.RWnd > 0 && seg.Seq+uint64(seg.Len) > ep.st.Una+uint64(ep.cfg.RWnd) {
+			return Segment{}, false
+		}
+		// Linux tcp_tso_should_defer: wait for room for a whole burst
+		// while data is in flight and more is to come.
+		if b := ep.burst; b > 1 && ep.inBurst == 0 && room < int64(b)*ep.mss && ep.st.Pipe > 0 &&
+			ep.cfg.Size-seg.Seq >= uint64(b)*uint64(ep.mss) {
+			ep.cwndLimited = true
+			return Segment{}, false
+		}
+	}
+	return seg, true
+}
+
+// OnSent records that seg, returned by Next, left at now, and says what
+// its packet carries. rng is the owner's random stream (entropy draws).
+func (ep *Endpoint) OnSent(now sim.Time, seg Segment, rng *rand.Rand) Sent {
+	var s Sent
+	if ep.cfg.ECN && ep.cwrPending {
+		s.CWR = true
+		ep.cwrPending = false
+	}
+	switch {
+	case ep.pm != nil:
+		s.Entropy = ep.pm.Pick(now, rng, ep.st.Nxt < uint64(ep.cwnd))
+	case ep.cfg.RandomEntropy:
+		s.Entropy = uint16(rng.Uint32())
+	default:
+		s.Entropy = ep.cfg.FlowEntropy
+	}
+	ep.st = ep.rec.OnSent(now, seg, ep.rttInfo())
+	if ep.rtoAt == sim.Never {
+		ep.armRTO(now + ep.rto.Timeout()) // RFC 6298 §5.1
+	}
+	if ep.cfg.Pacing.Enabled {
+		ep.paceAt = max(ep.paceAt, now) + ep.pacingGap(seg.Len+ep.cfg.Header)
+	}
+	ep.inBurst++
+	if ep.inBurst >= ep.burst {
+		ep.inBurst = 0
+	}
+	return s
+}
+
+// OnAck processes one ACK at now, in this order:
+//
+//  1. the RTT sample of an ACK that advances SndUna (RFC 7323 §4: the
+//     echoed timestamp is exact), before the Recovery sees the ACK (RACK
+//     uses it);
+//  2. Recovery.OnAck, with pipe and FlightSize taken before it;
+//  3. for a per-packet ACK (EchoValid), a sample if it newly acknowledged
+//     any byte;
+//  4. Controller.OnRecoveryExit if recovery ended, else
+//     OnCongestion(CongLoss) if it began, else Controller.OnAck;
+//  5. STrack's path manager, or the RFC 3168 ECN response;
+//  6. the trace sample; the RTO off when the flow is done, restarted when
+//     SndUna advanced (RFC 6298 §5.3).
+//
+// Actions.Send asks the owner to send what is now allowed.
+func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
+	if ep.done {
+		return Actions{}
+	}
+	var act Actions
+	prior := ep.st.Pipe
+	flight := ep.st.Flight
+	perPacket := a.EchoValid
+	var rtt sim.Time
+	// RFC 7323 §4: the echoed timestamp is exact. An ACK that moves SndUna
+	// gives a sample, taken before the recovery sees the ACK (RACK uses it).
+	if !perPacket && a.Ack > ep.st.Una && a.HasTSecr {
+		rtt = now - a.TSecr
+		ep.rto.OnSample(rtt)
+	}
+	// Field by field: a composite literal would zero and copy the whole
+	// struct (it holds a slice) on every ACK.
+	ai := &ep.ai
+	ai.Now, ai.Ack, ai.Sack, ai.DupCandidate = now, a.Ack, a.Sack, true
+	ai.RTTInfo = ep.rttInfo()
+	ai.TSecr = 0
+	if a.HasTSecr {
+		ai.TSecr = a.TSecr
+	}
+	ai.Echo, ai.EchoValid, ai.Nack, ai.Bitmap = 0, false, false, 0
+	if perPacket {
+		ai.Echo, ai.EchoValid = a.Echo, true
+		ai.Nack, ai.Bitmap = a.Nack, a.Bitmap
+	}
+	una := ep.st.Una
+	v := ep.rec.OnAck(&ep.ai)
+	ep.st = v.SeqState
+	ep.delivered += v.Acked
+	act.Dup = v.Dup
+	// RFC 5681 §3.1: the window grows on ACKs that cumulatively acknowledge
+	// new data, by those bytes (Linux tcp_may_raise_cwnd agrees); SACKed
+	// bytes alone do not count. STrack's ACKs name their packet, so there
+	// every packet newly acknowledged counts.
+	grow := int64(ep.st.Una - una)
+	if perPacket {
+		grow = v.Acked
+	}
+	// Per-packet ACKs (STrack) name the packet, so every packet newly
+	// acknowledged gives a sample.
+	if perPacket && v.Acked > 0 && a.HasTSecr {
+		rtt = now - a.TSecr
+		ep.rto.OnSample(rtt)
+	}
+	ece := a.ECE
+	event := ""
+	switch {
+	case v.ExitRecovery:
+		ep.ctl.OnRecoveryExit(now)
+		ep.readCtl()
+		act.ExitRecovery = true
+	case v.EnterRecovery:
+		ep.congestion(now, CongLoss, LossFlight(v, flight))
+		// A loss reduction counts as this window's reaction (RFC 3168 §6.1.2).
+		ep.ecnRecover, ep.ecnReduced = ep.st.Nxt, true
+		act.EnterRecovery = true
+		event = "fast-retransmit"
+	default:
+		// Linux tcp_is_cwnd_limited: in slow start the sender counts as
+		// cwnd-limited while cwnd < 2 * packets in flight, even when
+		// pacing or the application stopped it this time.
+		limited := ep.cwndLimited || ep.cwnd < ep.ssth && ep.cwnd < 2*flight
+		ae := &ep.ae
+		ae.Now, ae.Acked, ae.PriorInFlight, ae.RTT = now, grow, prior, rtt
+		ae.MinRTT, ae.ECE, ae.InRecovery, ae.MSS = ep.rto.MinRTT(), ece, ep.st.InRecovery, ep.mss
+		ae.SndUna, ae.SndNxt, ae.Delivered = ep.st.Una, ep.st.Nxt, ep.delivered
+		ae.CwndLimited, ae.Paced = limited, ep.cfg.Pacing.Enabled
+		ep.ctl.OnAck(&ep.ae)
+		ep.readCtl()
+	}
+	if ep.pm != nil {
+		// STrack: marks steer paths; STrack-Sim halves when every path is
+		// skipped, at most once per skip period.
+		all := ep.pm.OnAck(now, a.Entropy, ece, ep.cwnd/ep.mss)
+		if all && (!ep.halved || now-ep.lastHalve >= ep.cfg.Paths.SkipTime) {
+			ep.congestion(now, CongECN, ep.st.Flight)
+			ep.lastHalve, ep.halved = now, true
+			act.ECNCut = true
+			event = "all-paths-skipped"
+		}
+	} else if ep.cfg.ECN && ece && !ep.st.InRecovery && (!ep.ecnReduced || ep.st.Una > ep.ecnRecover) {
+		// RFC 3168 §6.1.2: react to ECE at most once per window of data.
+		ep.congestion(now, CongECN, ep.st.Flight)
+		ep.ecnRecover, ep.ecnReduced = ep.st.Nxt, true
+		ep.cwrPending = true
+		act.ECNCut = true
+		if event == "" {
+			event = "ecn-reduction"
+		}
+	}
+	act.Sampled = ep.traceSample(now, event)
+	if ep.st.Una >= ep.cfg.Size {
+		ep.done = true
+		ep.rtoAt = sim.Never
+		act.Done = true
+		return act
+	}
+	ep.cwndLimited = false
+	if v.AdvancedUna {
+		ep.armRTO(now + ep.rto.Timeout()) // RFC 6298 §5.3
+	}
+	act.Send = true
+	return act
+}
+
+// OnDeadline runs timer t at now. A deadline that moved later since the
+// owner armed it does nothing: the owner re-arms at the new deadline.
+func (ep *Endpoint) OnDeadline(now sim.Time, t Timer) Actions {
+	switch t {
+	case TimerRTO:
+		return ep.onRTO(now)
+	case TimerRecovery:
+		return ep.onRecoveryTimer(now)
+	}
+	panic(fmt.Sprintf("cc: endpoint deadline of unknown timer %d", t))
+}
+
+func (ep *Endpoint) onRecoveryTimer(now sim.Time) Actions {
+	if ep.done || ep.timed == nil || ep.st.Deadline > now {
+		return Actions{}
+	}
+	act := Actions{RecoveryTimer: true, Send: true}
+	event := "recovery-timer"
+	v := ep.timed.OnDeadline(now, ep.rttInfo())
+	ep.st = v.SeqState
+	if v.EnterRecovery {
+		// RACK's reordering timer found a loss: fast recovery begins.
+		ep.congestion(now, CongLoss, LossFlight(v, ep.st.Flight))
+		ep.ecnRecover, ep.ecnReduced = ep.st.Nxt, true
+		act.EnterRecovery = true
+		event = "fast-retransmit"
+	}
+	act.Sampled = ep.traceSample(now, event)
+	return act
+}
+
+// onRTO is RFC 6298 §5.4-5.6 (retransmit from SndUna, back off, restart
+// the timer) with the controller told first (RFC 5681 §3.1 eq. 4 and the
+// loss window).
+func (ep *Endpoint) onRTO(now sim.Time) Actions {
+	if ep.rtoAt == sim.Never || ep.done || now < ep.rtoAt {
+		return Actions{}
+	}
+	ep.congestion(now, CongRTO, ep.st.Flight)
+	ep.st = ep.rec.OnRTO(now, ep.rttInfo())
+	ep.rto.OnExpire()
+	ep.armRTO(now + ep.rto.Timeout())
+	act := Actions{RTO: true, Send: true}
+	act.Sampled = ep.traceSample(now, "rto")
+	ep.paceAt = now
+	return act
+}
+
+// State is the sender's congestion state for traces: the controller's
+// (Observer), recovery while the Recovery is in it, else slow start or
+// congestion avoidance by cwnd and ssthresh.
+func (ep *Endpoint) State() CongState {
+	if ep.obs != nil {
+		if st := ep.obs.State(); st != 0 {
+			if ep.st.InRecovery {
+				return StateRecovery
+			}
+			return st
+		}
+	}
+	switch {
+	case ep.st.InRecovery:
+		return StateRecovery
+	case ep.cwnd < ep.ssth:
+		return StateSlowStart
+	}
+	return StateCongestionAvoidance
+}
+
+// traceSample takes a trace sample when the endpoint is traced and
+// something changed (or an event happened); it reports whether it did.
+func (ep *Endpoint) traceSample(now sim.Time, event string) bool {
+	if !ep.cfg.Trace {
+		return false
+	}
+	// Every change of the slow-start exit reason is an event: CSS entry
+	// (HyStart++), the exit and the test that fired, and exits again after
+	// an RTO sent the flow back to slow start (the reason is "" there).
+	if ep.ssx != nil {
+		if r := ep.ssx.SlowStartExitReason(); r != ep.lastReason {
+			ep.lastReason = r
+			ev := "ss-exit:" + r
+			if r == "css-entry" {
+				ev = "css-entry"
+			}
+			switch {
+			case r == "":
+			case event == "":
+				event = ev
+			default:
+				event += ";" + ev
+			}
+		}
+	}
+	cwnd, ssth, st := ep.cwnd, ep.ssth, ep.State()
+	if event == "" {
+		if cwnd == ep.lastCwnd && ssth == ep.lastSsth && st == ep.lastState {
+			return false
+		}
+		if iv := ep.cfg.TraceInterval; iv > 0 && ep.lastTraceAt >= 0 && now-ep.lastTraceAt < iv {
+			return false
+		}
+	}
+	ep.lastTraceAt, ep.lastCwnd, ep.lastSsth, ep.lastState = now, cwnd, ssth, st
+	ep.sample = TraceSample{Time: now, Cwnd: cwnd, Ssthresh: ssth, SRTT: ep.rto.SRTT(),
+		MinRTT: ep.rto.MinRTT(), State: st, Event: event}
+	return true
+}

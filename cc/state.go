@@ -1,0 +1,52 @@
+package cc
+
+// CongState is a controller's congestion state as traces show it
+// (cwnd.csv's state column, the cc trace table). The zero value is
+// invalid: an Observer returns it for "no state to report".
+type CongState uint8
+
+const (
+	// StateSlowStart: cwnd < ssthresh (RFC 5681 §3.1).
+	StateSlowStart CongState = 1 + iota
+	// StateCongestionAvoidance: cwnd >= ssthresh (RFC 5681 §3.1).
+	StateCongestionAvoidance
+	// StateRecovery: fast recovery or a loss episode (RFC 5681 §3.2).
+	StateRecovery
+	// StateCWR: the window was reduced for ECN (Linux TCP_CA_CWR).
+	StateCWR
+	// StateConservativeSlowStart: HyStart++'s CSS (RFC 9406 §4.2).
+	StateConservativeSlowStart
+	// StateWindow: a delay- or path-driven window (STrack) before its
+	// first change.
+	StateWindow
+	// StateIncrease, StateDecrease and StateFastDecrease: STrack's last
+	// window change (htsim strack.cpp adjust_cwnd).
+	StateIncrease
+	StateDecrease
+	StateFastDecrease
+)
+
+// String is the state's name in traces.
+func (s CongState) String() string {
+	switch s {
+	case StateSlowStart:
+		return "slow-start"
+	case StateCongestionAvoidance:
+		return "congestion-avoidance"
+	case StateRecovery:
+		return "recovery"
+	case StateCWR:
+		return "cwr"
+	case StateConservativeSlowStart:
+		return "conservative-slow-start"
+	case StateWindow:
+		return "window"
+	case StateIncrease:
+		return "increase"
+	case StateDecrease:
+		return "decrease"
+	case StateFastDecrease:
+		return "fast-decrease"
+	}
+	return ""
+}
