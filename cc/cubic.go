@@ -288,6 +288,9 @@ func (c *Cubic) acked(ev *AckEvent) {
 	case HyStartCSSExit:
 		c.ssthresh = c.cwnd // RFC 9406 §4.2: ssthresh = cwnd
 		c.exitReason = "css-exit"
+	case HyStartNone, HyStartCSSEntry, HyStartCSSResume:
+		// No exit: CSS entry and resume are reported by the HyStart
+		// state itself (SlowStartExitReason).
 	}
 }
 

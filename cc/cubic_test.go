@@ -283,7 +283,8 @@ func TestCubic_TcpCubicC_TrajectoryAfterLoss(t *testing.T) {
 	checked := 0
 	for d.now-start < sim.Time(2*k*float64(sim.Second)) {
 		tt := float64(d.now-start) / float64(sim.Second)
-		want := cubicCKernel*math.Pow(tt-k, 3) + wmax
+		d3 := tt - k
+		want := cubicCKernel*d3*d3*d3 + wmax // C*(t-K)^3 + Wmax (RFC 9438 eq. 1)
 		slope := 3 * cubicCKernel * (tt - k) * (tt - k)
 		tol := slope*(dk+2*rtt.Seconds()) + 2
 		got := float64(d.c.cwnd)

@@ -234,9 +234,10 @@ func (h *HyStart) clock(now sim.Time) uint32 {
 		return jiffies32(now) // 2.6.29 used jiffies
 	case HyStartLinux:
 		return uint32(now / sim.Microsecond) // bictcp_clock_us: tcp_mstamp
+	default:
+		// 2011-2019 bictcp_clock(): jiffies_to_msecs(jiffies) for HZ >= 1000.
+		return uint32(now / sim.Millisecond)
 	}
-	// 2011-2019 bictcp_clock(): jiffies_to_msecs(jiffies) for HZ >= 1000.
-	return uint32(now / sim.Millisecond)
 }
 
 // delaySample turns an RTT into the variant's delay units, as each
@@ -339,6 +340,9 @@ func (h *HyStart) OnSlowStartAck(now sim.Time, sndUna, sndNxt uint64) {
 		if sndUna > h.endSeq {
 			h.reset(now, sndNxt)
 		}
+	default:
+		// linux (5.x and later) and HyStart++ start their rounds in
+		// OnAck; off has none.
 	}
 }
 
@@ -351,6 +355,8 @@ func (h *HyStart) OnAck(a *HyStartAck) HyStartEvent {
 		return HyStartNone
 	case HyStartPlusPlus:
 		return h.onAckPlusPlus(a)
+	default:
+		// The Linux variants: below.
 	}
 	if a.RTT <= 0 {
 		return HyStartNone // cubictcp_acked: "if (sample->rtt_us < 0) return"
@@ -496,9 +502,10 @@ func (h *HyStart) delayExceeded() bool {
 		// reached 2*minRTT.
 		return h.currRTT > h.delayMin+clampU32(h.delayMin>>4, hystartDelayMin2011, hystartDelayMax) &&
 			h.maxRTT >= 2*h.delayMin
+	default:
+		// linux-2014: HYSTART_DELAY_THRESH(ca->delay_min >> 3).
+		return h.currRTT > h.delayMin+clampU32(h.delayMin>>3, hystartDelayMin2011, hystartDelayMax)
 	}
-	// linux-2014: HYSTART_DELAY_THRESH(ca->delay_min >> 3).
-	return h.currRTT > h.delayMin+clampU32(h.delayMin>>3, hystartDelayMin2011, hystartDelayMax)
 }
 
 // onAckPlusPlus is RFC 9406 §4.2. The RTT sample of the ACK that ends a

@@ -72,6 +72,8 @@ func NewPathManager(cfg PathConfig, base uint16) *PathManager {
 		p.skip = make([]int32, cfg.Entropies)
 	case PathSimRR:
 		p.skipUntil = make([]sim.Time, cfg.Entropies)
+	case PathReuse:
+		// Reuse keeps no per-entropy state.
 	}
 	p.cursor = -1
 	return p

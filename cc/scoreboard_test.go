@@ -277,15 +277,15 @@ func (m *refSack) next(r *SackRecovery) (Segment, bool) {
 		return newData()
 	}
 	var highSackedOctet uint64
-	any := false
+	anySacked := false
 	for x := r.Una; x < r.HighSent; x++ {
 		if m.sacked[x] {
-			highSackedOctet, any = x, true
+			highSackedOctet, anySacked = x, true
 		}
 	}
 	// Rule (1), octet by octet: the smallest unSACKed S2 > HighRxt, below
 	// the highest SACKed octet, IsLost(S2); the segment holding it.
-	if any {
+	if anySacked {
 		for x := max(r.Una, r.highRxt); x < highSackedOctet; x++ {
 			if !m.sacked[x] && m.segLost(m.segOf(x), r.HighSent) {
 				return seg(m.segOf(x), false), true
@@ -295,7 +295,7 @@ func (m *refSack) next(r *SackRecovery) (Segment, bool) {
 	if s, ok := newData(); ok {
 		return s, true
 	}
-	if any {
+	if anySacked {
 		for x := max(r.Una, r.highRxt); x < highSackedOctet; x++ {
 			if !m.sacked[x] {
 				return seg(m.segOf(x), false), true

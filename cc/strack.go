@@ -359,6 +359,9 @@ func (s *Strack) OnCongestion(ev *CongestionEvent) {
 		} else if s.canDecrease(ev.Now) {
 			s.decreaseTo(ev.Now, s.cwnd*(1-s.cfg.MaxMDF))
 		}
+	case CongLoss, CongECN:
+		// NACK-found losses only retransmit and ECN steers paths
+		// (decisions.md, STrack): the window stays.
 	}
 }
 

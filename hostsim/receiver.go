@@ -182,7 +182,7 @@ func (r *Receiver) sendAck(h *Host, e *sim.Engine, pkt *sim.Packet, echo bool) {
 // fillSack writes up to MaxSackBlocks blocks, most recently changed first
 // (RFC 2018 §4: the first block holds the segment that triggered the ACK).
 func (r *Receiver) fillSack(ack *sim.Packet) {
-	var last uint64 = ^uint64(0)
+	last := ^uint64(0)
 	n := 0
 	for n < sim.MaxSackBlocks {
 		best := -1
