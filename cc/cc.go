@@ -1,7 +1,7 @@
 // Package cc holds lockstep's congestion-control and loss-recovery modules.
 // Each is a pure state machine: time and events come in as arguments,
 // decisions and deadlines go out; nothing here reads a clock, starts a
-// goroutine or reaches into the host that owns it (STYLE.md §3a).
+// goroutine or reaches into the host that owns it (docs/style.md §3a).
 //
 // Two families are kept apart, as in gVisor's tcp/snd.go:
 //   - a Controller owns cwnd and ssthresh (Reno, CUBIC, Scalable, DCTCP,

@@ -672,7 +672,7 @@ func TestCubicConfig_Validate(t *testing.T) {
 }
 
 // TestCubic_OnAckDoesNotAllocate: the per-ACK path must not allocate
-// (DESIGN.md §8).
+// (docs/design.md §8).
 func TestCubic_OnAckDoesNotAllocate(t *testing.T) {
 	for _, name := range HyStartVariantNames {
 		c := newTestCubic(name)

@@ -42,7 +42,7 @@ type Endpoint struct {
 
 	// st is the Recovery's state after its last event, and cwnd and ssth
 	// the Controller's after its last: kept here so that no getter is
-	// called per ACK or segment (DESIGN §8).
+	// called per ACK or segment (docs/design.md §8).
 	st         SeqState
 	cwnd, ssth int64
 
