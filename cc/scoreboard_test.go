@@ -491,15 +491,13 @@ func TestRecoveries_RandomInvariants(t *testing.T) {
 // --- A closed loop: sender, a lossy path, a SACKing receiver ---
 
 // loopSim runs one flow through a fixed-delay path that drops chosen
-// transmissions, with a Reno controller, RFC 6298 RTO and the host's
-// call order (hostsim/sender.go). The receiver acknowledges every segment
-// at once with up to 4 SACK blocks, most recently changed first.
+// transmissions. The sender is the real Endpoint (the one hostsim and
+// cc trace drive) with a Reno controller and RFC 6298 RTO; the receiver
+// acknowledges every segment at once with up to 4 SACK blocks, most
+// recently changed first.
 type loopSim struct {
 	t    *testing.T
-	rec  Recovery
-	ctl  Controller
-	rto  *RTO
-	size uint64
+	ep   *Endpoint
 	owd  sim.Time // one-way delay
 	gap  sim.Time // serialisation time of a data packet
 	drop func(seq uint64, nth int) bool
@@ -508,13 +506,8 @@ type loopSim struct {
 	linkFree sim.Time
 	sends    map[uint64]int // transmissions per segment start
 	evs      []loopEv
-	rtoAt    sim.Time
-	recAt    sim.Time
 	rtos     int
 	done     sim.Time
-	// timing is what the recovery was last told of the RTT (setRTT); the
-	// loop does not tell it the RTO deadline.
-	timing RTTInfo
 
 	// receiver
 	rcvNxt uint64
@@ -534,9 +527,12 @@ type loopEv struct {
 
 func runLoop(t *testing.T, rec Recovery, size uint64, drop func(seq uint64, nth int) bool) *loopSim {
 	t.Helper()
-	s := &loopSim{t: t, rec: rec, ctl: NewReno(recMSS, 10), rto: NewRTO(DefaultRTOConfig()), size: size,
-		owd: 10 * sim.Microsecond, gap: sim.Microsecond / 10, drop: drop, sends: map[uint64]int{},
-		rtoAt: sim.Never, recAt: sim.Never, done: sim.Never}
+	ep, err := NewEndpoint(EndpointConfig{MSS: recMSS, Size: size, RTO: DefaultRTOConfig()}, NewReno(recMSS, 10), rec)
+	if err != nil {
+		t.Fatalf("NewEndpoint: %v", err)
+	}
+	s := &loopSim{t: t, ep: ep, owd: 10 * sim.Microsecond, gap: sim.Microsecond / 10, drop: drop,
+		sends: map[uint64]int{}, done: sim.Never}
 	s.trySend()
 	for steps := 0; s.done == sim.Never; steps++ {
 		if steps > 100000 {
@@ -549,49 +545,46 @@ func runLoop(t *testing.T, rec Recovery, size uint64, drop func(seq uint64, nth 
 				at, which = e.at, i
 			}
 		}
+		rtoAt, recAt := ep.RTODeadline(), ep.RecoveryDeadline()
+		var act Actions
 		switch {
-		case s.rtoAt <= at && s.rtoAt <= s.recAt:
-			s.now = s.rtoAt
-			s.onRTO()
-		case s.recAt <= at:
-			s.now = s.recAt
-			s.recAt = sim.Never
-			if tr, ok := s.rec.(TimedRecovery); ok {
-				s.setRTT()
-				if v := tr.OnDeadline(s.now, s.timing); v.EnterRecovery {
-					s.ctl.OnCongestion(&CongestionEvent{Now: s.now, Kind: CongLoss, FlightSize: v.Flight, MSS: recMSS})
-				}
+		case rtoAt <= at && rtoAt <= recAt:
+			s.now = rtoAt
+			act = ep.OnDeadline(s.now, TimerRTO)
+			if act.RTO {
+				s.rtos++
 			}
-			s.trySend()
+		case recAt <= at:
+			s.now = recAt
+			act = ep.OnDeadline(s.now, TimerRecovery)
 		default:
 			e := s.evs[which]
 			s.evs = append(s.evs[:which], s.evs[which+1:]...)
 			s.now = e.at
 			if e.data {
 				s.onData(e)
-			} else {
-				s.onAck(e)
+				continue
 			}
+			act = ep.OnAck(s.now, &Ack{Ack: e.ack, Sack: e.sack, TSecr: e.tsval, HasTSecr: true})
+			if act.Done {
+				s.done = s.now
+			}
+		}
+		if act.Send {
+			s.trySend()
 		}
 	}
 	return s
 }
 
-func (s *loopSim) setRTT() {
-	s.timing = RTTInfo{SRTT: s.rto.SRTT(), MinRTT: s.rto.MinRTT()}
-}
-
-func (s *loopSim) armTimers() {
-	s.recAt = s.rec.State().Deadline
-}
-
 func (s *loopSim) trySend() {
+	s.ep.BeginSend()
 	for {
-		seg, ok := s.rec.Next()
-		if !ok || (!seg.Force && s.ctl.Cwnd()-s.rec.State().Pipe < seg.Len) {
-			break
+		seg, ok := s.ep.Next(s.now)
+		if !ok {
+			return
 		}
-		s.rec.OnSent(s.now, seg, s.timing)
+		s.ep.OnSent(s.now, seg, nil)
 		nth := s.sends[seg.Seq]
 		s.sends[seg.Seq]++
 		dep := max(s.now, s.linkFree) + s.gap
@@ -599,20 +592,7 @@ func (s *loopSim) trySend() {
 		if !s.drop(seg.Seq, nth) {
 			s.evs = append(s.evs, loopEv{at: dep + s.owd, data: true, seq: seg.Seq, len: seg.Len, tsval: s.now})
 		}
-		if s.rtoAt == sim.Never {
-			s.rtoAt = s.now + s.rto.Timeout()
-		}
 	}
-	s.armTimers()
-}
-
-func (s *loopSim) onRTO() {
-	s.rtos++
-	s.ctl.OnCongestion(&CongestionEvent{Now: s.now, Kind: CongRTO, FlightSize: s.rec.State().Flight, MSS: recMSS})
-	s.rec.OnRTO(s.now, s.timing)
-	s.rto.OnExpire()
-	s.rtoAt = s.now + s.rto.Timeout()
-	s.trySend()
 }
 
 func (s *loopSim) onData(e loopEv) {
@@ -659,33 +639,6 @@ func (s *loopSim) onData(e loopEv) {
 		last = s.ooo[best][2]
 	}
 	s.evs = append(s.evs, loopEv{at: s.now + s.owd, ack: s.rcvNxt, sack: sack, tsval: e.tsval})
-}
-
-func (s *loopSim) onAck(e loopEv) {
-	st := s.rec.State()
-	prior, flight := st.Pipe, st.Flight
-	s.setRTT()
-	ai := AckInfo{Now: s.now, Ack: e.ack, Sack: e.sack, DupCandidate: true, RTTInfo: s.timing, TSecr: e.tsval}
-	v := s.rec.OnAck(&ai)
-	if v.AdvancedUna {
-		s.rto.OnSample(s.now - e.tsval)
-	}
-	switch {
-	case v.ExitRecovery:
-		s.ctl.OnRecoveryExit(s.now)
-	case v.EnterRecovery:
-		s.ctl.OnCongestion(&CongestionEvent{Now: s.now, Kind: CongLoss, FlightSize: flight, MSS: recMSS})
-	default:
-		s.ctl.OnAck(&AckEvent{Now: s.now, Acked: v.Acked, PriorInFlight: prior, InRecovery: v.InRecovery, MSS: recMSS})
-	}
-	if v.Una >= s.size {
-		s.done = s.now
-		return
-	}
-	if v.AdvancedUna {
-		s.rtoAt = s.now + s.rto.Timeout()
-	}
-	s.trySend()
 }
 
 // dropFirst drops the first transmission of the given segments.
