@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
 	"syscall"
 	"time"
@@ -73,6 +74,10 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return badInput(fmt.Errorf("--out %s: %v", out, unwrapPathErr(err)))
 	}
+	setCrashDir(out)
+	if testHook != nil {
+		testHook("run")
+	}
 	if handled, err := runDistributedIfAsked(cmd, v, b, out, stdout, stderr); handled {
 		return err
 	}
@@ -93,6 +98,25 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		fmt.Fprintf(stderr, "\r  virtual %-12s events %-12d %8.2fM ev/s  flows %d/%d   ",
 			p.Now, p.Events, float64(p.Events)/el/1e6, p.FlowsDone, p.Flows)
 	}}
+	// Ctrl-C or SIGTERM stops the run between event batches; what it has
+	// is written, marked incomplete (exit status 3).
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	stopRun := make(chan struct{})
+	var stopWhy string
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case sig := <-sigs:
+			stopWhy = "interrupted by " + sig.String()
+			close(stopRun)
+		case <-done:
+		}
+	}()
+	opt.Stop = stopRun
+	opt.StopReason = "interrupted"
 	res, err := runner.Run(b, opt)
 	if err != nil {
 		return badInput(err)
@@ -101,10 +125,18 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	if show {
 		fmt.Fprintln(stderr)
 	}
+	if !res.Complete {
+		res.Reason = stopWhy
+	}
 	perf := results.Perf{WallSeconds: wall, EventsPerSec: float64(res.Fabric.Eng.Stats.Events) / wall,
 		PeakRSSBytes: peakRSS(), PeakHeapBytes: peakHeap, Partitions: 1}
 	if err := res.WriteDir(out, perf, nil); err != nil {
 		return err
+	}
+	if !res.Complete {
+		s := res.Summary()
+		return fmt.Errorf("%s; %d/%d flows finished by virtual %s; partial results in %s (summary.json \"complete\": false)",
+			res.Reason, s.FlowsFinished, s.Flows, res.End, out)
 	}
 	if !quiet {
 		s := res.Summary()
