@@ -292,7 +292,7 @@ func (l *launch) partial(nc *nats.Conn, start time.Time, failure error) (*Result
 		l.aborted = reason
 	}
 	l.mu.Unlock()
-	if data, err := wire.NewEncoder().Control(wire.TypeAbort, wire.Abort{Reason: reason}); err == nil {
+	if data, err := wire.NewEncoder().Control(wire.TypeAbort, wire.Abort{Reason: reason}); err == nil && nc.IsConnected() {
 		_ = nc.Publish(l.subj.Abort(), data)
 		_ = nc.FlushTimeout(time.Second)
 	}
@@ -574,7 +574,13 @@ func (l *launch) startCoordinators(ctx context.Context, su *wire.Setup) error {
 		go func() {
 			select {
 			case <-c.Failed():
-				l.failf("coordinator c0: %v", c.Err())
+				// Its verdict on a node names the partition; say who else
+				// failed.
+				if m := c.Err().Error(); strings.HasPrefix(m, "partition ") || strings.HasPrefix(m, "coordinator ") {
+					l.failf("%s", m)
+				} else {
+					l.failf("coordinator c0: %s", m)
+				}
 			case <-ctx.Done():
 			}
 		}()
@@ -690,7 +696,13 @@ func (l *launch) spawn(ctx context.Context, role, name, id string, args []string
 			if !l.col.Has(part) || c.err != nil {
 				l.mu.Lock()
 				l.dead[part] = true
+				cut := len(l.conns) > 0 && !l.conns[0].IsConnected()
 				l.mu.Unlock()
+				if cut {
+					// A node that gave up on NATS: the launcher's own
+					// deadline on NATS gives the reason, soon.
+					return
+				}
 				l.failf("partition %d: node process %d exited: %v", part, c.Child.PID, exitText(c.err))
 			}
 		case "coordinator":
@@ -728,7 +740,7 @@ func (l *launch) cleanup(failed bool) error {
 	children := l.children
 	closers := l.closers
 	l.mu.Unlock()
-	if failed && len(conns) > 0 {
+	if failed && len(conns) > 0 && conns[0].IsConnected() {
 		enc := wire.NewEncoder()
 		if data, err := enc.Control(wire.TypeAbort, wire.Abort{Reason: "the launcher stopped the run"}); err == nil {
 			_ = conns[0].Publish(l.subj.Abort(), data)

@@ -145,10 +145,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	// fail ends the run for this node: it pushes what it has to the
 	// collector (bounded by RequestTimeout), unless it was stopped from
-	// outside (then nobody collects), and returns err.
+	// outside (then nobody collects) or NATS is away, and returns err.
 	fail := func(err error) error {
-		if ctx.Err() == nil {
-			pctx, cancel := context.WithTimeout(context.Background(), cfg.RequestTimeout)
+		if ctx.Err() == nil && nc.IsConnected() {
+			pctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
 			res := core.PartialResult()
 			if perr := sendResult(pctx, nc, subj, cfg, res); perr != nil {
 				log.Warn("partial result not sent", "err", perr)
