@@ -29,7 +29,10 @@ func newRunCmd(v *viper.Viper, stdout, stderr io.Writer) *cobra.Command {
                 wall time, events per second and peak memory
   cwnd.csv, queue_depth.csv, pcap/  when the scenario's output section or
                 --cwnd / --queues ask for them
-Each file is written atomically. Progress in virtual time goes to stderr when
+Each file is written atomically. A run that fails after it starts (Ctrl-C,
+a node that dies or goes silent past --peer-timeout, NATS gone) writes what
+it has, marked "complete": false in summary.json, and exits 3 (see
+'lockstep --help' for every exit status). Progress in virtual time goes to stderr when
 stderr is a terminal (or with --progress). Flags may also be set from the
 environment: LOCKSTEP_OUT, LOCKSTEP_SEED, LOCKSTEP_PROGRESS.`,
 		Example: "  lockstep run examples/dumbbell.yaml --out out/dumbbell --seed 7",
