@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/nats-io/nats.go"
 
+	"github.com/lockstep-sim/lockstep/internal/liveness"
 	"github.com/lockstep-sim/lockstep/internal/wire"
 )
 
@@ -49,6 +50,15 @@ type Config struct {
 	// publishes its status (default 250ms).
 	ResyncEvery time.Duration
 	StatusEvery time.Duration
+	// PeerTimeout is how long a node that has spoken may then stay silent,
+	// and how long the NATS server may stay unreachable, before the leader
+	// fails the run (default liveness.DefaultTimeout). It aborts the run
+	// naming the partition.
+	PeerTimeout time.Duration
+	// StallAfter is how long a leader waits without a new report before it
+	// publishes its last grant again and asks the nodes to resend their
+	// reports and batches (messages lost in a NATS outage; default 500ms).
+	StallAfter time.Duration
 	// Election is raft's heartbeat and election timeout (default 300ms,
 	// for a loopback or LAN cluster; 50ms for a single replica).
 	Election time.Duration
@@ -108,6 +118,12 @@ func Start(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.StatusEvery <= 0 {
 		cfg.StatusEvery = 250 * time.Millisecond
+	}
+	if cfg.PeerTimeout <= 0 {
+		cfg.PeerTimeout = liveness.DefaultTimeout
+	}
+	if cfg.StallAfter <= 0 {
+		cfg.StallAfter = 500 * time.Millisecond
 	}
 	if cfg.Election <= 0 {
 		cfg.Election = 300 * time.Millisecond

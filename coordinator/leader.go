@@ -12,6 +12,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/lockstep-sim/lockstep/coordinator/barrier"
+	"github.com/lockstep-sim/lockstep/internal/liveness"
 	"github.com/lockstep-sim/lockstep/internal/wire"
 	"github.com/lockstep-sim/lockstep/sim"
 )
@@ -30,6 +31,11 @@ type leader struct {
 	last    barrier.Grant    // guarded by mu; the last grant published
 	joined  bool             // guarded by mu; joins proposed
 	stopped bool             // guarded by mu
+	// granted says this term published l.last; progress is when the last
+	// report was accepted; peers when each node was last heard from.
+	granted  bool            // guarded by mu
+	progress time.Time       // guarded by mu
+	peers    *liveness.Peers // guarded by mu
 
 	subs []*nats.Subscription
 	quit chan struct{}
@@ -87,7 +93,7 @@ func (c *Coordinator) becomeLeader() {
 	}
 	bar.SetTerm(term)
 	l := &leader{c: c, term: term, bar: bar, enc: wire.NewEncoder(), quit: make(chan struct{}),
-		joined: st.Phase >= PhaseRunning}
+		joined: st.Phase >= PhaseRunning, progress: time.Now(), peers: liveness.NewPeers(st.Config.P)}
 	if st.HasMark {
 		l.last = barrier.Grant{Window: st.Mark.Window, Start: sim.Time(st.Mark.Start)}
 	}
@@ -118,7 +124,8 @@ func (l *leader) start(finished bool) error {
 	nc := l.c.cfg.Conn
 	s := l.c.subj
 	if !finished {
-		for subject, cb := range map[string]nats.MsgHandler{s.Report(): l.onReport, s.Setup(): l.onSetup} {
+		for subject, cb := range map[string]nats.MsgHandler{s.Report(): l.onReport, s.Setup(): l.onSetup,
+			s.NodeStatus(): l.onNodeStatus} {
 			sub, err := nc.Subscribe(subject, cb)
 			if err != nil {
 				return err
@@ -157,13 +164,14 @@ func (l *leader) tick(finished bool) {
 	defer l.wg.Done()
 	cfg := l.c.cfg
 	resync := time.NewTicker(cfg.ResyncEvery)
-	status := time.NewTicker(cfg.StatusEvery)
+	status := time.NewTicker(liveness.Interval(cfg.PeerTimeout, cfg.StatusEvery))
 	defer resync.Stop()
 	defer status.Stop()
 	if !finished {
 		l.resync()
 	}
 	l.status()
+	conn := liveness.NewConn(cfg.Conn)
 	for {
 		select {
 		case <-l.quit:
@@ -172,10 +180,71 @@ func (l *leader) tick(finished bool) {
 			if !finished {
 				l.resync()
 			}
-		case <-status.C:
+		case now := <-status.C:
 			l.status()
+			if !finished {
+				l.watch(conn, now)
+			}
 		}
 	}
+}
+
+// watch is the leader's deadline check, every heartbeat interval: the NATS
+// server must come back within PeerTimeout, every node that has spoken must
+// speak again within it, and a barrier that made no progress for
+// StallAfter (or a connection that just came back) gets its last grant
+// again and a resync request, so that whatever an outage lost is sent
+// again. Copies change nothing: nodes ignore grants they hold and drop
+// batches they have, and the barrier refuses reports it has.
+func (l *leader) watch(conn *liveness.Conn, now time.Time) {
+	cfg := l.c.cfg
+	up, reconnected, err := conn.Check(now, cfg.PeerTimeout)
+	if err != nil {
+		l.c.fail(fmt.Errorf("coordinator %s: %w", cfg.ID, err))
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped || l.bar.Phase() == barrier.PhaseFinished {
+		return
+	}
+	if !up {
+		l.peers.Pause(now)
+		l.progress = now
+		return
+	}
+	if silent := l.peers.Silent(now, cfg.PeerTimeout); len(silent) > 0 {
+		err := liveness.SilentError(silent[0], cfg.PeerTimeout)
+		if data, eerr := l.enc.Control(wire.TypeAbort, wire.Abort{Reason: err.Error()}); eerr == nil {
+			_ = cfg.Conn.Publish(l.c.subj.Abort(), data)
+			_ = cfg.Conn.FlushTimeout(time.Second)
+		}
+		l.c.fail(err)
+		return
+	}
+	if l.bar.Phase() == barrier.PhaseCollecting && (reconnected || now.Sub(l.progress) > cfg.StallAfter) {
+		l.progress = now
+		if l.granted {
+			_ = cfg.Conn.Publish(l.c.subj.Grant(), l.enc.Grant(&l.last))
+		}
+		_ = cfg.Conn.Publish(l.c.subj.Resync(), l.enc.Resync(wire.Resync{Term: l.term}))
+		l.c.log.Info("no progress: grant and resync request sent again", "window", l.last.Window, "reconnected", reconnected)
+	}
+}
+
+// onNodeStatus records a node's heartbeat.
+func (l *leader) onNodeStatus(msg *nats.Msg) {
+	m, err := wire.Decode(msg.Data)
+	if err != nil || m.Kind != wire.KindControl || m.Control.Type != wire.TypeNodeStatus {
+		return
+	}
+	var st wire.NodeStatus
+	if m.Control.UnmarshalBody(&st) != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.peers.Heard(st.Partition, time.Now())
 }
 
 func (l *leader) resync() {
@@ -233,6 +302,7 @@ func (l *leader) onReport(msg *nats.Msg) {
 	if l.stopped {
 		return
 	}
+	l.peers.Heard(m.Report.Node, time.Now())
 	if err := l.bar.Step(*m.Report); err != nil {
 		// Stale, duplicate and early reports are normal around a
 		// failover; anything else is a broken node.
@@ -242,6 +312,7 @@ func (l *leader) onReport(msg *nats.Msg) {
 		}
 		return
 	}
+	l.progress = time.Now()
 	g, ok := l.bar.Ready()
 	if !ok {
 		return
@@ -252,6 +323,8 @@ func (l *leader) onReport(msg *nats.Msg) {
 	}
 	l.bar.Advance()
 	l.last = g
+	l.granted = true
+	l.progress = time.Now()
 	if !l.joined {
 		l.joined = true
 		all := make([]int, l.c.rcfg.P)

@@ -35,6 +35,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lockstep-sim/lockstep/coordinator"
+	"github.com/lockstep-sim/lockstep/internal/liveness"
 	"github.com/lockstep-sim/lockstep/internal/wire"
 	"github.com/lockstep-sim/lockstep/node"
 	"github.com/lockstep-sim/lockstep/partition"
@@ -84,7 +85,23 @@ type Options struct {
 	OnNodeStatus func(wire.NodeStatus)
 	// OnChild, if set, is called when a child process starts.
 	OnChild func(Child)
+	// PeerTimeout is how long a node or the coordinator leader that has
+	// spoken may then stay silent, and how long the NATS server may stay
+	// unreachable, before the run fails (default liveness.DefaultTimeout):
+	// the grace period within which they may come back, with the run's
+	// outputs unchanged. Every process of the run gets it.
+	PeerTimeout time.Duration
+	// JoinTimeout is how long the launcher waits for the coordinator
+	// leader and every node to be heard from at all (default 60s). An
+	// External run reports on Stderr what it is waiting for.
+	JoinTimeout time.Duration
+	// PartialWait bounds how long a failed run waits for the surviving
+	// nodes' partial results (default 3s).
+	PartialWait time.Duration
 }
+
+// DefaultJoinTimeout is Options.JoinTimeout's default.
+const DefaultJoinTimeout = 60 * time.Second
 
 // Child is a child process the launcher started.
 type Child struct {
@@ -104,6 +121,11 @@ type Result struct {
 	// CoordinatorsLost counts coordinator processes that died during the run.
 	CoordinatorsLost int
 }
+
+// A run that fails after it started returns, with its error, a Result
+// whose Outputs are what it had (results.MergePartial: Complete false, the
+// reason, the partitions missing) and whose Results are the parts that
+// came (nil where missing).
 
 // ErrInterrupted marks a run stopped by its context (Ctrl-C).
 var ErrInterrupted = errors.New("deploy: run interrupted")
@@ -126,6 +148,13 @@ type launch struct {
 	leaders  []wire.Status  // guarded by mu
 	lost     int            // guarded by mu; coordinators that died
 	closers  []func() error // guarded by mu; in-process coordinators
+	// peers is when each node was last heard from, leaderAt the leader;
+	// dead the partitions whose process exited; aborted the reason of an
+	// abort another member published.
+	peers    *liveness.Peers // guarded by mu
+	leaderAt time.Time       // guarded by mu; zero until the first status
+	dead     map[int]bool    // guarded by mu
+	aborted  string          // guarded by mu
 }
 
 type child struct {
@@ -148,6 +177,15 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
+	if o.PeerTimeout <= 0 {
+		o.PeerTimeout = liveness.DefaultTimeout
+	}
+	if o.JoinTimeout <= 0 {
+		o.JoinTimeout = DefaultJoinTimeout
+	}
+	if o.PartialWait <= 0 {
+		o.PartialWait = 3 * time.Second
+	}
 	if o.External && (o.NATS == "" || o.RunID == "") {
 		return nil, fmt.Errorf("deploy: an external run needs a NATS URL and a run id")
 	}
@@ -161,7 +199,8 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		return nil, err
 	}
 	su := NewSetup(o.Built, o.Placement)
-	l := &launch{o: o, log: o.Logger, subj: subj, out: &syncWriter{w: o.Stderr}, fatal: make(chan error, 64)}
+	l := &launch{o: o, log: o.Logger, subj: subj, out: &syncWriter{w: o.Stderr}, fatal: make(chan error, 64),
+		peers: liveness.NewPeers(o.Placement.P), dead: map[int]bool{}}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -191,12 +230,24 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 			return nil, err
 		}
 	}
+	go l.watch(ctx, nc, start)
+	var failure error
 	select {
 	case <-l.col.Done():
+		for _, r := range l.col.Results() {
+			if r.Partial() {
+				// Nodes pushed what they had: another member aborted.
+				failure = l.abortReason(fmt.Errorf("partition %d: aborted", r.Part.Partition))
+				break
+			}
+		}
 	case err := <-l.fatal:
-		return nil, err
+		failure = l.abortReason(err)
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %v", ErrInterrupted, context.Cause(ctx))
+		failure = fmt.Errorf("%w: %v", ErrInterrupted, context.Cause(ctx))
+	}
+	if failure != nil {
+		return l.partial(nc, start, failure)
 	}
 	rs := l.col.Results()
 	l.mu.Lock()
@@ -213,6 +264,159 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 	return &Result{Outputs: out, Results: rs, RunID: o.RunID, Wall: time.Since(start), Leaders: leaders,
 		CoordinatorsLost: lost}, nil
+}
+
+// abortReason prefers the reason of an abort another member published
+// (a leader that saw a node go silent) to err, which may be a consequence
+// (a node process that exited because of the abort).
+func (l *launch) abortReason(err error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.aborted != "" {
+		return errors.New(l.aborted)
+	}
+	return err
+}
+
+// partial ends a run that failed with failure: it tells every member
+// (abort, with the reason), waits up to PartialWait for the parts of the
+// nodes still alive (they push them on abort), and returns what it has,
+// merged by results.MergePartial, with failure.
+func (l *launch) partial(nc *nats.Conn, start time.Time, failure error) (*Result, error) {
+	reason := oneLine(failure.Error())
+	if errors.Is(failure, ErrInterrupted) {
+		reason = "interrupted"
+	}
+	l.mu.Lock()
+	if l.aborted == "" {
+		l.aborted = reason
+	}
+	l.mu.Unlock()
+	if data, err := wire.NewEncoder().Control(wire.TypeAbort, wire.Abort{Reason: reason}); err == nil && nc.IsConnected() {
+		_ = nc.Publish(l.subj.Abort(), data)
+		_ = nc.FlushTimeout(time.Second)
+	}
+	alive := max(4*liveness.Interval(l.o.PeerTimeout, 250*time.Millisecond), 200*time.Millisecond)
+	deadline := time.Now().Add(l.o.PartialWait)
+	for nc.IsConnected() && time.Now().Before(deadline) {
+		now := time.Now()
+		waiting := false
+		l.mu.Lock()
+		for i := 0; i < l.o.Placement.P; i++ {
+			if !l.col.Has(i) && !l.dead[i] && l.peers.Seen(i) && l.peers.Since(i, now) < alive {
+				waiting = true
+			}
+		}
+		l.mu.Unlock()
+		if !waiting {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // polling against the deadline above
+	}
+	rs := l.col.Results()
+	var parts []*results.Part
+	for _, r := range rs {
+		if r != nil {
+			parts = append(parts, &r.Part)
+		}
+	}
+	out := results.MergePartial(l.o.Built, l.o.Placement.P, parts, reason)
+	l.mu.Lock()
+	leaders := append([]wire.Status(nil), l.leaders...)
+	lost := l.lost
+	l.mu.Unlock()
+	return &Result{Outputs: out, Results: rs, RunID: l.o.RunID, Wall: time.Since(start), Leaders: leaders,
+		CoordinatorsLost: lost}, failure
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// watch is the launcher's deadline check, every heartbeat interval until
+// ctx ends: the NATS server must come back within PeerTimeout; the leader
+// and every node must be heard from within JoinTimeout (an External run
+// says on Stderr what it waits for); once heard from, the leader must
+// speak again within PeerTimeout until the first result comes, and every
+// node until its result is in. The time the launcher itself is cut off
+// counts against NATS, not against the others.
+func (l *launch) watch(ctx context.Context, nc *nats.Conn, start time.Time) {
+	o := l.o
+	every := liveness.Interval(o.PeerTimeout, 250*time.Millisecond)
+	tk := time.NewTicker(every)
+	defer tk.Stop()
+	conn := liveness.NewConn(nc)
+	say := min(time.Second, max(o.JoinTimeout/4, 10*time.Millisecond))
+	var said time.Time
+	for {
+		var now time.Time
+		select {
+		case <-ctx.Done():
+			return
+		case now = <-tk.C:
+		}
+		up, _, err := conn.Check(now, o.PeerTimeout)
+		if err != nil {
+			l.failf("%v", err)
+			return
+		}
+		l.mu.Lock()
+		if !up {
+			l.peers.Pause(now)
+			if !l.leaderAt.IsZero() {
+				l.leaderAt = now
+			}
+			l.mu.Unlock()
+			continue
+		}
+		var missing []int
+		for _, i := range l.peers.Unseen() {
+			if !l.col.Has(i) {
+				missing = append(missing, i)
+			}
+		}
+		var silent []int
+		for _, i := range l.peers.Silent(now, o.PeerTimeout) {
+			if !l.col.Has(i) && !l.dead[i] {
+				silent = append(silent, i)
+			}
+		}
+		noLeader := l.leaderAt.IsZero()
+		leaderGone := !noLeader && now.Sub(l.leaderAt) > o.PeerTimeout
+		l.mu.Unlock()
+		anyResult := false
+		for i := 0; i < o.Placement.P && !anyResult; i++ {
+			anyResult = l.col.Has(i)
+		}
+		if noLeader && anyResult {
+			noLeader = false
+		}
+		if noLeader || len(missing) > 0 {
+			var what []string
+			if noLeader {
+				what = append(what, "the coordinator leader")
+			}
+			if len(missing) > 0 {
+				what = append(what, "partitions "+liveness.List(missing))
+			}
+			w := strings.Join(what, " and ")
+			if now.Sub(start) > o.JoinTimeout {
+				l.failf("gave up after %v waiting for %s of run %s on %s", o.JoinTimeout, w, o.RunID, l.url)
+				return
+			}
+			if o.External && now.Sub(said) >= say {
+				said = now
+				fmt.Fprintf(l.out, "lockstep: waiting for %s of run %s on %s (%.0fs of %v)\n", w, o.RunID, l.url,
+					now.Sub(start).Seconds(), o.JoinTimeout)
+			}
+		}
+		switch {
+		case leaderGone && !anyResult:
+			l.failf("coordinator: no status from the leader for %v", o.PeerTimeout)
+			return
+		case len(silent) > 0:
+			l.failf("%v", liveness.SilentError(silent[0], o.PeerTimeout))
+			return
+		}
+	}
 }
 
 func (l *launch) startNATS() error {
@@ -237,7 +441,7 @@ func (l *launch) startNATS() error {
 
 // connect opens a NATS connection for a component of this process.
 func (l *launch) connect(name string) (*nats.Conn, error) {
-	opts := append([]nats.Option{nats.Name("lockstep " + name), nats.MaxReconnects(-1)}, l.o.Auth...)
+	opts := append(append([]nats.Option{nats.Name("lockstep " + name)}, liveness.ClientOptions()...), l.o.Auth...)
 	if l.srv != nil {
 		opts = append(opts, nats.InProcessServer(l.srv))
 	}
@@ -280,6 +484,7 @@ func (l *launch) collect(nc *nats.Conn) error {
 			return
 		}
 		l.mu.Lock()
+		l.leaderAt = time.Now()
 		if n := len(l.leaders); n == 0 || l.leaders[n-1].Term < st.Term {
 			l.leaders = append(l.leaders, st)
 		}
@@ -291,20 +496,46 @@ func (l *launch) collect(nc *nats.Conn) error {
 	if err != nil {
 		return err
 	}
-	if l.o.OnNodeStatus != nil {
-		_, err = nc.Subscribe(l.subj.NodeStatus(), func(msg *nats.Msg) {
-			m, err := wire.Decode(msg.Data)
-			if err != nil || m.Kind != wire.KindControl || m.Control.Type != wire.TypeNodeStatus {
-				return
-			}
-			var st wire.NodeStatus
-			if m.Control.UnmarshalBody(&st) == nil {
-				l.o.OnNodeStatus(st)
-			}
-		})
-		if err != nil {
-			return err
+	_, err = nc.Subscribe(l.subj.NodeStatus(), func(msg *nats.Msg) {
+		m, err := wire.Decode(msg.Data)
+		if err != nil || m.Kind != wire.KindControl || m.Control.Type != wire.TypeNodeStatus {
+			return
 		}
+		var st wire.NodeStatus
+		if m.Control.UnmarshalBody(&st) != nil {
+			return
+		}
+		l.mu.Lock()
+		l.peers.Heard(st.Partition, time.Now())
+		l.mu.Unlock()
+		if l.o.OnNodeStatus != nil {
+			l.o.OnNodeStatus(st)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	_, err = nc.Subscribe(l.subj.Abort(), func(msg *nats.Msg) {
+		m, err := wire.Decode(msg.Data)
+		if err != nil || m.Kind != wire.KindControl || m.Control.Type != wire.TypeAbort {
+			return
+		}
+		var a wire.Abort
+		if m.Control.UnmarshalBody(&a) != nil {
+			return
+		}
+		l.mu.Lock()
+		first := l.aborted == ""
+		if first {
+			l.aborted = oneLine(a.Reason)
+		}
+		l.mu.Unlock()
+		if first {
+			l.failf("%s", oneLine(a.Reason))
+		}
+	})
+	if err != nil {
+		return err
 	}
 	return nc.Flush()
 }
@@ -336,14 +567,20 @@ func (l *launch) startCoordinators(ctx context.Context, su *wire.Setup) error {
 			return err
 		}
 		c, err := coordinator.Start(coordinator.Config{Conn: nc, Run: l.o.RunID, Setup: su, ID: "c0",
-			MarkEvery: l.o.MarkEvery, StatusEvery: l.o.StatusEvery, Logger: l.log})
+			MarkEvery: l.o.MarkEvery, StatusEvery: l.o.StatusEvery, PeerTimeout: l.o.PeerTimeout, Logger: l.log})
 		if err != nil {
 			return err
 		}
 		go func() {
 			select {
 			case <-c.Failed():
-				l.failf("coordinator c0: %v", c.Err())
+				// Its verdict on a node names the partition; say who else
+				// failed.
+				if m := c.Err().Error(); strings.HasPrefix(m, "partition ") || strings.HasPrefix(m, "coordinator ") {
+					l.failf("%s", m)
+				} else {
+					l.failf("coordinator c0: %s", m)
+				}
 			case <-ctx.Done():
 			}
 		}()
@@ -379,7 +616,7 @@ func (l *launch) startCoordinators(ctx context.Context, su *wire.Setup) error {
 		id := fmt.Sprintf("c%d", i+1)
 		args := []string{"coordinator", "--setup", setup, "--nats", l.url, "--run", l.o.RunID, "--id", id,
 			"--raft-addr", fmt.Sprintf("127.0.0.1:%d", p), "--peers", strings.Join(peers, ","),
-			"--raft-dir", filepath.Join(dir, id)}
+			"--raft-dir", filepath.Join(dir, id), "--peer-timeout", l.o.PeerTimeout.String()}
 		if l.o.MarkEvery > 0 {
 			args = append(args, "--mark-every", strconv.FormatUint(l.o.MarkEvery, 10))
 		}
@@ -396,7 +633,11 @@ func (l *launch) startCoordinators(ctx context.Context, su *wire.Setup) error {
 func (l *launch) startNodes(ctx context.Context) error {
 	for i := 0; i < l.o.Placement.P; i++ {
 		if l.o.Procs {
-			args := []string{"node", "--nats", l.url, "--run", l.o.RunID, "--partition", strconv.Itoa(i)}
+			args := []string{"node", "--nats", l.url, "--run", l.o.RunID, "--partition", strconv.Itoa(i),
+				"--peer-timeout", l.o.PeerTimeout.String()}
+			if l.o.StatusEvery > 0 {
+				args = append(args, "--status-every", l.o.StatusEvery.String())
+			}
 			if err := l.spawn(ctx, "node", fmt.Sprintf("node %d", i), "", append(args, l.o.ChildArgs...)); err != nil {
 				return err
 			}
@@ -407,7 +648,8 @@ func (l *launch) startNodes(ctx context.Context) error {
 			return err
 		}
 		go func() {
-			err := node.Run(ctx, node.Config{Conn: nc, Run: l.o.RunID, Partition: i, Logger: l.log})
+			err := node.Run(ctx, node.Config{Conn: nc, Run: l.o.RunID, Partition: i, Logger: l.log,
+				StatusEvery: l.o.StatusEvery, PeerTimeout: l.o.PeerTimeout})
 			if err != nil && ctx.Err() == nil {
 				l.failf("partition %d: %v", i, err)
 			}
@@ -452,6 +694,15 @@ func (l *launch) spawn(ctx context.Context, role, name, id string, args []string
 			var part int
 			fmt.Sscanf(name, "node %d", &part)
 			if !l.col.Has(part) || c.err != nil {
+				l.mu.Lock()
+				l.dead[part] = true
+				cut := len(l.conns) > 0 && !l.conns[0].IsConnected()
+				l.mu.Unlock()
+				if cut {
+					// A node that gave up on NATS: the launcher's own
+					// deadline on NATS gives the reason, soon.
+					return
+				}
 				l.failf("partition %d: node process %d exited: %v", part, c.Child.PID, exitText(c.err))
 			}
 		case "coordinator":
@@ -489,7 +740,7 @@ func (l *launch) cleanup(failed bool) error {
 	children := l.children
 	closers := l.closers
 	l.mu.Unlock()
-	if failed && len(conns) > 0 {
+	if failed && len(conns) > 0 && conns[0].IsConnected() {
 		enc := wire.NewEncoder()
 		if data, err := enc.Control(wire.TypeAbort, wire.Abort{Reason: "the launcher stopped the run"}); err == nil {
 			_ = conns[0].Publish(l.subj.Abort(), data)
@@ -518,7 +769,10 @@ func (l *launch) cleanup(failed bool) error {
 		select {
 		case <-c.done:
 		default:
+			// SIGCONT too: a stopped process acts on SIGTERM only once
+			// it runs again.
 			_ = syscall.Kill(-c.PID, syscall.SIGTERM)
+			_ = syscall.Kill(-c.PID, syscall.SIGCONT)
 		}
 	}
 	grace := time.NewTimer(3 * time.Second)

@@ -53,6 +53,20 @@ type Core struct {
 	grant barrier.Grant // the last finishing grant (Over)
 	// rec gathers the partition's part of the outputs.
 	rec *results.Recorder
+	// sent holds the batches of the last two windows run, oldest first,
+	// for Sent (a resend after messages were lost in a NATS outage); seen
+	// the batches delivered whose window is >= keepFrom, to drop
+	// duplicates.
+	sent     [2][]wire.Batch
+	seen     map[batchKey]struct{}
+	keepFrom uint64
+	dups     uint64
+}
+
+type batchKey struct {
+	from   int32
+	window uint64
+	seq    uint32
 }
 
 // CoreStats count what a core did; all of it is a function of the run, not
@@ -91,7 +105,8 @@ func NewCore(b *scenario.Built, pl *partition.Placement, part int, term uint64) 
 		return nil, err
 	}
 	c := &Core{part: part, p: pl.P, F: f, fol: barrier.NewFollower(part, term), limit: b.Limit(),
-		dest: make([]int32, len(f.Engine().Links)), out: make([][]sim.RemotePacket, pl.P), rec: results.NewRecorder(b, f)}
+		dest: make([]int32, len(f.Engine().Links)), out: make([][]sim.RemotePacket, pl.P), rec: results.NewRecorder(b, f),
+		seen: make(map[batchKey]struct{})}
 	for i := range f.Engine().Links {
 		to := int(f.Engine().Links[i].Spec.To)
 		c.dest[i] = -1
@@ -129,10 +144,19 @@ func (c *Core) Accept(g barrier.Grant) (bool, string) {
 }
 
 // Deliver records a batch received from another node. Its packets are
-// checked now and injected when the window that needs them starts.
+// checked now and injected when the window that needs them starts. A
+// batch delivered twice (resent after an outage) is dropped and counted
+// (Duplicates): it changes nothing.
 func (c *Core) Deliver(b *wire.Batch) error {
 	if int(b.To) != c.part || b.From < 0 || int(b.From) >= c.p || int(b.From) == c.part {
 		return fmt.Errorf("%w: batch %d -> %d delivered to node %d of %d", ErrBadBatch, b.From, b.To, c.part, c.p)
+	}
+	k := batchKey{from: b.From, window: b.Window, seq: b.Seq}
+	if _, dup := c.seen[k]; dup || b.Window < c.keepFrom {
+		// Below keepFrom the window that needed it has run, with every
+		// batch it expected: this is a copy.
+		c.dups++
+		return nil
 	}
 	e := c.F.Engine()
 	for i := range b.Packets {
@@ -146,6 +170,7 @@ func (c *Core) Deliver(b *wire.Batch) error {
 	if err := c.fol.Receive(b.Window); err != nil {
 		return err
 	}
+	c.seen[k] = struct{}{}
 	c.inbox = append(c.inbox, b)
 	c.stats.BatchesIn++
 	return nil
@@ -202,6 +227,16 @@ func (c *Core) Run() (Output, error) {
 	}
 	c.inbox = c.inbox[:copy(c.inbox, c.inbox[k:])]
 
+	// Keep the keys of batches that windows g.Window-1 and later need.
+	if g.Window >= 2 {
+		c.keepFrom = g.Window - 2
+		for k := range c.seen {
+			if k.window < c.keepFrom {
+				delete(c.seen, k)
+			}
+		}
+	}
+
 	n := c.F.RunUntil(g.End)
 	c.stats.Windows++
 	c.stats.Covered += g.Len()
@@ -238,5 +273,17 @@ func (c *Core) Run() (Output, error) {
 		return Output{}, err
 	}
 	out.Report = r
+	c.sent[0], c.sent[1] = c.sent[1], out.Batches
 	return out, nil
 }
+
+// Sent returns the batches of the last two windows run, oldest first: the
+// only ones another node may still be waiting for (window w+2 is granted
+// only after every node ran w+1, for which it needed the batches of w).
+// Resending them is harmless: Deliver drops copies.
+func (c *Core) Sent() []wire.Batch {
+	return append(slices.Clip(c.sent[0]), c.sent[1]...)
+}
+
+// Duplicates counts the batches Deliver dropped as copies.
+func (c *Core) Duplicates() uint64 { return c.dups }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -128,7 +129,7 @@ func compare(t *testing.T, name0 string, want outputs, wantSum results.Summary, 
 	}
 	s := lr.Outputs.Summary()
 	s.PeakEventQueue, s.PacketPool = wantSum.PeakEventQueue, wantSum.PacketPool // per process
-	if s != wantSum {
+	if !reflect.DeepEqual(s, wantSum) {
 		t.Errorf("%s: summary\n  got  %+v\n  want %+v", name0, s, wantSum)
 	}
 	if c := lr.Outputs.Conservation(); c.Balance() != 0 || c.PoolLive != c.InQueues+c.OnWire {

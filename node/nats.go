@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/lockstep-sim/lockstep/internal/liveness"
 	"github.com/lockstep-sim/lockstep/internal/wire"
 )
 
@@ -30,8 +31,12 @@ type Config struct {
 	// RequestTimeout bounds one request (default 2s); requests are retried.
 	RequestTimeout time.Duration
 	// StatusEvery is how often the node publishes its progress (default
-	// 250ms).
+	// 250ms); it is also its heartbeat (at most PeerTimeout/4 apart).
 	StatusEvery time.Duration
+	// PeerTimeout is how long the coordinator leader or the NATS server
+	// may be silent or unreachable before the node gives up, pushes what
+	// it has (PartialResult) and fails (default liveness.DefaultTimeout).
+	PeerTimeout time.Duration
 	// Logger (nil: discard).
 	Logger *slog.Logger
 }
@@ -84,6 +89,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.StatusEvery <= 0 {
 		cfg.StatusEvery = 250 * time.Millisecond
 	}
+	if cfg.PeerTimeout <= 0 {
+		cfg.PeerTimeout = liveness.DefaultTimeout
+	}
 	subj, err := wire.NewSubjects(cfg.Run)
 	if err != nil {
 		return err
@@ -96,7 +104,7 @@ func Run(ctx context.Context, cfg Config) error {
 			_ = s.Unsubscribe()
 		}
 	}()
-	for _, s := range []string{subj.Batch(cfg.Partition), subj.Grant(), subj.Resync(), subj.Abort()} {
+	for _, s := range []string{subj.Batch(cfg.Partition), subj.Grant(), subj.Resync(), subj.Abort(), subj.Status()} {
 		sub, err := nc.Subscribe(s, q.push)
 		if err != nil {
 			return fmt.Errorf("node %d: subscribe %s: %w", cfg.Partition, s, err)
@@ -126,8 +134,57 @@ func Run(ctx context.Context, cfg Config) error {
 	enc := wire.NewEncoder()
 	publish := func(s string, data []byte) error {
 		if err := nc.Publish(s, data); err != nil {
+			if errors.Is(err, nats.ErrReconnectBufExceeded) {
+				// Lost in an outage: the leader's resync asks again.
+				log.Warn("publish lost while reconnecting", "subject", s)
+				return nil
+			}
 			return fmt.Errorf("node %d: publish %s: %w", cfg.Partition, s, err)
 		}
+		return nil
+	}
+	// fail ends the run for this node: it pushes what it has to the
+	// collector (bounded by RequestTimeout), unless it was stopped from
+	// outside (then nobody collects) or NATS is away, and returns err.
+	fail := func(err error) error {
+		if ctx.Err() == nil && nc.IsConnected() {
+			pctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
+			res := core.PartialResult()
+			if perr := sendResult(pctx, nc, subj, cfg, res); perr != nil {
+				log.Warn("partial result not sent", "err", perr)
+			}
+			cancel()
+		}
+		return err
+	}
+	every := liveness.Interval(cfg.PeerTimeout, cfg.StatusEvery)
+	conn := liveness.NewConn(nc)
+	leaderAt := time.Now()
+	heartbeat := func() {
+		w, _ := core.Window()
+		st := wire.NodeStatus{Partition: cfg.Partition, Window: w, Events: core.F.Engine().Stats.Events,
+			Now: int64(core.F.Engine().Now())}
+		if data, err := enc.Control(wire.TypeNodeStatus, st); err == nil {
+			_ = nc.Publish(subj.NodeStatus(), data)
+		}
+	}
+	// tick is the node's deadline check, every heartbeat interval: the
+	// NATS server must come back and the leader must speak within
+	// PeerTimeout; the time the node itself is cut off does not count
+	// against the leader.
+	tick := func(now time.Time) error {
+		up, _, err := conn.Check(now, cfg.PeerTimeout)
+		if err != nil {
+			return fmt.Errorf("node %d: %w", cfg.Partition, err)
+		}
+		if !up {
+			leaderAt = now
+			return nil
+		}
+		if d := now.Sub(leaderAt); d > cfg.PeerTimeout {
+			return fmt.Errorf("node %d: no status from the coordinator leader for %v", cfg.Partition, cfg.PeerTimeout)
+		}
+		heartbeat()
 		return nil
 	}
 	send := func(out Output) error {
@@ -149,12 +206,20 @@ func Run(ctx context.Context, cfg Config) error {
 
 	var perf NodePerf
 	waitFrom := time.Now()
-	nextStatus := waitFrom.Add(cfg.StatusEvery)
+	nextStatus := waitFrom.Add(every)
+	hb := time.NewTicker(every)
+	defer hb.Stop()
+	heartbeat()
 	var buf []*nats.Msg
 	for !core.Over() {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("node %d: %w", cfg.Partition, context.Cause(ctx))
+		case now := <-hb.C:
+			if err := tick(now); err != nil {
+				return fail(err)
+			}
+			continue
 		case <-q.signal:
 		}
 		buf = q.take(buf)
@@ -166,6 +231,7 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 			switch m.Kind {
 			case wire.KindGrant:
+				leaderAt = time.Now()
 				if ok, why := core.Accept(*m.Grant); !ok {
 					log.Debug("grant ignored", "epoch", m.Grant.Window, "term", m.Grant.Term, "why", why)
 				}
@@ -174,17 +240,33 @@ func Run(ctx context.Context, cfg Config) error {
 					return fmt.Errorf("node %d: %w", cfg.Partition, err)
 				}
 			case wire.KindResync:
-				for _, r := range core.Resend(m.Resync.Term) {
+				// A new leader, or a leader that saw no progress (messages
+				// lost in a NATS outage): resend the last reports and the
+				// batches another node may still need. Copies are harmless.
+				leaderAt = time.Now()
+				rs := core.Resend(m.Resync.Term)
+				for _, r := range rs {
 					if err := publish(subj.Report(), enc.Report(&r)); err != nil {
 						return err
 					}
 				}
-				log.Info("resent reports", "term", m.Resync.Term)
+				if len(rs) > 0 {
+					sent := core.Sent()
+					for k := range sent {
+						if err := publish(subj.Batch(int(sent[k].To)), enc.Batch(&sent[k])); err != nil {
+							return err
+						}
+					}
+					log.Info("resent reports and batches", "term", m.Resync.Term, "batches", len(sent))
+				}
 			case wire.KindControl:
-				if m.Control.Type == wire.TypeAbort {
+				switch m.Control.Type {
+				case wire.TypeAbort:
 					var a wire.Abort
 					_ = m.Control.UnmarshalBody(&a)
-					return fmt.Errorf("node %d: %w: %s", cfg.Partition, ErrAborted, a.Reason)
+					return fail(fmt.Errorf("node %d: %w: %s", cfg.Partition, ErrAborted, a.Reason))
+				case wire.TypeStatus:
+					leaderAt = time.Now()
 				}
 			case wire.KindReport: // reports go to the coordinator, never to a node
 			}
@@ -203,13 +285,8 @@ func Run(ctx context.Context, cfg Config) error {
 				waitFrom = time.Now()
 				perf.RunSeconds += waitFrom.Sub(t0).Seconds()
 				if waitFrom.After(nextStatus) {
-					nextStatus = waitFrom.Add(cfg.StatusEvery)
-					w, _ := core.Window()
-					st := wire.NodeStatus{Partition: cfg.Partition, Window: w, Events: core.F.Engine().Stats.Events,
-						Now: int64(core.F.Engine().Now())}
-					if data, err := enc.Control(wire.TypeNodeStatus, st); err == nil {
-						_ = nc.Publish(subj.NodeStatus(), data)
-					}
+					nextStatus = waitFrom.Add(every)
+					heartbeat()
 				}
 			}
 			if core.Over() {
@@ -221,8 +298,27 @@ func Run(ctx context.Context, cfg Config) error {
 	perf.WallSeconds = time.Since(start).Seconds()
 	res := core.Result()
 	res.Perf = perf
-	log.Info("finished", "windows", res.Core.Windows, "events", res.Part.Stats.Events, "reason", res.Final.Reason)
-	return sendResult(ctx, nc, subj, cfg, res)
+	log.Info("finished", "windows", res.Core.Windows, "events", res.Part.Stats.Events, "reason", res.Final.Reason,
+		"duplicates", core.Duplicates())
+	// Keep the heartbeat going while the result is sent, so the launcher
+	// can tell a slow upload from a dead node; give up if NATS stays away.
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case now := <-hb.C:
+				if _, _, err := conn.Check(now, cfg.PeerTimeout); err != nil {
+					cancel(fmt.Errorf("node %d: %w", cfg.Partition, err))
+					return
+				}
+				heartbeat()
+			}
+		}
+	}()
+	return sendResult(sctx, nc, subj, cfg, res)
 }
 
 // fetchSetup asks the coordinators for the setup until one answers.

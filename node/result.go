@@ -46,6 +46,21 @@ func (c *Core) Result() *PartResult {
 	return &PartResult{Part: *p, Core: c.stats, Final: c.grant}
 }
 
+// PartialResult is the partition's result so far, for a run that failed
+// after it started: the part as the fabric stands between two windows,
+// with no finishing grant (results.MergePartial takes it).
+func (c *Core) PartialResult() *PartResult {
+	p := c.rec.Part(c.part, 0)
+	for _, b := range c.inbox {
+		p.Cons.OnWire += len(b.Packets)
+		p.Cons.PoolLive += len(b.Packets)
+	}
+	return &PartResult{Part: *p, Core: c.stats}
+}
+
+// Partial reports whether r is a partial result (PartialResult).
+func (r *PartResult) Partial() bool { return !r.Final.Finished }
+
 // Parts checks that every partition accepted the same finishing grant
 // and returns their parts for results.Merge, by partition.
 func Parts(rs []*PartResult) ([]*results.Part, error) {

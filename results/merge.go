@@ -28,7 +28,13 @@ type Outputs struct {
 	// StoppedBy is summary.json's stopped_by: "flows-done", "stop_at",
 	// "max_time" or "no-events".
 	StoppedBy string
-	Parts     []*Part // by partition
+	Parts     []*Part // by partition (MergePartial: nil where missing)
+	// Complete says the run finished; a run that failed after it started
+	// (MergePartial) has Complete false, Reason why, and Missing the
+	// partitions whose part never came.
+	Complete bool
+	Reason   string
+	Missing  []int
 }
 
 // Merge combines the parts of a run of b, one per partition 0..len-1.
@@ -156,7 +162,89 @@ func Merge(b *scenario.Built, parts []*Part) (*Outputs, error) {
 		o.End = now
 		o.StoppedBy = "no-events"
 	}
+	o.Complete = true
 	return o, nil
+}
+
+// MergePartial combines what a run that failed after it started has: the
+// parts of p partitions (nil, or absent past len(parts), where a part never
+// came), each as its fabric stood when it stopped, perhaps one window
+// apart. It never fails. A flow's sender fields come from its sender's
+// part and its receive fields from its receiver's, as in Merge; a flow
+// whose receiver's part is missing counts as unfinished. Ports, cwnd and
+// queue samples and captures are those of the parts present. The outputs
+// end at the latest event any part ran, are stopped by "incomplete", and
+// carry reason.
+func MergePartial(b *scenario.Built, p int, parts []*Part, reason string) *Outputs {
+	byPart := make([]*Part, p)
+	for _, r := range parts {
+		if r != nil && r.Partition >= 0 && r.Partition < p && r.Digest == b.Digest() && byPart[r.Partition] == nil {
+			byPart[r.Partition] = r
+		}
+	}
+	flows := b.Fabric.Flows
+	o := &Outputs{Built: b, Records: make([]hostsim.FlowRecord, len(flows)), Parts: byPart, StoppedBy: "incomplete",
+		Reason: reason}
+	index := make(map[int32]int, len(flows))
+	for i := range flows {
+		index[flows[i].ID] = i
+	}
+	present := make([]*Part, 0, p)
+	for i, r := range byPart {
+		if r == nil {
+			o.Missing = append(o.Missing, i)
+			continue
+		}
+		present = append(present, r)
+		for k := range r.Flows {
+			fp := &r.Flows[k]
+			i, ok := index[fp.ID]
+			if !ok {
+				continue
+			}
+			rec := &o.Records[i]
+			if fp.Sender {
+				fin, at, got := rec.Finished, rec.Finish, rec.BytesReceived
+				*rec = fp.Rec
+				rec.Finished, rec.Finish, rec.BytesReceived = fin, at, got
+			}
+			if fp.Receiver {
+				rec.Finished, rec.Finish, rec.BytesReceived = fp.Rec.Finished, fp.Rec.Finish, fp.Rec.BytesReceived
+			}
+		}
+		o.End = max(o.End, r.Now)
+	}
+	var ports []PortRow
+	for _, r := range present {
+		ports = append(ports, r.Ports...)
+		o.Cwnd = append(o.Cwnd, r.Cwnd...)
+	}
+	slices.SortStableFunc(ports, func(a, b PortRow) int { return cmp.Compare(a.Node, b.Node) })
+	for _, r := range ports {
+		o.Ports = append(o.Ports, r.Row)
+	}
+	slices.SortStableFunc(o.Cwnd, func(a, b hostsim.CwndRow) int {
+		return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.Flow, b.Flow))
+	})
+	var depths []DepthPart
+	for _, r := range present {
+		depths = append(depths, r.Depths...)
+	}
+	slices.SortStableFunc(depths, func(a, b DepthPart) int { return cmp.Compare(a.Node, b.Node) })
+	for _, d := range depths {
+		o.Depths = append(o.Depths, d.Row)
+	}
+	slices.SortStableFunc(o.Depths, func(a, b DepthRow) int { return cmp.Compare(a.Time, b.Time) })
+	for _, h := range b.PcapHosts {
+		for _, r := range present {
+			for _, c := range r.Pcaps {
+				if c.Host == h {
+					o.Pcaps = append(o.Pcaps, HostPcap{Host: h, Data: c.Data})
+				}
+			}
+		}
+	}
+	return o
 }
 
 func partOf(r *Part) any {
@@ -172,8 +260,12 @@ func partOf(r *Part) any {
 func (o *Outputs) Summary() Summary {
 	b := o.Built
 	s := Summary{Scenario: filepath.Base(b.File), Name: b.Name, Digest: b.Digest(), Seed: b.Seed(),
-		EndNs: o.End.NsString(), Flows: len(b.Fabric.Flows), StoppedBy: o.StoppedBy}
+		EndNs: o.End.NsString(), Flows: len(b.Fabric.Flows), StoppedBy: o.StoppedBy, Complete: o.Complete,
+		Reason: o.Reason, MissingPartitions: o.Missing}
 	for _, r := range o.Parts {
+		if r == nil {
+			continue
+		}
 		s.Events += r.Stats.Events
 		s.PacketsSent += r.Stats.Sent
 		s.LinkLost += r.Stats.LinkLost
@@ -202,6 +294,9 @@ func (o *Outputs) Summary() Summary {
 func (o *Outputs) Conservation() fabric.Conservation {
 	var c fabric.Conservation
 	for _, r := range o.Parts {
+		if r == nil {
+			continue
+		}
 		x := r.Cons
 		c.Created += x.Created
 		c.Consumed += x.Consumed

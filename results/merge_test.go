@@ -77,3 +77,21 @@ func TestMerge_RefusesIncompleteOrInconsistentParts(t *testing.T) {
 		}
 	}
 }
+
+func TestMergePartial_MissingPartsAreUnfinishedAndMarked(t *testing.T) {
+	b, p := onePart(t)
+	o := results.MergePartial(b, 2, []*results.Part{p}, "partition 1: gone")
+	s := o.Summary()
+	if s.Complete || s.Reason != "partition 1: gone" || s.StoppedBy != "incomplete" || len(s.MissingPartitions) != 1 ||
+		s.MissingPartitions[0] != 1 || s.FlowsFinished != len(b.Fabric.Flows) {
+		t.Errorf("summary %+v", s)
+	}
+	none := results.MergePartial(b, 1, nil, "NATS gone").Summary()
+	if none.FlowsFinished != 0 || none.Flows != len(b.Fabric.Flows) || none.Complete {
+		t.Errorf("no parts: summary %+v", none)
+	}
+	full, err := results.Merge(b, []*results.Part{p})
+	if err != nil || !full.Summary().Complete {
+		t.Errorf("Merge: complete %v, err %v", full != nil && full.Summary().Complete, err)
+	}
+}

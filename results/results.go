@@ -117,27 +117,33 @@ func WriteQueues(w io.Writer, rows []QueueRow) error {
 // Summary is summary.json. Fields under Perf depend on the machine; all
 // others are a function of the scenario and the seed.
 type Summary struct {
-	Scenario       string `json:"scenario"`
-	Name           string `json:"name,omitempty"`
-	Digest         string `json:"scenario_digest"`
-	Seed           uint64 `json:"seed"`
-	EndNs          string `json:"virtual_end_ns"`
-	Events         uint64 `json:"events"`
-	Flows          int    `json:"flows"`
-	FlowsFinished  int    `json:"flows_finished"`
-	PacketsSent    uint64 `json:"packets"` // packets put on any wire
-	HostPackets    uint64 `json:"host_packets"`
-	Drops          uint64 `json:"drops"` // queue drops + link losses
-	QueueDrops     uint64 `json:"queue_drops"`
-	LinkLost       uint64 `json:"link_lost"`
-	Marks          uint64 `json:"ecn_marks"`
-	Retransmits    uint64 `json:"retransmits"`
-	Timeouts       uint64 `json:"timeouts"`
-	StoppedBy      string `json:"stopped_by"` // "flows-done", "stop_at", "max_time", "no-events"
-	PeakEventQueue int    `json:"peak_event_queue"`
-	PacketPool     int    `json:"packet_pool_slots"`
-	Perf           Perf   `json:"perf"`
-	Extra          any    `json:"extra,omitempty"`
+	Scenario      string `json:"scenario"`
+	Name          string `json:"name,omitempty"`
+	Digest        string `json:"scenario_digest"`
+	Seed          uint64 `json:"seed"`
+	EndNs         string `json:"virtual_end_ns"`
+	Events        uint64 `json:"events"`
+	Flows         int    `json:"flows"`
+	FlowsFinished int    `json:"flows_finished"`
+	PacketsSent   uint64 `json:"packets"` // packets put on any wire
+	HostPackets   uint64 `json:"host_packets"`
+	Drops         uint64 `json:"drops"` // queue drops + link losses
+	QueueDrops    uint64 `json:"queue_drops"`
+	LinkLost      uint64 `json:"link_lost"`
+	Marks         uint64 `json:"ecn_marks"`
+	Retransmits   uint64 `json:"retransmits"`
+	Timeouts      uint64 `json:"timeouts"`
+	StoppedBy     string `json:"stopped_by"` // "flows-done", "stop_at", "max_time", "no-events", "incomplete"
+	// Complete says the run finished. A run that failed after it started
+	// writes what it had with Complete false, the Reason and the
+	// partitions whose part never came.
+	Complete          bool   `json:"complete"`
+	Reason            string `json:"incomplete_reason,omitempty"`
+	MissingPartitions []int  `json:"missing_partitions,omitempty"`
+	PeakEventQueue    int    `json:"peak_event_queue"`
+	PacketPool        int    `json:"packet_pool_slots"`
+	Perf              Perf   `json:"perf"`
+	Extra             any    `json:"extra,omitempty"`
 }
 
 // Perf is the machine-dependent part of the summary.

@@ -28,6 +28,12 @@ type Options struct {
 	// 1<<18) and once at the end.
 	Progress      func(Progress)
 	ProgressEvery int
+	// Stop, if set, ends the run early when it is closed (checked every
+	// ProgressEvery events): Run then returns what the fabric has so far,
+	// merged by results.MergePartial with Complete false and StopReason
+	// as its reason.
+	Stop       <-chan struct{}
+	StopReason string
 }
 
 // Result is a finished run: its outputs (the merge of its one part) and
@@ -58,6 +64,16 @@ func Run(b *scenario.Built, opt Options) (*Result, error) {
 	rec := results.NewRecorder(b, f)
 	for f.RunUntilBatch(limit, every) {
 		report()
+		select {
+		case <-opt.Stop:
+			report()
+			why := opt.StopReason
+			if why == "" {
+				why = "stopped"
+			}
+			return &Result{Outputs: results.MergePartial(b, 1, []*results.Part{rec.Part(0, 0)}, why), Fabric: f}, nil
+		default:
+		}
 	}
 	report()
 	return finish(b, f, rec)

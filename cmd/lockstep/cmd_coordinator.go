@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockstep-sim/lockstep/coordinator"
 	"github.com/lockstep-sim/lockstep/deploy"
+	"github.com/lockstep-sim/lockstep/internal/liveness"
 	"github.com/lockstep-sim/lockstep/internal/wire"
 	"github.com/lockstep-sim/lockstep/partition"
 	"github.com/lockstep-sim/lockstep/scenario"
@@ -55,9 +56,10 @@ these processes itself, each with the setup it built.`,
 	f.Duration("status-every", 0, "how often the leader publishes its status (default 250ms)")
 	f.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	f.String("setup", "", "serve this setup file (written by 'lockstep run') instead of building FILE")
+	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long a node may be silent, or NATS unreachable, before the leader aborts the run naming the partition (exit 3)")
 	addOutputFlags(cmd)
 	addNATSAuthFlags(cmd)
-	for _, n := range []string{"nats", "run", "partitions", "seed", "id", "raft-addr", "peers", "raft-dir", "mark-every", "status-every", "log-level"} {
+	for _, n := range []string{"nats", "run", "partitions", "seed", "id", "raft-addr", "peers", "raft-dir", "mark-every", "status-every", "log-level", "peer-timeout"} {
 		_ = v.BindPFlag("coordinator."+n, f.Lookup(n))
 	}
 	return cmd
@@ -141,7 +143,7 @@ func runCoordinator(cmd *cobra.Command, v *viper.Viper, args []string, stderr io
 	id := v.GetString("coordinator.id")
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("lockstep coordinator " + id), nats.MaxReconnects(-1)}, auth...)...)
+	nc, err := nats.Connect(url, append(append([]nats.Option{nats.Name("lockstep coordinator " + id)}, liveness.ClientOptions()...), auth...)...)
 	if err != nil {
 		return fmt.Errorf("coordinator %s: connect to %s: %w", id, url, err)
 	}
@@ -149,5 +151,5 @@ func runCoordinator(cmd *cobra.Command, v *viper.Viper, args []string, stderr io
 	return coordinator.Run(ctx, coordinator.Config{Conn: nc, Run: run, Setup: su, ID: id,
 		Addr: v.GetString("coordinator.raft-addr"), Peers: peers, Dir: v.GetString("coordinator.raft-dir"),
 		MarkEvery: v.GetUint64("coordinator.mark-every"), StatusEvery: v.GetDuration("coordinator.status-every"),
-		Logger: log, RaftLog: stderr})
+		PeerTimeout: v.GetDuration("coordinator.peer-timeout"), Logger: log, RaftLog: stderr})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
+	"github.com/lockstep-sim/lockstep/internal/liveness"
 	"github.com/lockstep-sim/lockstep/node"
 )
 
@@ -39,8 +40,10 @@ run ends. 'lockstep run --procs' starts these processes itself.`,
 	f.Int("partition", -1, "this node's partition index (required)")
 	f.Duration("setup-timeout", 2*time.Minute, "how long to wait for a coordinator to answer")
 	f.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
+	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long the coordinator leader may be silent, or NATS unreachable, before the node gives up (exit 3)")
+	f.Duration("status-every", 0, "how often the node publishes its status, its heartbeat (default 250ms)")
 	addNATSAuthFlags(cmd)
-	for _, n := range []string{"nats", "run", "partition", "setup-timeout", "log-level"} {
+	for _, n := range []string{"nats", "run", "partition", "setup-timeout", "log-level", "peer-timeout", "status-every"} {
 		_ = v.BindPFlag("node."+n, f.Lookup(n))
 	}
 	return cmd
@@ -61,14 +64,15 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	nc, err := nats.Connect(url, append([]nats.Option{nats.Name(fmt.Sprintf("lockstep node %d", part)),
-		nats.MaxReconnects(-1)}, auth...)...)
+	nc, err := nats.Connect(url, append(append([]nats.Option{nats.Name(fmt.Sprintf("lockstep node %d", part))},
+		liveness.ClientOptions()...), auth...)...)
 	if err != nil {
 		return fmt.Errorf("node %d: connect to %s: %w", part, url, err)
 	}
 	defer nc.Close()
 	return node.Run(ctx, node.Config{Conn: nc, Run: run, Partition: part,
-		SetupTimeout: v.GetDuration("node.setup-timeout"), Logger: log})
+		SetupTimeout: v.GetDuration("node.setup-timeout"), Logger: log,
+		PeerTimeout: v.GetDuration("node.peer-timeout"), StatusEvery: v.GetDuration("node.status-every")})
 }
 
 // cmdContext is the command's context, or Background outside Execute.

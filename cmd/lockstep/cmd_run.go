@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
 	"syscall"
 	"time"
@@ -28,7 +30,10 @@ func newRunCmd(v *viper.Viper, stdout, stderr io.Writer) *cobra.Command {
                 wall time, events per second and peak memory
   cwnd.csv, queue_depth.csv, pcap/  when the scenario's output section or
                 --cwnd / --queues ask for them
-Each file is written atomically. Progress in virtual time goes to stderr when
+Each file is written atomically. A run that fails after it starts (Ctrl-C,
+a node that dies or goes silent past --peer-timeout, NATS gone) writes what
+it has, marked "complete": false in summary.json, and exits 3 (see
+'lockstep --help' for every exit status). Progress in virtual time goes to stderr when
 stderr is a terminal (or with --progress). Flags may also be set from the
 environment: LOCKSTEP_OUT, LOCKSTEP_SEED, LOCKSTEP_PROGRESS.`,
 		Example: "  lockstep run examples/dumbbell.yaml --out out/dumbbell --seed 7",
@@ -73,6 +78,10 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return badInput(fmt.Errorf("--out %s: %v", out, unwrapPathErr(err)))
 	}
+	setCrashDir(out)
+	if testHook != nil {
+		testHook("run")
+	}
 	if handled, err := runDistributedIfAsked(cmd, v, b, out, stdout, stderr); handled {
 		return err
 	}
@@ -93,18 +102,50 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		fmt.Fprintf(stderr, "\r  virtual %-12s events %-12d %8.2fM ev/s  flows %d/%d   ",
 			p.Now, p.Events, float64(p.Events)/el/1e6, p.FlowsDone, p.Flows)
 	}}
+	// Ctrl-C or SIGTERM stops the run between event batches; what it has
+	// is written, marked incomplete (exit status 3).
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	stopRun := make(chan struct{})
+	var stopWhy string
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case sig := <-sigs:
+			stopWhy = "interrupted by " + sig.String()
+			close(stopRun)
+		case <-done:
+		}
+	}()
+	opt.Stop = stopRun
+	opt.StopReason = "interrupted"
 	res, err := runner.Run(b, opt)
 	if err != nil {
-		return badInput(err)
+		// A fabric the scenario cannot build is bad input; a single part
+		// that does not merge is a broken invariant.
+		if se := (*scenario.Error)(nil); errors.As(err, &se) {
+			return badInput(err)
+		}
+		return internal(err)
 	}
 	wall := time.Since(start).Seconds()
 	if show {
 		fmt.Fprintln(stderr)
 	}
+	if !res.Complete {
+		res.Reason = stopWhy
+	}
 	perf := results.Perf{WallSeconds: wall, EventsPerSec: float64(res.Fabric.Engine().Stats.Events) / wall,
 		PeakRSSBytes: peakRSS(), PeakHeapBytes: peakHeap, Partitions: 1}
 	if err := res.WriteDir(out, perf, nil); err != nil {
 		return err
+	}
+	if !res.Complete {
+		s := res.Summary()
+		return fmt.Errorf("%s; %d/%d flows finished by virtual %s; partial results in %s (summary.json \"complete\": false)",
+			res.Reason, s.FlowsFinished, s.Flows, res.End, out)
 	}
 	if !quiet {
 		s := res.Summary()

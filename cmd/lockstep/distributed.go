@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockstep-sim/lockstep/coordinator/barrier"
 	"github.com/lockstep-sim/lockstep/deploy"
+	"github.com/lockstep-sim/lockstep/internal/liveness"
 	"github.com/lockstep-sim/lockstep/internal/wire"
 	"github.com/lockstep-sim/lockstep/node"
 	"github.com/lockstep-sim/lockstep/partition"
@@ -27,7 +28,8 @@ import (
 )
 
 // distFlags are the run flags of a distributed run.
-var distFlags = []string{"partitions", "procs", "coordinators", "nats", "transport", "run-id", "mark-every", "status-every", "external"}
+var distFlags = []string{"partitions", "procs", "coordinators", "nats", "transport", "run-id", "mark-every", "status-every", "external",
+	"peer-timeout", "join-timeout"}
 
 // addRunDistributedFlags adds the distributed-run flags to `lockstep run`.
 func addRunDistributedFlags(cmd *cobra.Command, v *viper.Viper) {
@@ -40,7 +42,9 @@ func addRunDistributedFlags(cmd *cobra.Command, v *viper.Viper) {
 	f.String("run-id", "", "run id on NATS (default: random)")
 	f.Bool("external", false, "start no node or coordinator: they run elsewhere on --nats and --run-id; only collect and merge")
 	f.Uint64("mark-every", 0, "windows between the coordinators' progress marks in raft (default 256)")
-	f.Duration("status-every", 0, "how often the coordinator leader publishes its status (default 250ms)")
+	f.Duration("status-every", 0, "how often the coordinator leader and the nodes publish their status, their heartbeat (default 250ms)")
+	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long a node or the coordinator leader may be silent, or the NATS server unreachable, before the run fails (exit 3); back within it, the run goes on unchanged")
+	f.Duration("join-timeout", deploy.DefaultJoinTimeout, "how long to wait for the coordinator leader and every node to be heard from (with --external: progress on stderr)")
 	addNATSAuthFlags(cmd)
 	for _, n := range distFlags {
 		_ = v.BindPFlag("run."+n, f.Lookup(n))
@@ -82,6 +86,8 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		return true, badInput(fmt.Errorf("--external needs --nats and --run-id (and starts no --procs)"))
 	case transport == "memory" && (procs || coords != 1 || v.GetString("run.nats") != "" || v.GetBool("run.external")):
 		return true, badInput(fmt.Errorf("--transport memory runs every partition in this process: no --procs, --coordinators or --nats"))
+	case v.GetDuration("run.peer-timeout") <= 0 || v.GetDuration("run.join-timeout") <= 0:
+		return true, badInput(fmt.Errorf("--peer-timeout and --join-timeout must be positive"))
 	}
 	auth, err := natsAuthOptions(cmd)
 	if err != nil {
@@ -152,6 +158,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 			External: v.GetBool("run.external"),
 			NATS:     v.GetString("run.nats"), Auth: auth, ChildArgs: childArgs, RunID: v.GetString("run.run-id"),
 			ExeEnv: childEnv, MarkEvery: v.GetUint64("run.mark-every"), StatusEvery: v.GetDuration("run.status-every"),
+			PeerTimeout: v.GetDuration("run.peer-timeout"), JoinTimeout: v.GetDuration("run.join-timeout"),
 			Stderr:   stderr,
 			OnStatus: func(s wire.Status) { progress(s.Window, sim.Time(s.Start)) }, OnNodeStatus: nodeStatus})
 		if err != nil {
@@ -159,9 +166,9 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 				fmt.Fprintln(stderr)
 			}
 			if errors.Is(err, deploy.ErrInterrupted) {
-				return true, fmt.Errorf("interrupted: every node and coordinator stopped")
+				err = fmt.Errorf("interrupted: every node and coordinator stopped")
 			}
-			return true, err
+			return true, writePartial(res, out, time.Since(start).Seconds(), pl.P, err)
 		}
 		m, rs = res.Outputs, res.Results
 		for _, l := range res.Leaders {
@@ -188,6 +195,26 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 			pl.P, ds.Windows, out)
 	}
 	return true, nil
+}
+
+// writePartial writes what a failed distributed run had (res.Outputs,
+// marked incomplete) into out and returns the run's error, which says so.
+func writePartial(res *deploy.Result, out string, wall float64, p int, err error) error {
+	if res == nil || res.Outputs == nil {
+		return err
+	}
+	m := res.Outputs
+	sum := m.Summary()
+	perf := results.Perf{WallSeconds: wall, PeakRSSBytes: peakRSS(), Partitions: p}
+	if werr := m.WriteDir(out, perf, nil); werr != nil {
+		return fmt.Errorf("%w; and the partial results could not be written: %v", err, werr)
+	}
+	missing := ""
+	if len(m.Missing) > 0 {
+		missing = fmt.Sprintf(", partitions %s missing", liveness.List(m.Missing))
+	}
+	return fmt.Errorf("%w; partial results in %s (%d/%d flows finished by virtual %s%s; summary.json \"complete\": false)",
+		err, out, sum.FlowsFinished, sum.Flows, m.End, missing)
 }
 
 // addNATSAuthFlags adds the NATS credential and TLS flags (docs/design.md §7:
