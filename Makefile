@@ -13,8 +13,12 @@ GOLANGCI_LINT ?= bin/golangci-lint
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-build: ## build bin/lockstep
-	$(GO) build -o bin/lockstep ./cmd/lockstep
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +modified)
+LDFLAGS := -X github.com/lockstep-sim/lockstep/internal/version.Version=$(VERSION) -X github.com/lockstep-sim/lockstep/internal/version.Commit=$(COMMIT)
+
+build: ## build bin/lockstep (version and commit stamped: bin/lockstep version)
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/lockstep ./cmd/lockstep
 
 run: ## run the main example (examples/dumbbell.yaml) into out/dumbbell
 	$(GO) run ./cmd/lockstep run examples/dumbbell.yaml --out out/dumbbell

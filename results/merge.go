@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstep-sim/lockstep/fabric"
 	"github.com/lockstep-sim/lockstep/hostsim"
+	"github.com/lockstep-sim/lockstep/internal/version"
 	"github.com/lockstep-sim/lockstep/scenario"
 	"github.com/lockstep-sim/lockstep/sim"
 )
@@ -261,7 +262,7 @@ func (o *Outputs) Summary() Summary {
 	b := o.Built
 	s := Summary{Scenario: filepath.Base(b.File), Name: b.Name, Digest: b.Digest(), Seed: b.Seed(),
 		EndNs: o.End.NsString(), Flows: len(b.Fabric.Flows), StoppedBy: o.StoppedBy, Complete: o.Complete,
-		Reason: o.Reason, MissingPartitions: o.Missing}
+		Reason: o.Reason, MissingPartitions: o.Missing, Build: version.Get()}
 	for _, r := range o.Parts {
 		if r == nil {
 			continue

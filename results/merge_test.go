@@ -2,10 +2,12 @@ package results_test
 
 import (
 	"bytes"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/lockstep-sim/lockstep/fabric"
+	"github.com/lockstep-sim/lockstep/internal/version"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/scenario"
 	"github.com/lockstep-sim/lockstep/sim"
@@ -93,5 +95,23 @@ func TestMergePartial_MissingPartsAreUnfinishedAndMarked(t *testing.T) {
 	full, err := results.Merge(b, []*results.Part{p})
 	if err != nil || !full.Summary().Complete {
 		t.Errorf("Merge: complete %v, err %v", full != nil && full.Summary().Complete, err)
+	}
+}
+
+func TestSummary_RecordsTheBuild(t *testing.T) {
+	b, p := onePart(t)
+	o, err := results.Merge(b, []*results.Part{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	s := o.Summary()
+	if err := results.WriteSummary(&buf, &s); err != nil {
+		t.Fatal(err)
+	}
+	want := `"build": {
+    "version": "` + version.Version + `",`
+	if s.Build != version.Get() || !strings.Contains(buf.String(), want) || !strings.Contains(buf.String(), runtime.Version()) {
+		t.Errorf("summary.json build = %+v, want %+v; text:\n%s", s.Build, version.Get(), buf.String())
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 
 	"github.com/lockstep-sim/lockstep/hostsim"
+	"github.com/lockstep-sim/lockstep/internal/version"
 	"github.com/lockstep-sim/lockstep/sim"
 )
 
@@ -142,8 +143,10 @@ type Summary struct {
 	MissingPartitions []int  `json:"missing_partitions,omitempty"`
 	PeakEventQueue    int    `json:"peak_event_queue"`
 	PacketPool        int    `json:"packet_pool_slots"`
-	Perf              Perf   `json:"perf"`
-	Extra             any    `json:"extra,omitempty"`
+	// Build is the binary that wrote the file (lockstep version).
+	Build version.Info `json:"build"`
+	Perf  Perf         `json:"perf"`
+	Extra any          `json:"extra,omitempty"`
 }
 
 // Perf is the machine-dependent part of the summary.

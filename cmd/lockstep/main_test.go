@@ -2,10 +2,16 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/lockstep-sim/lockstep/internal/version"
 )
 
 // write puts files into a fresh directory and returns it.
@@ -143,10 +149,35 @@ func TestRun_WritesTheThreeFiles(t *testing.T) {
 }
 
 func TestEveryCommandHasHelp(t *testing.T) {
-	for _, c := range [][]string{{"--help"}, {"run", "--help"}, {"validate", "--help"}, {"topo", "--help"}} {
+	// Walk the whole command tree, so a new command without help fails.
+	var paths [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		paths = append(paths, append(append([]string{}, path...), "--help"))
+		for _, sub := range c.Commands() {
+			if sub.Name() != "help" && sub.Name() != "completion" {
+				walk(sub, append(append([]string{}, path...), sub.Name()))
+			}
+		}
+	}
+	walk(newRoot(viper.New(), io.Discard, io.Discard), nil)
+	if len(paths) < 10 {
+		t.Fatalf("only %d commands found: %v", len(paths), paths)
+	}
+	for _, c := range paths {
 		var stdout, stderr bytes.Buffer
 		if code := run(c, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "Usage:") {
 			t.Errorf("%v: status %d, output %q", c, code, stdout.String())
+		}
+	}
+}
+
+func TestVersion_CommandAndFlag(t *testing.T) {
+	want := version.Get().String() + "\n"
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != 0 || stdout.String() != want {
+			t.Errorf("%v: status %d, output %q, want %q", args, code, stdout.String(), want)
 		}
 	}
 }

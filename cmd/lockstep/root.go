@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
+	"github.com/lockstep-sim/lockstep/internal/version"
 	"github.com/lockstep-sim/lockstep/scenario"
 )
 
@@ -147,8 +148,10 @@ seed give byte-identical results. See docs/scenario.md for the format.
 ` + exitStatusHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Get().String(),
 	}
-	root.AddCommand(newRunCmd(v, stdout, stderr), newValidateCmd(stdout), newTopoCmd(stdout), newPlotCmd(stdout),
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(newVersionCmd(stdout), newRunCmd(v, stdout, stderr), newValidateCmd(stdout), newTopoCmd(stdout), newPlotCmd(stdout),
 		newCCCmd(stdout, stderr), newExperimentCmd(stdout, stderr),
 		newNodeCmd(v, stdout, stderr), newCoordinatorCmd(v, stdout, stderr))
 	return root
