@@ -28,6 +28,9 @@ type Options struct {
 	// 1<<18) and once at the end.
 	Progress      func(Progress)
 	ProgressEvery int
+	// Setup, if set, is called once the fabric is built, before the
+	// first event (the CLI times setup with it).
+	Setup func()
 }
 
 // Result is a finished run: its outputs (the merge of its one part) and
@@ -56,6 +59,9 @@ func Run(b *scenario.Built, opt Options) (*Result, error) {
 		}
 	}
 	rec := results.NewRecorder(b, f)
+	if opt.Setup != nil {
+		opt.Setup()
+	}
 	for f.RunUntilBatch(limit, every) {
 		report()
 	}
