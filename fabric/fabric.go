@@ -70,15 +70,30 @@ func DirID(i int, aToB bool) sim.LinkID {
 // must not change afterwards.
 func New(cfg Config) (*Fabric, error) {
 	t := cfg.Topo
-	ix, err := topologies.Compile(t)
+	local := func(node int) bool { return cfg.Local == nil || cfg.Local(node) }
+	// Hop counts for the flows sent here (STrack's target scales with
+	// them), from the searches that build the routes.
+	nh := len(t.Hosts)
+	var pairs []topologies.HostPair
+	var pairFlow []int32
+	for i := range cfg.Flows {
+		f := &cfg.Flows[i]
+		if f.Src >= 0 && f.Src < nh && f.Dst >= 0 && f.Dst < nh && t.Hosts[f.Src] >= 0 && t.Hosts[f.Src] < len(t.Nodes) && local(t.Hosts[f.Src]) {
+			pairs = append(pairs, topologies.HostPair{Src: int32(f.Src), Dst: int32(f.Dst)})
+			pairFlow = append(pairFlow, int32(i))
+		}
+	}
+	ix, err := topologies.CompileWith(t, topologies.CompileOptions{Rows: local, Pairs: pairs})
 	if err != nil {
 		return nil, err
+	}
+	for i, h := range ix.PairHops() {
+		cfg.Flows[pairFlow[i]].Hops = int(h)
 	}
 	if cfg.Forwarding == 0 {
 		cfg.Forwarding = switchsim.ECMP
 	}
 	n := len(t.Nodes)
-	local := func(node int) bool { return cfg.Local == nil || cfg.Local(node) }
 
 	// Ports and link directions.
 	portIdx := make([][2]int, len(t.Links)) // port index of the link at A and at B
@@ -128,12 +143,6 @@ func New(cfg Config) (*Fabric, error) {
 	}
 	for hi, node := range t.Hosts {
 		hostOf[node] = int32(hi)
-	}
-	for i := range cfg.Flows {
-		f := &cfg.Flows[i]
-		if f.Src >= 0 && f.Src < len(t.Hosts) && f.Dst >= 0 && f.Dst < len(t.Hosts) {
-			f.Hops = pathHops(t, ix, t.Hosts[f.Src], f.Dst)
-		}
 	}
 	tr, err := hostsim.NewTransport(cfg.Transport, cfg.Flows, func(h int) bool { return local(t.Hosts[h]) })
 	if err != nil {
@@ -186,22 +195,6 @@ func New(cfg Config) (*Fabric, error) {
 		}
 	}
 	return f, nil
-}
-
-// pathHops counts the links from node src to host dst along the first
-// equal-cost port at each hop (all equal-cost paths have the same length).
-func pathHops(t *topologies.Topology, ix *topologies.Index, src, dst int) int {
-	r := ix.Routes()
-	hops, node := 0, src
-	for node != t.Hosts[dst] && hops <= len(t.Nodes) {
-		next := r.Next(node, dst)
-		if len(next) == 0 {
-			return 0
-		}
-		node = ix.Ports(node)[next[0]].Peer
-		hops++
-	}
-	return hops
 }
 
 // Index is the fabric's compiled topology: ports and routes.
