@@ -189,9 +189,10 @@ func New(cfg Config) (*Fabric, error) {
 			return nil, fmt.Errorf("node %d (%s) has no kind", node, t.Nodes[node].Name)
 		}
 	}
-	for _, h := range f.hosts {
-		if h != nil {
-			h.ScheduleStarts(eng)
+	for i := range cfg.Flows {
+		fl := &cfg.Flows[i]
+		if h := f.hosts[fl.Src]; h != nil {
+			h.ScheduleStart(eng, fl)
 		}
 	}
 	return f, nil
