@@ -51,10 +51,10 @@ type Fabric struct {
 	hosts    []*hostsim.Host     // by host index; nil when not local
 	switches []*switchsim.Switch // by node index; nil for hosts and non-local
 
-	ix       *topologies.Index // Topo, compiled
-	kind     []uint8           // by element
-	hostOf   []int32           // element -> host index, -1 for switches
-	linkPort []int32           // link direction -> port index at its From element
+	routes   *topologies.Routes // the local switches' rows (the Index is dropped after New)
+	kind     []uint8            // by element
+	hostOf   []int32            // element -> host index, -1 for switches
+	linkPort []int32            // link direction -> port index at its From element
 }
 
 // DirID is the sim link id of topology link i in the direction from its A
@@ -157,7 +157,7 @@ func New(cfg Config) (*Fabric, error) {
 
 	f := &Fabric{eng: eng, topo: t, tr: tr, hosts: make([]*hostsim.Host, len(t.Hosts)),
 		switches: make([]*switchsim.Switch, n),
-		kind:     make([]uint8, n), hostOf: hostOf, linkPort: linkPort, ix: ix}
+		kind:     make([]uint8, n), hostOf: hostOf, linkPort: linkPort, routes: ix.Routes()}
 	for node := 0; node < n; node++ {
 		id := sim.ElemID(node)
 		ports := ix.Ports(node)
@@ -198,9 +198,6 @@ func New(cfg Config) (*Fabric, error) {
 	return f, nil
 }
 
-// Index is the fabric's compiled topology: ports and routes.
-func (f *Fabric) Index() *topologies.Index { return f.ix }
-
 // Engine is the fabric's event engine: its clock, packet pool, links and
 // counters.
 func (f *Fabric) Engine() *sim.Engine { return f.eng }
@@ -225,8 +222,8 @@ func (f *Fabric) Switch(n int) *switchsim.Switch { return f.switches[n] }
 // NumNodes is the number of topology nodes (hosts and switches).
 func (f *Fabric) NumNodes() int { return len(f.switches) }
 
-// Routes is the compiled forwarding table.
-func (f *Fabric) Routes() *topologies.Routes { return f.ix.Routes() }
+// Routes is the compiled forwarding state (rows for the local switches).
+func (f *Fabric) Routes() *topologies.Routes { return f.routes }
 
 // Done reports whether every flow with a local endpoint has finished.
 func (f *Fabric) Done() bool { return f.tr.Done == f.tr.Local }
