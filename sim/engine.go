@@ -35,8 +35,8 @@ type elemState struct {
 // Engine owns the event queue, the packet pool and the links of one
 // partition. It is single-threaded and does no I/O.
 type Engine struct {
-	now    Time
-	q      eventQueue
+	now  Time
+	q    eventQueue
 	Pool Pool
 	// Links holds every link direction by LinkID: the state of a direction
 	// with an end in this partition, nil for the others (a partition holds
