@@ -8,7 +8,7 @@ TIMEOUT ?= 20m
 # tools/go.mod or tools/go.sum change.
 GOLANGCI_LINT ?= bin/golangci-lint
 
-.PHONY: help build run deps test test-race test-slow bench bench-smoke verify fmt vet lint tidy-check ci
+.PHONY: help build run deps test test-race test-slow bench bench-smoke bench-scale verify fmt vet lint tidy-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -44,6 +44,9 @@ test-slow: ## long soaks and big fabrics (build tag slow)
 
 bench: ## all benchmarks with allocation counts
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+bench-scale: build ## fat-tree permutations k = 8..32 in 1, 2, 4 in-memory partitions: setup s, run s, events/s, peak RSS (about a minute)
+	scripts/bench-scale.sh bin/lockstep
 
 bench-smoke: ## every benchmark once, briefly (CI)
 	$(GO) test -run '^$$' -bench . -benchtime 100x $(PKGS)

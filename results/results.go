@@ -151,7 +151,10 @@ type Summary struct {
 
 // Perf is the machine-dependent part of the summary.
 type Perf struct {
-	WallSeconds   float64 `json:"wall_seconds"`
+	WallSeconds float64 `json:"wall_seconds"`
+	// SetupSeconds is the part of WallSeconds spent building the fabric
+	// (0 when not measured).
+	SetupSeconds  float64 `json:"setup_seconds,omitempty"`
 	EventsPerSec  float64 `json:"events_per_second"`
 	PeakRSSBytes  int64   `json:"peak_rss_bytes"`
 	PeakHeapBytes uint64  `json:"peak_heap_bytes"`

@@ -34,6 +34,9 @@ type Options struct {
 	// as its reason.
 	Stop       <-chan struct{}
 	StopReason string
+	// Setup, if set, is called once the fabric is built, before the
+	// first event (the CLI times setup with it).
+	Setup func()
 }
 
 // Result is a finished run: its outputs (the merge of its one part) and
@@ -62,6 +65,9 @@ func Run(b *scenario.Built, opt Options) (*Result, error) {
 		}
 	}
 	rec := results.NewRecorder(b, f)
+	if opt.Setup != nil {
+		opt.Setup()
+	}
 	for f.RunUntilBatch(limit, every) {
 		report()
 		select {

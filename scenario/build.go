@@ -49,6 +49,9 @@ type Built struct {
 	// PcapHosts are the host indices output.pcap captures (distinct,
 	// valid, at most MaxPcapHosts).
 	PcapHosts []int
+	// Estimate is the memory the scenario needs by part (EstimateMemory),
+	// computed before the workload was built.
+	Estimate *Estimate
 
 	seed      uint64
 	digest    string
@@ -238,6 +241,10 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 	}
 	if fwd == switchsim.Spray {
 		tc.Entropy = hostsim.EntropyRandom
+	}
+	b.Estimate = EstimateMemory(s, topo)
+	if err := b.Estimate.Check(file, s, s.memLimit); err != nil {
+		return nil, err
 	}
 	flows, err := l.workload(s.Workload, topo, b.seed, tc)
 	if err != nil {

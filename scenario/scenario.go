@@ -32,6 +32,8 @@ type Scenario struct {
 	Impairments []Impairment   `yaml:"impairments"`
 	Output      Output         `yaml:"output"`
 	Placement   *Placement     `yaml:"placement"`
+
+	memLimit int64 // WithMemoryLimit; not part of the scenario
 }
 
 // Topology chooses one builder; the section named by Type must be present.

@@ -89,8 +89,9 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	show := !quiet && (v.GetBool("run.progress") || isTerminal(stderr))
 	start := time.Now()
 	var peakHeap uint64
+	var setup float64
 	last := start
-	opt := runner.Options{Progress: func(p runner.Progress) {
+	opt := runner.Options{Setup: func() { setup = time.Since(start).Seconds() }, Progress: func(p runner.Progress) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		peakHeap = max(peakHeap, ms.HeapInuse)
@@ -137,7 +138,7 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	if !res.Complete {
 		res.Reason = stopWhy
 	}
-	perf := results.Perf{WallSeconds: wall, EventsPerSec: float64(res.Fabric.Engine().Stats.Events) / wall,
+	perf := results.Perf{WallSeconds: wall, SetupSeconds: setup, EventsPerSec: float64(res.Fabric.Engine().Stats.Events) / wall,
 		PeakRSSBytes: peakRSS(), PeakHeapBytes: peakHeap, Partitions: 1}
 	if err := res.WriteDir(out, perf, nil); err != nil {
 		return err

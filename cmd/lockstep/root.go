@@ -160,6 +160,8 @@ seed give byte-identical results. See docs/scenario.md for the format.
 // loadScenario reads and builds a scenario file with the edits the
 // command line asks for (scenario.LoadFile). Its errors are bad input.
 func loadScenario(path string, edits ...scenario.Edit) (*scenario.Built, error) {
+	// Refuse a scenario that cannot fit before building it.
+	edits = append([]scenario.Edit{scenario.WithMemoryLimit(machineMemory())}, edits...)
 	b, err := scenario.LoadFile(path, edits...)
 	if err != nil {
 		return nil, badInput(err)
