@@ -99,7 +99,7 @@ func benchRound(b *testing.B, n int) {
 				b.Error(err)
 				return
 			}
-			_ = nc.Publish(subj.Report(), enc.Report(&r))
+			_ = nc.Publish(subj.Report(i), enc.Report(&r))
 		}
 		handle := func(m *nats.Msg) {
 			msg, err := wire.Decode(m.Data)
@@ -109,7 +109,7 @@ func benchRound(b *testing.B, n int) {
 			switch msg.Kind {
 			case wire.KindResync:
 				for _, r := range f.Resend(msg.Resync.Term) {
-					_ = nc.Publish(subj.Report(), enc.Report(&r))
+					_ = nc.Publish(subj.Report(i), enc.Report(&r))
 				}
 			case wire.KindGrant:
 				g := *msg.Grant

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/lockstep-sim/lockstep/internal/member"
 	"github.com/lockstep-sim/lockstep/internal/wire"
 )
 
@@ -32,6 +33,12 @@ type Config struct {
 	// StatusEvery is how often the node publishes its progress (default
 	// 250ms).
 	StatusEvery time.Duration
+	// Creds are this node's member credentials (internal/member; nil: the
+	// run has none, e.g. a node started by hand on an operator's server).
+	// With them the node accepts only a setup the launcher signed, signs
+	// its result chunks, and (unless the server enforces who may publish
+	// on the abort subject) only signed aborts.
+	Creds *member.Creds
 	// Logger (nil: discard).
 	Logger *slog.Logger
 }
@@ -96,7 +103,7 @@ func Run(ctx context.Context, cfg Config) error {
 			_ = s.Unsubscribe()
 		}
 	}()
-	for _, s := range []string{subj.Batch(cfg.Partition), subj.Grant(), subj.Resync(), subj.Abort()} {
+	for _, s := range []string{subj.Batches(cfg.Partition), subj.Grant(), subj.Resync(), subj.Abort()} {
 		sub, err := nc.Subscribe(s, q.push)
 		if err != nil {
 			return fmt.Errorf("node %d: subscribe %s: %w", cfg.Partition, s, err)
@@ -109,7 +116,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	start := time.Now()
-	su, err := fetchSetup(ctx, nc, subj, cfg)
+	var perf NodePerf
+	su, err := fetchSetup(ctx, nc, subj, cfg, &perf.Rejected)
 	if err != nil {
 		return err
 	}
@@ -133,11 +141,11 @@ func Run(ctx context.Context, cfg Config) error {
 	send := func(out Output) error {
 		for k := range out.Batches {
 			bt := &out.Batches[k]
-			if err := publish(subj.Batch(int(bt.To)), enc.Batch(bt)); err != nil {
+			if err := publish(subj.Batch(int(bt.To), cfg.Partition), enc.Batch(bt)); err != nil {
 				return err
 			}
 		}
-		return publish(subj.Report(), enc.Report(&out.Report))
+		return publish(subj.Report(cfg.Partition), enc.Report(&out.Report))
 	}
 	out, err := core.Setup()
 	if err != nil {
@@ -147,7 +155,6 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 
-	var perf NodePerf
 	waitFrom := time.Now()
 	nextStatus := waitFrom.Add(cfg.StatusEvery)
 	var buf []*nats.Msg
@@ -161,8 +168,15 @@ func Run(ctx context.Context, cfg Config) error {
 		for _, msg := range buf {
 			perf.Messages++
 			m, err := wire.Decode(msg.Data)
+			if err == nil {
+				err = attributed(subj, cfg, msg.Subject, &m)
+			}
 			if err != nil {
-				return fmt.Errorf("node %d: %s: %w", cfg.Partition, msg.Subject, err)
+				// Not from the member it claims (or not a message at
+				// all): dropped and counted, never acted on.
+				perf.Rejected++
+				log.Warn("message rejected", "subject", msg.Subject, "err", err)
+				continue
 			}
 			switch m.Kind {
 			case wire.KindGrant:
@@ -175,7 +189,7 @@ func Run(ctx context.Context, cfg Config) error {
 				}
 			case wire.KindResync:
 				for _, r := range core.Resend(m.Resync.Term) {
-					if err := publish(subj.Report(), enc.Report(&r)); err != nil {
+					if err := publish(subj.Report(cfg.Partition), enc.Report(&r)); err != nil {
 						return err
 					}
 				}
@@ -183,7 +197,11 @@ func Run(ctx context.Context, cfg Config) error {
 			case wire.KindControl:
 				if m.Control.Type == wire.TypeAbort {
 					var a wire.Abort
-					_ = m.Control.UnmarshalBody(&a)
+					if err := m.Control.UnmarshalBody(&a); err != nil || !abortTrusted(cfg, &a) {
+						perf.Rejected++
+						log.Warn("abort rejected", "from", a.From, "err", err)
+						continue
+					}
 					return fmt.Errorf("node %d: %w: %s", cfg.Partition, ErrAborted, a.Reason)
 				}
 			}
@@ -207,7 +225,7 @@ func Run(ctx context.Context, cfg Config) error {
 					st := wire.NodeStatus{Partition: cfg.Partition, Window: w, Events: core.F.Eng.Stats.Events,
 						Now: int64(core.F.Eng.Now())}
 					if data, err := enc.Control(wire.TypeNodeStatus, st); err == nil {
-						_ = nc.Publish(subj.NodeStatus(), data)
+						_ = nc.Publish(subj.NodeStatus(cfg.Partition), data)
 					}
 				}
 			}
@@ -224,8 +242,73 @@ func Run(ctx context.Context, cfg Config) error {
 	return sendResult(ctx, nc, subj, cfg, res)
 }
 
-// fetchSetup asks the coordinators for the setup until one answers.
-func fetchSetup(ctx context.Context, nc *nats.Conn, subj wire.Subjects, cfg Config) (*wire.Setup, error) {
+// attributed checks that a message came from the member it claims: each
+// kind arrives only on its own subject (which only its sender may publish
+// on, when the server enforces the members' permissions), and a batch's
+// From and To are the ones its subject names.
+func attributed(subj wire.Subjects, cfg Config, subject string, m *wire.Message) error {
+	switch m.Kind {
+	case wire.KindGrant:
+		if subject == subj.Grant() {
+			return nil
+		}
+	case wire.KindResync:
+		if subject == subj.Resync() {
+			return nil
+		}
+	case wire.KindBatch:
+		from, ok := subj.Sender(subject)
+		if ok && subject == subj.Batch(cfg.Partition, from) && int(m.Batch.From) == from && int(m.Batch.To) == cfg.Partition {
+			return nil
+		}
+		return fmt.Errorf("batch from %d to %d on %s", m.Batch.From, m.Batch.To, subject)
+	case wire.KindControl:
+		if subject == subj.Abort() && m.Control.Type == wire.TypeAbort {
+			return nil
+		}
+	}
+	return fmt.Errorf("%v message on %s", m.Kind, subject)
+}
+
+// abortTrusted says whether a node acts on an abort: with member
+// credentials, it must be signed by the launcher or a coordinator, unless
+// the server itself lets only them publish on the abort subject (then an
+// unsigned abort is theirs, and a signed one must still verify).
+func abortTrusted(cfg Config, a *wire.Abort) bool {
+	c := cfg.Creds
+	if c == nil || (c.ServerAuth && len(a.Sig) == 0) {
+		return true
+	}
+	return c.ByAuthority(wire.AbortMessage(c.Run, a), a.Sig)
+}
+
+// ErrSetupNotSigned marks a setup the launcher did not sign.
+var ErrSetupNotSigned = errors.New("node: setup not signed by the run's launcher")
+
+// fetchSetup asks the coordinators for the setup until one answers with a
+// setup the launcher signed (when the node has credentials); replies that
+// are not are counted in rejected.
+func fetchSetup(ctx context.Context, nc *nats.Conn, subj wire.Subjects, cfg Config, rejected *uint64) (*wire.Setup, error) {
+	for {
+		su, err := fetchSetupOnce(ctx, nc, subj, cfg)
+		if !errors.Is(err, ErrSetupNotSigned) {
+			return su, err
+		}
+		*rejected++
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (last error: %v)", context.Cause(ctx), err)
+		case <-t.C:
+		}
+	}
+}
+
+func fetchSetupOnce(ctx context.Context, nc *nats.Conn, subj wire.Subjects, cfg Config) (*wire.Setup, error) {
 	if cfg.SetupTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.SetupTimeout)
@@ -247,6 +330,11 @@ func fetchSetup(ctx context.Context, nc *nats.Conn, subj wire.Subjects, cfg Conf
 	var su wire.Setup
 	if err := m.Control.UnmarshalBody(&su); err != nil {
 		return nil, err
+	}
+	// The digest the node checks (FromSetup) is the launcher's only if
+	// the launcher signed it.
+	if c := cfg.Creds; c != nil && !member.Verify(c.LauncherKey, wire.SetupMessage(c.Run, &su), su.Sig) {
+		return nil, fmt.Errorf("node %d: %w", cfg.Partition, ErrSetupNotSigned)
 	}
 	return &su, nil
 }
@@ -297,7 +385,11 @@ func sendResult(ctx context.Context, nc *nats.Conn, subj wire.Subjects, cfg Conf
 	total := (len(data) + ResultChunkBytes - 1) / ResultChunkBytes
 	for i := 0; i < total; i++ {
 		chunk := data[i*ResultChunkBytes : min(len(data), (i+1)*ResultChunkBytes)]
-		req, err := enc.Control(wire.TypeResultChunk, wire.ResultChunk{Partition: cfg.Partition, Index: i, Total: total, Data: chunk})
+		ch := wire.ResultChunk{Partition: cfg.Partition, Index: i, Total: total, Data: chunk}
+		if c := cfg.Creds; c != nil {
+			ch.Sig = c.Sign(wire.ChunkMessage(c.Run, &ch))
+		}
+		req, err := enc.Control(wire.TypeResultChunk, ch)
 		if err != nil {
 			return err
 		}

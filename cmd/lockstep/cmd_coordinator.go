@@ -138,6 +138,9 @@ func runCoordinator(cmd *cobra.Command, v *viper.Viper, args []string, stderr io
 	if err != nil {
 		return badInput(err)
 	}
+	if _, auth, err = memberAuth(run, auth); err != nil {
+		return badInput(err)
+	}
 	id := v.GetString("coordinator.id")
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
