@@ -214,13 +214,22 @@ func FromEnv() (*Creds, error) {
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
+	c, err := Load(path)
 	if err != nil {
 		return nil, fmt.Errorf("$%s: %w", Env, err)
 	}
+	return c, nil
+}
+
+// Load reads the credentials file at path.
+func Load(path string) (*Creds, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
 	var c Creds
 	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("$%s %s: %w", Env, path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if _, err := c.keys(); err != nil {
 		return nil, err

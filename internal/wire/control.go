@@ -122,10 +122,10 @@ type SetupRequest struct {
 // rebuilds exactly what the launcher built from Scenario and Files,
 // refuses it unless it gives Digest, and checks that Part gives Lookahead.
 type Setup struct {
-	File     string            // the scenario's file name (for messages)
-	Scenario []byte            // scenario.Built.Effective: the effective scenario, canonically encoded
+	File     string // the scenario's file name (for messages)
+	Scenario []byte // scenario.Built.Effective: the effective scenario, canonically encoded
 	Files    []File // the files it reads (CDFs, .topo, .cm), by name
-	Seed     uint64            // the effective seed
+	Seed     uint64 // the effective seed
 	// Digest is scenario.Built.Digest: the effective scenario and every
 	// file it reads.
 	Digest    string

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/lockstep-sim/lockstep/coordinator/barrier"
+	"github.com/lockstep-sim/lockstep/deploy"
+	"github.com/lockstep-sim/lockstep/internal/member"
+	"github.com/lockstep-sim/lockstep/internal/wire"
+	"github.com/lockstep-sim/lockstep/node"
+	"github.com/lockstep-sim/lockstep/partition"
+	"github.com/lockstep-sim/lockstep/results"
+)
+
+// procArgs returns process pid's argv and its environment (Linux /proc:
+// what ps shows, and what only its owner can read).
+func procArgs(t *testing.T, pid int) (argv string, env map[string]string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		t.Skipf("no /proc/%d/cmdline: %v", pid, err)
+	}
+	e, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	if err != nil {
+		t.Skipf("no /proc/%d/environ: %v", pid, err)
+	}
+	env = map[string]string{}
+	for _, kv := range strings.Split(string(e), "\x00") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return strings.ReplaceAll(string(b), "\x00", " "), env
+}
+
+// flag returns the value after name in a ps-style argv.
+func flag(argv, name string) string {
+	f := strings.Fields(argv)
+	for i := range f[:len(f)-1] {
+		if f[i] == name {
+			return f[i+1]
+		}
+	}
+	return ""
+}
+
+// attack is one forgery: it reports how it was refused, or an error if it
+// was not.
+type attack struct {
+	name string
+	// where the refusal is counted: "nats", "launcher", "coordinators"
+	counted string
+	do      func() error
+}
+
+// TestRunDistributed_Issue10_ForgeriesRejected runs a scenario as child
+// processes on the embedded server and, mid-run, attacks it as a local
+// process that read the children's argv (run id, NATS URL) and, for the
+// stolen-credential cases, node 1's credentials file: every forgery of
+// issue 10 is refused and counted, the run exits cleanly, and its files
+// are byte-identical to an undisturbed single-process run. It also checks
+// that no child's argv shows a secret.
+func TestRunDistributed_Issue10_ForgeriesRejected(t *testing.T) {
+	requireWired(t)
+	t.Setenv(asMainEnv, "1")
+	// randomYAML with flows 8 times larger: the run lasts long enough
+	// (thousands of windows) for the attacks to land mid-run.
+	dir := write(t, map[string]string{"r.yaml": strings.Replace(randomYAML, "size: 1MB", "size: 8MB", 1)})
+	s := filepath.Join(dir, "r.yaml")
+	single := filepath.Join(dir, "single")
+	runCLI(t, "run", s, "--out", single, "--quiet")
+	b, err := loadScenario(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := partition.Auto(b.Topo, b.Fabric.Impairments, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	nodes := map[string]int{} // child name -> pid
+	var coordRejected atomic.Uint64
+	started := make(chan struct{})
+	var once sync.Once
+	var stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	type outcome struct {
+		res *deploy.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := deploy.Run(ctx, deploy.Options{Built: b, Placement: pl, Procs: true, Coordinators: 1,
+			StatusEvery: 5 * time.Millisecond, Stderr: &lockedWriter{w: &stderr},
+			OnChild: func(c deploy.Child) {
+				mu.Lock()
+				nodes[c.Name] = c.PID
+				mu.Unlock()
+			},
+			OnStatus: func(st wire.Status) {
+				coordRejected.Store(max(coordRejected.Load(), st.Rejected))
+				if st.Window >= 5 {
+					once.Do(func() { close(started) })
+				}
+			}})
+		done <- outcome{res, err}
+	}()
+	select {
+	case <-started:
+	case o := <-done:
+		t.Fatalf("the run ended (err %v) before window 5\nstderr:\n%s", o.err, stderr.String())
+	}
+
+	// What ps shows: the run id and the NATS URL, but no secret.
+	mu.Lock()
+	pid0, pid1 := nodes["node 0"], nodes["node 1"]
+	mu.Unlock()
+	argv, env := procArgs(t, pid1)
+	url, run := flag(argv, "--nats"), flag(argv, "--run")
+	if url == "" || run == "" {
+		t.Fatalf("node 1's argv %q: no --nats or --run", argv)
+	}
+	stolen, err := member.Load(env[member.Env])
+	if err != nil {
+		t.Fatalf("node 1's credentials ($%s=%q): %v", member.Env, env[member.Env], err)
+	}
+	for _, pid := range []int{pid0, pid1} {
+		a, e := procArgs(t, pid)
+		c, err := member.Load(e[member.Env])
+		if err != nil {
+			t.Fatalf("pid %d: credentials: %v", pid, err)
+		}
+		if strings.Contains(a, c.Seed) || strings.Contains(a, "SU") || strings.Contains(a, member.Env) {
+			t.Errorf("pid %d's argv %q shows its credentials", pid, a)
+		}
+		if fi, err := os.Stat(e[member.Env]); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("credentials file %s: mode %v (err %v), want 0600", e[member.Env], fi.Mode().Perm(), err)
+		}
+	}
+	subj, _ := wire.NewSubjects(run)
+	enc := wire.NewEncoder()
+
+	// An anonymous process cannot even connect.
+	if nc, err := nats.Connect(url, nats.MaxReconnects(0)); err == nil {
+		nc.Close()
+		t.Errorf("a connection without credentials to %s was accepted", url)
+	} else if !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+		t.Errorf("connect without credentials: %v, want an authorization violation", err)
+	}
+	// Node 1's stolen credentials: every subject it may not use is refused
+	// by the server.
+	var violations atomic.Int64
+	opts, err := stolen.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	thief, err := nats.Connect(url, append(opts, nats.MaxReconnects(0), nats.ErrorHandler(
+		func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				violations.Add(1)
+			}
+		}))...)
+	if err != nil {
+		t.Fatalf("connect with node 1's credentials: %v", err)
+	}
+	defer thief.Close()
+
+	forgedFinish := enc.Grant(&barrier.Grant{Window: 1 << 20, Term: 2, Start: 1, End: 2, Expect: []uint32{0, 0},
+		Finished: true, Reason: barrier.FinishStopTime})
+	abort, _ := enc.Control(wire.TypeAbort, wire.Abort{Reason: "forged abort", From: member.Launcher})
+	forged := node.PartResult{Part: results.Part{Partition: 0, Digest: b.Digest()}}
+	forged.Final.Finished = true
+	data, _ := node.EncodeResult(&forged)
+	reencoded, _ := enc.Control(wire.TypeResultChunk, wire.ResultChunk{Partition: 0, Index: 0, Total: 1, Data: data})
+	bomb := wire.ResultChunk{Partition: 1, Index: 0, Total: 1 << 40, Data: []byte("x")}
+	bomb.Sig = stolen.Sign(wire.ChunkMessage(run, &bomb)) // node 1's key, its own subject
+	bombMsg, _ := enc.Control(wire.TypeResultChunk, bomb)
+	as0 := wire.ResultChunk{Partition: 0, Index: 0, Total: 1, Data: data}
+	as0.Sig = stolen.Sign(wire.ChunkMessage(run, &as0))
+	as0Msg, _ := enc.Control(wire.TypeResultChunk, as0)
+	report0 := enc.Report(&barrier.Report{Node: 0, Window: 1 << 20, Term: 1, NextEvent: 0, MinSent: math.MaxInt64,
+		Sent: []uint32{0, 0}, Done: true})
+
+	refusedReply := func(subject string, msg []byte) func() error {
+		return func() error {
+			r, err := thief.Request(subject, msg, 5*time.Second)
+			if err != nil {
+				return err
+			}
+			m, err := wire.Decode(r.Data)
+			if err != nil || m.Control == nil || m.Control.Type != wire.TypeError {
+				return errors.New("the collector acknowledged the chunk")
+			}
+			return nil
+		}
+	}
+	publish := func(subject string, msg []byte) func() error {
+		return func() error { _ = thief.Publish(subject, msg); return thief.Flush() }
+	}
+	subscribe := func(subject string) func() error {
+		return func() error {
+			if _, err := thief.Subscribe(subject, func(*nats.Msg) {}); err != nil {
+				return err
+			}
+			return thief.Flush()
+		}
+	}
+	attacks := []attack{
+		{"report claiming node 0 on node 1's subject", "coordinators", publish(subj.Report(1), report0)},
+		{"forged finish grant (term+1) as the coordinator", "nats", publish(subj.Grant(), forgedFinish)},
+		{"garbage on the grant subject", "nats", publish(subj.Grant(), []byte("\x93\x05\xa5garbage"))},
+		{"forged abort", "nats", publish(subj.Abort(), abort)},
+		{"re-encoded result chunk as node 0", "nats", publish(subj.Result(0), reencoded)},
+		{"report as node 0 on node 0's subject", "nats", publish(subj.Report(0), report0)},
+		{"batch as node 0", "nats", publish(subj.Batch(1, 0), enc.Batch(&wire.Batch{From: 0, To: 1, Window: 1}))},
+		{"subscribe to every result", "nats", subscribe(subj.Results())},
+		{"subscribe to node 0's batches", "nats", subscribe(subj.Batches(0))},
+		{"chunk with Total 2^40", "launcher", refusedReply(subj.Result(1), bombMsg)},
+		{"node 1's chunk claiming partition 0", "launcher", refusedReply(subj.Result(1), as0Msg)},
+	}
+	wantNATS := int64(0)
+	for _, a := range attacks {
+		if err := a.do(); err != nil {
+			t.Errorf("%s: %v", a.name, err)
+		}
+		if a.counted == "nats" {
+			wantNATS++
+		}
+	}
+	// The server refused each in order; the thief hears of each refusal.
+	deadline := time.Now().Add(10 * time.Second)
+	for violations.Load() < wantNATS && time.Now().Before(deadline) {
+		_ = thief.FlushTimeout(time.Second)
+	}
+	if got := violations.Load(); got != wantNATS {
+		t.Errorf("the server reported %d permission violations to node 1's thief, want %d", got, wantNATS)
+	}
+	for coordRejected.Load() < 1 && time.Now().Before(deadline) {
+		_ = thief.FlushTimeout(100 * time.Millisecond)
+	}
+	var o outcome
+	select {
+	case o = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the attacked run did not end")
+	}
+	if o.err != nil {
+		t.Fatalf("attacked run: %v\nstderr:\n%s", o.err, stderr.String())
+	}
+	r := o.res.Rejected
+	t.Logf("rejected: %+v; coordinator status saw %d; %d windows", r, coordRejected.Load(), o.res.Results[0].Core.Windows)
+	if r.NATS < uint64(wantNATS)+1 { // +1: the anonymous connection
+		t.Errorf("the embedded server counted %d refusals, want >= %d", r.NATS, wantNATS+1)
+	}
+	if r.Launcher != 2 {
+		t.Errorf("the collector counted %d refused chunks, want 2", r.Launcher)
+	}
+	if r.Coordinators < 1 || coordRejected.Load() < 1 {
+		t.Errorf("the leader counted %d (status %d) refused reports, want >= 1", r.Coordinators, coordRejected.Load())
+	}
+	got := filepath.Join(dir, "attacked")
+	if err := os.MkdirAll(got, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.res.Outputs.WriteDir(got, results.Perf{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, "attacked run", single, got)
+}
