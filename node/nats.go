@@ -289,6 +289,11 @@ var ErrSetupNotSigned = errors.New("node: setup not signed by the run's launcher
 // setup the launcher signed (when the node has credentials); replies that
 // are not are counted in rejected.
 func fetchSetup(ctx context.Context, nc *nats.Conn, subj wire.Subjects, cfg Config, rejected *uint64) (*wire.Setup, error) {
+	if cfg.SetupTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.SetupTimeout)
+		defer cancel()
+	}
 	for {
 		su, err := fetchSetupOnce(ctx, nc, subj, cfg)
 		if !errors.Is(err, ErrSetupNotSigned) {
@@ -296,24 +301,19 @@ func fetchSetup(ctx context.Context, nc *nats.Conn, subj wire.Subjects, cfg Conf
 		}
 		*rejected++
 		if ctx.Err() != nil {
-			return nil, err
+			return nil, err // err wraps ErrSetupNotSigned
 		}
 		t := time.NewTimer(50 * time.Millisecond)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("%w (last error: %v)", context.Cause(ctx), err)
+			return nil, err // err wraps ErrSetupNotSigned
 		case <-t.C:
 		}
 	}
 }
 
 func fetchSetupOnce(ctx context.Context, nc *nats.Conn, subj wire.Subjects, cfg Config) (*wire.Setup, error) {
-	if cfg.SetupTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.SetupTimeout)
-		defer cancel()
-	}
 	req, err := wire.NewEncoder().Control(wire.TypeSetupRequest, wire.SetupRequest{Partition: cfg.Partition})
 	if err != nil {
 		return nil, err

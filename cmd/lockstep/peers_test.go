@@ -282,3 +282,116 @@ func TestRunDistributed_Issue10_ForgeriesRejected(t *testing.T) {
 	}
 	sameFiles(t, "attacked run", single, got)
 }
+
+// TestRunDistributed_Issue10_ExternalServerForgeriesRejected is the same
+// run on an operator's NATS server that knows nothing of the members (no
+// permissions): an anonymous process reaches every subject, and the
+// members' own checks refuse what it sends: garbage and batches that
+// misname their sender (nodes), unsigned or wrongly signed aborts
+// (nodes), a report that misnames its node (leader), unsigned result
+// chunks and a Total=2^40 chunk (launcher). The run finishes and its files
+// are byte-identical. (Grants are attributed only by the server's
+// permissions, so a forged grant on such a server is not tested: see
+// docs/decisions.md.)
+func TestRunDistributed_Issue10_ExternalServerForgeriesRejected(t *testing.T) {
+	requireWired(t)
+	t.Setenv(asMainEnv, "1")
+	ns := startNATS(t)
+	dir := write(t, map[string]string{"r.yaml": strings.Replace(randomYAML, "size: 1MB", "size: 8MB", 1)})
+	s := filepath.Join(dir, "r.yaml")
+	single := filepath.Join(dir, "single")
+	runCLI(t, "run", s, "--out", single, "--quiet")
+	b, err := loadScenario(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := partition.Auto(b.Topo, b.Fabric.Impairments, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const run = "ext-forgeries"
+	var coordRejected atomic.Uint64
+	started := make(chan struct{})
+	var once sync.Once
+	var stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	type outcome struct {
+		res *deploy.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := deploy.Run(ctx, deploy.Options{Built: b, Placement: pl, Procs: true, NATS: ns.ClientURL(), RunID: run,
+			StatusEvery: 5 * time.Millisecond, Stderr: &lockedWriter{w: &stderr},
+			OnStatus: func(st wire.Status) {
+				coordRejected.Store(max(coordRejected.Load(), st.Rejected))
+				if st.Window >= 5 {
+					once.Do(func() { close(started) })
+				}
+			}})
+		done <- outcome{res, err}
+	}()
+	select {
+	case <-started:
+	case o := <-done:
+		t.Fatalf("the run ended (err %v) before window 5\nstderr:\n%s", o.err, stderr.String())
+	}
+	anon, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anon.Close()
+	subj, _ := wire.NewSubjects(run)
+	enc := wire.NewEncoder()
+	stranger, err := member.NewSet(run, nil, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unsigned, _ := enc.Control(wire.TypeAbort, wire.Abort{Reason: "forged abort", From: member.Launcher})
+	a := wire.Abort{Reason: "forged abort", From: member.Launcher}
+	a.Sig = stranger.Launcher.Sign(wire.AbortMessage(run, &a))
+	strangerSigned, _ := enc.Control(wire.TypeAbort, a)
+	forged := node.PartResult{Part: results.Part{Partition: 0, Digest: b.Digest()}}
+	data, _ := node.EncodeResult(&forged)
+	chunk, _ := enc.Control(wire.TypeResultChunk, wire.ResultChunk{Partition: 0, Index: 0, Total: 1, Data: data})
+	bomb, _ := enc.Control(wire.TypeResultChunk, wire.ResultChunk{Partition: 1, Index: 0, Total: 1 << 40, Data: []byte("x")})
+	report0 := enc.Report(&barrier.Report{Node: 0, Window: 1 << 20, Term: 1, MinSent: math.MaxInt64, Sent: []uint32{0, 0}})
+
+	// Each reaches both nodes (grant, abort) or one (batch): 2+2+2+1.
+	_ = anon.Publish(subj.Report(1), report0)
+	_ = anon.Publish(subj.Grant(), []byte("\x93\x05\xa5garbage"))
+	_ = anon.Publish(subj.Abort(), unsigned)
+	_ = anon.Publish(subj.Abort(), strangerSigned)
+	_ = anon.Publish(subj.Batch(0, 0), enc.Batch(&wire.Batch{From: 1, To: 0, Window: 1}))
+	for _, m := range [][]byte{chunk, bomb} {
+		r, err := anon.Request(subj.Result(0), m, 5*time.Second)
+		if err != nil {
+			t.Fatalf("forged chunk: %v", err)
+		}
+		if d, err := wire.Decode(r.Data); err != nil || d.Control.Type != wire.TypeError {
+			t.Errorf("the collector did not refuse a forged chunk")
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for coordRejected.Load() < 1 && time.Now().Before(deadline) {
+		_ = anon.FlushTimeout(100 * time.Millisecond)
+	}
+	o := <-done
+	if o.err != nil {
+		t.Fatalf("attacked run: %v\nstderr:\n%s", o.err, stderr.String())
+	}
+	r := o.res.Rejected
+	t.Logf("rejected: %+v", r)
+	if r.Nodes != 7 || r.Launcher != 2 || r.Coordinators < 1 {
+		t.Errorf("rejected %+v, want 7 by the nodes, 2 by the launcher, >= 1 by the leader", r)
+	}
+	got := filepath.Join(dir, "attacked")
+	if err := os.MkdirAll(got, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.res.Outputs.WriteDir(got, results.Perf{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, "attacked run on an external server", single, got)
+}
