@@ -2,8 +2,9 @@
 GO      ?= go
 PKGS    ?= ./...
 TIMEOUT ?= 20m
+FUZZTIME ?= 5s
 
-.PHONY: help build run deps test test-race test-slow bench bench-smoke verify fmt vet tidy-check ci
+.PHONY: help build run deps test test-race test-slow bench bench-smoke fuzz verify fmt vet tidy-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -38,6 +39,17 @@ bench: ## all benchmarks with allocation counts
 
 bench-smoke: ## every benchmark once, briefly (CI)
 	$(GO) test -run '^$$' -bench . -benchtime 100x $(PKGS)
+
+# Every native fuzz target in the tree (found by grep, so a new one is never
+# forgotten), each for FUZZTIME, with its seed corpus (testdata/fuzz/).
+fuzz: ## run every Fuzz target briefly (FUZZTIME each, default 5s)
+	@set -e; grep -rlE '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' --include='*_test.go' . | sort | while read -r file; do \
+	  dir=$$(dirname "$$file"); \
+	  for t in $$(grep -oE '^func Fuzz[A-Za-z0-9_]+' "$$file" | cut -d' ' -f2); do \
+	    echo "fuzz $$dir $$t ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) "./$$dir" || exit 1; \
+	  done; \
+	done
 
 verify: fmt vet tidy-check ## gofmt, go vet, go mod tidy clean
 

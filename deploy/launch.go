@@ -277,11 +277,11 @@ func (l *launch) startNATS() error {
 		l.url = l.o.NATS
 		return nil
 	}
-	opts := &server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, MaxPayload: wire.MaxMessageBytes}
-	if l.creds != nil {
-		// Only the run's members may connect, each with its own
-		// permissions (members.go).
-		opts.Nkeys = serverUsers(l.subj, l.creds)
+	// Only the run's members may connect, each with its own permissions
+	// (members.go).
+	opts, err := ServerOptions(l.o.RunID, l.creds)
+	if err != nil {
+		return err
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {

@@ -49,6 +49,21 @@ func launcherPermissions(s wire.Subjects) *server.Permissions {
 	}
 }
 
+// ServerOptions are the embedded NATS server's options for run: on
+// loopback, with the wire's payload limit, and with set's members as its
+// only users (nil set: anyone may connect).
+func ServerOptions(run string, set *member.Set) (*server.Options, error) {
+	subj, err := wire.NewSubjects(run)
+	if err != nil {
+		return nil, err
+	}
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, MaxPayload: wire.MaxMessageBytes}
+	if set != nil {
+		opts.Nkeys = serverUsers(subj, set)
+	}
+	return opts, nil
+}
+
 // serverUsers are the embedded server's users: one nkey per member, with
 // its permissions. Nobody else may connect.
 func serverUsers(s wire.Subjects, set *member.Set) []*server.NkeyUser {
