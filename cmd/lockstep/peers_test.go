@@ -67,7 +67,7 @@ type attack struct {
 }
 
 // TestRunDistributed_Issue10_ForgeriesRejected runs a scenario as child
-// processes on the embedded server and, mid-run, attacks it as a local
+// processes (2 nodes, 3 coordinators) on the embedded server and, mid-run, attacks it as a local
 // process that read the children's argv (run id, NATS URL) and, for the
 // stolen-credential cases, node 1's credentials file: every forgery of
 // issue 10 is refused and counted, the run exits cleanly, and its files
@@ -105,7 +105,7 @@ func TestRunDistributed_Issue10_ForgeriesRejected(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := deploy.Run(ctx, deploy.Options{Built: b, Placement: pl, Procs: true, Coordinators: 1,
+		res, err := deploy.Run(ctx, deploy.Options{Built: b, Placement: pl, Procs: true, Coordinators: 3,
 			StatusEvery: 5 * time.Millisecond, Stderr: &lockedWriter{w: &stderr},
 			OnChild: func(c deploy.Child) {
 				mu.Lock()
@@ -128,8 +128,15 @@ func TestRunDistributed_Issue10_ForgeriesRejected(t *testing.T) {
 
 	// What ps shows: the run id and the NATS URL, but no secret.
 	mu.Lock()
-	pid0, pid1 := nodes["node 0"], nodes["node 1"]
+	pid1 := nodes["node 1"]
+	var children []int
+	for _, pid := range nodes {
+		children = append(children, pid)
+	}
 	mu.Unlock()
+	if len(children) != 5 {
+		t.Fatalf("children %v, want 2 nodes and 3 coordinators", nodes)
+	}
 	argv, env := procArgs(t, pid1)
 	url, run := flag(argv, "--nats"), flag(argv, "--run")
 	if url == "" || run == "" {
@@ -139,7 +146,7 @@ func TestRunDistributed_Issue10_ForgeriesRejected(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node 1's credentials ($%s=%q): %v", member.Env, env[member.Env], err)
 	}
-	for _, pid := range []int{pid0, pid1} {
+	for _, pid := range children {
 		a, e := procArgs(t, pid)
 		c, err := member.Load(e[member.Env])
 		if err != nil {

@@ -183,3 +183,19 @@ func FuzzControlBody(f *testing.F) {
 		}
 	})
 }
+
+func TestSubjects_SenderIsTheLastToken(t *testing.T) {
+	s, _ := NewSubjects("r1")
+	for subject, want := range map[string]int{s.Report(3): 3, s.Batch(0, 7): 7, s.Result(12): 12, s.NodeStatus(0): 0} {
+		if got, ok := s.Sender(subject); !ok || got != want {
+			t.Errorf("Sender(%q) = %d, %v; want %d, true", subject, got, ok, want)
+		}
+	}
+	other, _ := NewSubjects("r2")
+	for _, subject := range []string{s.Grant(), s.Prefix() + "report.03", s.Prefix() + "report.-1", s.Prefix() + "report.x",
+		other.Report(1), s.Prefix() + "report.99999999999999999999"} {
+		if n, ok := s.Sender(subject); ok {
+			t.Errorf("Sender(%q) = %d, true; want false", subject, n)
+		}
+	}
+}
