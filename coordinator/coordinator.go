@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/nats-io/nats.go"
 
+	"github.com/lockstep-sim/lockstep/internal/member"
 	"github.com/lockstep-sim/lockstep/internal/wire"
 )
 
@@ -33,6 +34,10 @@ type Config struct {
 	// same run (the first leader records its RunConfig in raft; the others
 	// refuse to lead a different one).
 	Setup *wire.Setup
+	// Creds are this replica's member credentials (nil: the run has
+	// none). An abort the replica publishes should be Creds.Abort(reason):
+	// signed, so that nodes on a server without member permissions take it.
+	Creds *member.Creds
 	// ID is this replica's raft server id; Addr the address its raft TCP
 	// transport binds (default 127.0.0.1:0, usable for a single replica).
 	ID   string

@@ -413,6 +413,7 @@ func (l *launch) startCoordinators(ctx context.Context, su *wire.Setup) error {
 			return err
 		}
 		c, err := coordinator.Start(coordinator.Config{Conn: nc, Run: l.o.RunID, Setup: su, ID: "c0",
+			Creds:     l.member(member.Coordinator("c0")),
 			MarkEvery: l.o.MarkEvery, StatusEvery: l.o.StatusEvery, Logger: l.log})
 		if err != nil {
 			return err
@@ -594,10 +595,7 @@ func (l *launch) cleanup(failed bool) error {
 	l.mu.Unlock()
 	if failed && len(conns) > 0 {
 		enc := wire.NewEncoder()
-		a := wire.Abort{Reason: "the launcher stopped the run", From: member.Launcher}
-		if l.creds != nil {
-			a.Sig = l.creds.Launcher.Sign(wire.AbortMessage(l.o.RunID, &a))
-		}
+		a := l.member(member.Launcher).Abort("the launcher stopped the run")
 		if data, err := enc.Control(wire.TypeAbort, a); err == nil {
 			_ = conns[0].Publish(l.subj.Abort(), data)
 			_ = conns[0].FlushTimeout(time.Second)

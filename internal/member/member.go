@@ -198,6 +198,17 @@ func (c *Creds) ByAuthority(msg, sig []byte) bool {
 	return false
 }
 
+// Abort is an abort from member c with reason, signed (c may be nil: an
+// unsigned abort, for runs without member keys).
+func (c *Creds) Abort(reason string) wire.Abort {
+	if c == nil {
+		return wire.Abort{Reason: reason}
+	}
+	a := wire.Abort{Reason: reason, From: c.Name}
+	a.Sig = c.Sign(wire.AbortMessage(c.Run, &a))
+	return a
+}
+
 // Write writes c to path, readable by its owner only.
 func Write(path string, c *Creds) error {
 	data, err := json.Marshal(c)
