@@ -193,7 +193,7 @@ func (l *leader) resync() {
 func (l *leader) status() {
 	l.mu.Lock()
 	st := wire.Status{ID: l.c.cfg.ID, Term: l.term, PID: os.Getpid(), Window: l.last.Window, Start: int64(l.last.Start),
-		Phase: l.bar.Phase().String(), Grants: l.bar.Stats().Grants, Rejected: l.rejected}
+		Phase: l.bar.Phase().String(), Grants: l.bar.Stats().Grants, Rejected: l.rejected + l.c.RaftRejected()}
 	stopped := l.stopped
 	var data []byte
 	var err error

@@ -51,8 +51,9 @@ type Rejected struct {
 	NATS uint64 `json:"nats"`
 	// Launcher: result chunks the collector refused.
 	Launcher uint64 `json:"launcher"`
-	// Coordinators: reports the leaders refused (each leader term's last
-	// published count, summed).
+	// Coordinators: reports the leaders refused and raft connections
+	// their replicas refused (each leader term's last published count,
+	// summed).
 	Coordinators uint64 `json:"coordinators"`
 	// Nodes: messages the nodes refused (their per_node counts, summed).
 	Nodes uint64 `json:"nodes"`

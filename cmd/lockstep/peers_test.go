@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -240,6 +243,34 @@ func TestRunDistributed_Issue10_ForgeriesRejected(t *testing.T) {
 		{"chunk with Total 2^40", "launcher", refusedReply(subj.Result(1), bombMsg)},
 		{"node 1's chunk claiming partition 0", "launcher", refusedReply(subj.Result(1), as0Msg)},
 	}
+	// The raft ports are in the coordinators' argv: a connection that
+	// does not answer the handshake is refused (and counted by the
+	// leader's replica; each replica gets one).
+	raftAttempts := 0
+	for _, pid := range children {
+		a, _ := procArgs(t, pid)
+		if addr := flag(a, "--raft-addr"); addr != "" {
+			raftAttempts++
+			attacks = append(attacks, attack{"raft connection to " + addr, "coordinators", func() error {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				_, _ = c.Write(bytes.Repeat([]byte{0x01}, 100))
+				_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				// Closed (EOF, or a reset: our bytes were unread) before
+				// the deadline.
+				if _, err := io.Copy(io.Discard, c); errors.Is(err, os.ErrDeadlineExceeded) {
+					return fmt.Errorf("the replica did not close the connection: %v", err)
+				}
+				return nil
+			}})
+		}
+	}
+	if raftAttempts != 3 {
+		t.Fatalf("%d coordinators with --raft-addr, want 3", raftAttempts)
+	}
 	wantNATS := int64(0)
 	for _, a := range attacks {
 		if err := a.do(); err != nil {
@@ -257,7 +288,7 @@ func TestRunDistributed_Issue10_ForgeriesRejected(t *testing.T) {
 	if got := violations.Load(); got != wantNATS {
 		t.Errorf("the server reported %d permission violations to node 1's thief, want %d", got, wantNATS)
 	}
-	for coordRejected.Load() < 1 && time.Now().Before(deadline) {
+	for coordRejected.Load() < 2 && time.Now().Before(deadline) {
 		_ = thief.FlushTimeout(100 * time.Millisecond)
 	}
 	var o outcome
@@ -277,8 +308,9 @@ func TestRunDistributed_Issue10_ForgeriesRejected(t *testing.T) {
 	if r.Launcher != 2 {
 		t.Errorf("the collector counted %d refused chunks, want 2", r.Launcher)
 	}
-	if r.Coordinators < 1 || coordRejected.Load() < 1 {
-		t.Errorf("the leader counted %d (status %d) refused reports, want >= 1", r.Coordinators, coordRejected.Load())
+	if r.Coordinators < 2 || coordRejected.Load() < 2 {
+		t.Errorf("the leader counted %d (status %d) refused reports and raft connections, want >= 2", r.Coordinators,
+			coordRejected.Load())
 	}
 	got := filepath.Join(dir, "attacked")
 	if err := os.MkdirAll(got, 0o755); err != nil {

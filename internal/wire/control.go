@@ -189,8 +189,9 @@ type Status struct {
 	Start  int64  // its start, ps
 	Phase  string
 	Grants uint64
-	// Rejected counts the messages this leader dropped: undecodable, or
-	// from a sender other than the one they claim.
+	// Rejected counts the reports this leader dropped (undecodable, or
+	// from a sender other than the one they claim) and the raft
+	// connections its replica refused (not from a coordinator of the run).
 	Rejected uint64
 }
 
