@@ -2,13 +2,14 @@
 GO      ?= go
 PKGS    ?= ./...
 TIMEOUT ?= 20m
+FUZZTIME ?= 5s
 
 # golangci-lint is pinned in tools/go.mod and built from there into bin/
 # (one go build, with only the Go module proxy); it is rebuilt when
 # tools/go.mod or tools/go.sum change.
 GOLANGCI_LINT ?= bin/golangci-lint
 
-.PHONY: help build run deps test test-race test-slow bench bench-smoke bench-scale verify fmt vet lint tidy-check ci
+.PHONY: help build run deps test test-race test-slow bench bench-smoke bench-scale fuzz verify fmt vet lint tidy-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -50,6 +51,17 @@ bench-scale: build ## fat-tree permutations k = 8..32 in 1, 2, 4 in-memory parti
 
 bench-smoke: ## every benchmark once, briefly (CI)
 	$(GO) test -run '^$$' -bench . -benchtime 100x $(PKGS)
+
+# Every native fuzz target in the tree (found by grep, so a new one is never
+# forgotten), each for FUZZTIME, with its seed corpus (testdata/fuzz/).
+fuzz: ## run every Fuzz target briefly (FUZZTIME each, default 5s)
+	@set -e; grep -rlE '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' --include='*_test.go' . | sort | while read -r file; do \
+	  dir=$$(dirname "$$file"); \
+	  for t in $$(grep -oE '^func Fuzz[A-Za-z0-9_]+' "$$file" | cut -d' ' -f2); do \
+	    echo "fuzz $$dir $$t ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) "./$$dir" || exit 1; \
+	  done; \
+	done
 
 verify: fmt vet lint tidy-check ## gofmt, go vet, golangci-lint, go mod tidy clean (both modules)
 

@@ -140,6 +140,10 @@ func runCoordinator(cmd *cobra.Command, v *viper.Viper, args []string, stderr io
 	if err != nil {
 		return badInput(err)
 	}
+	creds, auth, err := memberAuth(run, auth)
+	if err != nil {
+		return badInput(err)
+	}
 	id := v.GetString("coordinator.id")
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -148,7 +152,7 @@ func runCoordinator(cmd *cobra.Command, v *viper.Viper, args []string, stderr io
 		return fmt.Errorf("coordinator %s: connect to %s: %w", id, url, err)
 	}
 	defer nc.Close()
-	return coordinator.Run(ctx, coordinator.Config{Conn: nc, Run: run, Setup: su, ID: id,
+	return coordinator.Run(ctx, coordinator.Config{Conn: nc, Run: run, Setup: su, ID: id, Creds: creds,
 		Addr: v.GetString("coordinator.raft-addr"), Peers: peers, Dir: v.GetString("coordinator.raft-dir"),
 		MarkEvery: v.GetUint64("coordinator.mark-every"), StatusEvery: v.GetDuration("coordinator.status-every"),
 		PeerTimeout: v.GetDuration("coordinator.peer-timeout"), Logger: log, RaftLog: stderr})

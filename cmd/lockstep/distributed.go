@@ -171,6 +171,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 			return true, writePartial(res, out, time.Since(start).Seconds(), pl.P, err)
 		}
 		m, rs = res.Outputs, res.Results
+		stats.Rejected = res.Rejected
 		for _, l := range res.Leaders {
 			stats.Leaders = append(stats.Leaders, fmt.Sprintf("%s@%d", l.ID, l.Term))
 		}
@@ -181,6 +182,8 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 	}
 	ds := node.RunStats(pl, rs, m.End, wall)
 	ds.Transport, ds.Nodes, ds.Coordinators, ds.Leaders = stats.Transport, stats.Nodes, stats.Coordinators, stats.Leaders
+	ds.Rejected.NATS, ds.Rejected.Launcher, ds.Rejected.Coordinators = stats.Rejected.NATS, stats.Rejected.Launcher,
+		stats.Rejected.Coordinators
 	sum := m.Summary()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
