@@ -156,7 +156,7 @@ type launch struct {
 	// abortsRejected counts aborts the launcher refused (not signed by the
 	// launcher or a coordinator).
 	abortsRejected atomic.Uint64
-	credsDir   string // the children's credential files (0700)
+	credsDir       string // the children's credential files (0700)
 
 	mu       sync.Mutex
 	children []*child       // guarded by mu
