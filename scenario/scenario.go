@@ -32,6 +32,9 @@ type Scenario struct {
 	Impairments []Impairment   `yaml:"impairments"`
 	Output      Output         `yaml:"output"`
 	Placement   *Placement     `yaml:"placement"`
+
+	// outside: the files it names may be outside its folder (AllowOutside).
+	outside bool
 }
 
 // Topology chooses one builder; the section named by Type must be present.

@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
+	"github.com/lockstep-sim/lockstep/fabric"
+	"github.com/lockstep-sim/lockstep/partition"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/runner"
 	"github.com/lockstep-sim/lockstep/scenario"
@@ -47,6 +49,7 @@ environment: LOCKSTEP_OUT, LOCKSTEP_SEED, LOCKSTEP_PROGRESS.`,
 	cmd.Flags().Bool("progress", false, "show progress on stderr even when it is not a terminal")
 	cmd.Flags().Bool("quiet", false, "no progress and no closing line")
 	addOutputFlags(cmd)
+	addInputFlags(cmd)
 	addRunDistributedFlags(cmd, v)
 	for _, f := range []string{"out", "seed", "progress", "quiet"} {
 		_ = v.BindPFlag("run."+f, cmd.Flags().Lookup(f))
@@ -74,6 +77,16 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	b, err := loadScenario(path, edits...)
 	if err != nil {
 		return err
+	}
+	// What the run builds is built before anything is written: a fabric
+	// it cannot build leaves no --out behind (and validate says the same).
+	var f *fabric.Fabric
+	if !distributedAsked(cmd, b) {
+		if f, err = runner.Prepare(b); err != nil {
+			return badInput(err)
+		}
+	} else if _, err := partition.ForScenario(b, v.GetInt("run.partitions")); err != nil {
+		return badInput(err)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return badInput(fmt.Errorf("--out %s: %v", out, unwrapPathErr(err)))
@@ -121,7 +134,7 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	}()
 	opt.Stop = stopRun
 	opt.StopReason = "interrupted"
-	res, err := runner.Run(b, opt)
+	res, err := runner.RunPrepared(b, f, opt)
 	if err != nil {
 		// A fabric the scenario cannot build is bad input; a single part
 		// that does not merge is a broken invariant.
@@ -159,7 +172,7 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 // it is built (--seed, --cwnd, --queues): every run, in one process or
 // many, builds the scenario after them.
 func runEdits(cmd *cobra.Command, v *viper.Viper) ([]scenario.Edit, error) {
-	var edits []scenario.Edit
+	edits := inputEdits(cmd)
 	if cmd.Flags().Changed("seed") || v.IsSet("run.seed") && os.Getenv("LOCKSTEP_SEED") != "" {
 		edits = append(edits, scenario.WithSeed(v.GetUint64("run.seed")))
 	}
@@ -168,6 +181,20 @@ func runEdits(cmd *cobra.Command, v *viper.Viper) ([]scenario.Edit, error) {
 		return nil, err
 	}
 	return append(edits, more...), nil
+}
+
+// addInputFlags adds --allow-outside, which lets a scenario read files
+// outside its folder.
+func addInputFlags(cmd *cobra.Command) {
+	cmd.Flags().Bool("allow-outside", false, "let the scenario read files outside its folder (absolute names, ..)")
+}
+
+// inputEdits is the edit of --allow-outside.
+func inputEdits(cmd *cobra.Command) []scenario.Edit {
+	if ok, _ := cmd.Flags().GetBool("allow-outside"); ok {
+		return []scenario.Edit{scenario.AllowOutside()}
+	}
+	return nil
 }
 
 // addOutputFlags adds --cwnd and --queues, which ask for optional outputs.

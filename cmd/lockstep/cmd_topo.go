@@ -18,7 +18,7 @@ func newTopoCmd(stdout io.Writer) *cobra.Command {
 		Example: "  lockstep topo examples/fattree-k8-permutation.yaml",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := loadScenario(args[0])
+			b, err := loadScenario(args[0], inputEdits(cmd)...)
 			if err != nil {
 				return err
 			}
@@ -63,5 +63,6 @@ func newTopoCmd(stdout io.Writer) *cobra.Command {
 		},
 	}
 	addTopoPartitionFlags(c)
+	addInputFlags(c)
 	return c
 }
