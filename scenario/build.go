@@ -343,6 +343,9 @@ func (l *loader) queue(path string, t *Tier) (topologies.QueueConfig, error) {
 	if q.Buffer == 0 {
 		q.Buffer = DefaultBuffer
 	}
+	if q.Buffer > MaxBuffer {
+		return q, l.errf(path+".buffer", "must be at most %d bytes (1TiB), got %d", int64(MaxBuffer), q.Buffer)
+	}
 	if t.ECN == nil {
 		return q, nil
 	}
@@ -354,10 +357,16 @@ func (l *loader) queue(path string, t *Tier) (topologies.QueueConfig, error) {
 		if e.K <= 0 {
 			return q, l.errf(path+".ecn.k", "must be positive for step marking")
 		}
+		if e.K > MaxBuffer {
+			return q, l.errf(path+".ecn.k", "must be at most %d bytes (1TiB), got %d", int64(MaxBuffer), int64(e.K))
+		}
 	case "red":
 		q.ECN = topologies.ECNConfig{Mode: topologies.ECNRED, Min: int64(e.Min), Max: int64(e.Max), PMax: float64(e.PMax)}
 		if e.Max <= e.Min {
 			return q, l.errf(path+".ecn.max", "must be larger than min (%d), got %d", int64(e.Min), int64(e.Max))
+		}
+		if e.Max > MaxBuffer {
+			return q, l.errf(path+".ecn.max", "must be at most %d bytes (1TiB), got %d", int64(MaxBuffer), int64(e.Max))
 		}
 		if e.PMax <= 0 {
 			return q, l.errf(path+".ecn.pmax", "must be positive for red marking")

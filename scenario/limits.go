@@ -29,6 +29,10 @@ const (
 	// MaxFlowSize is the largest flow: 1 TiB, 88 s at 100 Gb/s, and far
 	// from overflowing byte counts multiplied by 8 or by picoseconds.
 	MaxFlowSize = 1 << 40
+	// MaxBuffer bounds a port's buffer (and ECN thresholds): 1 TiB is
+	// already unlimited for any run, and keeps byte counts far from
+	// overflow.
+	MaxBuffer = 1 << 40
 	// MaxFlows bounds the flows of a scenario, checked before a workload
 	// is generated (an all-to-all of 2048 hosts still fits).
 	MaxFlows = 1 << 22
