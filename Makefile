@@ -8,7 +8,7 @@ TIMEOUT ?= 20m
 # tools/go.mod or tools/go.sum change.
 GOLANGCI_LINT ?= bin/golangci-lint
 
-.PHONY: help build run deps test test-race test-slow bench bench-smoke verify fmt vet lint tidy-check ci
+.PHONY: help build run deps test test-race test-slow bench bench-smoke fuzz verify fmt vet lint tidy-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -47,6 +47,18 @@ bench: ## all benchmarks with allocation counts
 
 bench-smoke: ## every benchmark once, briefly (CI)
 	$(GO) test -run '^$$' -bench . -benchtime 100x $(PKGS)
+
+# Every Fuzz target of every package, found with go test -list, each for
+# FUZZTIME (not part of make test). New corpus entries that fail land in
+# the package's testdata/fuzz/ and then run as seeds in go test.
+FUZZTIME ?= 10s
+fuzz: ## run every Fuzz target for FUZZTIME (default 10s) each
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+	  for fz in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$fz"; \
+	    $(GO) test $$pkg -run '^$$' -fuzz "^$$fz$$" -fuzztime $(FUZZTIME); \
+	  done; \
+	done
 
 verify: fmt vet lint tidy-check ## gofmt, go vet, golangci-lint, go mod tidy clean (both modules)
 

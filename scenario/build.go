@@ -796,12 +796,17 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 				return nil, l.errf(path+".max_flows", "must be at most %d, got %d", MaxFlows, w.MaxFlows)
 			}
 			limit := w.MaxFlows
-			if limit == 0 {
-				limit = MaxFlows + 1 // more is an error below
-			}
 			end := sim.Time(w.Start) + sim.Time(w.Duration)
 			if end < sim.Time(w.Start) {
 				return nil, l.errf(path+".duration", "start + duration is beyond the end of virtual time")
+			}
+			if limit == 0 {
+				// Refuse before generating what is expected to be too many.
+				perSec := float64(nh) * w.Load * float64(rate) / (8 * cdf.Mean())
+				if n := perSec * (end - sim.Time(w.Start)).Seconds(); w.Load > 0 && w.Load <= 1 && n > MaxFlows {
+					return nil, l.errf(path+".duration", "about %.3g flows expected, more than the limit of %d: set max_flows or a shorter duration", n, MaxFlows)
+				}
+				limit = MaxFlows + 1 // more is an error below
 			}
 			flows, err = workloads.Poisson(workloads.PoissonConfig{NumHosts: nh, Load: w.Load, HostRate: rate,
 				CDF: cdf, Start: sim.Time(w.Start), End: end, MaxFlows: limit}, rng)

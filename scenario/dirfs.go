@@ -51,14 +51,21 @@ func readLimited(f fs.File, err error) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
+	tooBig := fmt.Errorf("larger than the %d MiB limit on input files", MaxFileSize>>20)
+	var buf bytes.Buffer
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		if st.Size() > MaxFileSize {
+			return nil, tooBig // without reading it
+		}
+		buf.Grow(int(st.Size()) + 512)
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFileSize+1)); err != nil {
 		return nil, err
 	}
-	if len(b) > MaxFileSize {
-		return nil, fmt.Errorf("larger than the %d MiB limit on input files", MaxFileSize>>20)
+	if buf.Len() > MaxFileSize {
+		return nil, tooBig // it grew, or it never ends (/dev/zero)
 	}
-	return b, nil
+	return buf.Bytes(), nil
 }
 
 // Dir returns a file system for a scenario in directory dir that may read
@@ -88,9 +95,9 @@ func (d dirFS) ReadFile(name string) ([]byte, error) {
 type memFS map[string][]byte
 
 func (m memFS) Open(name string) (fs.File, error) {
-	data, err := m.ReadFile(name)
-	if err != nil {
-		return nil, err
+	data, ok := m[name] // read only: no copy
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
 	return &memFile{name: name, Reader: bytes.NewReader(data), size: int64(len(data))}, nil
 }
