@@ -135,6 +135,7 @@ func TestInput_RunAndValidateRefuseTheSameWay(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := run(append([]string{"run", file, "--out", out, "--quiet"}, c.args...), &stdout, &stderr)
 			msg := stderr.String()
+			t.Logf("exit %d: %s", code, strings.ReplaceAll(strings.TrimSpace(msg), dir, "DIR"))
 			if code != exitUsage {
 				t.Fatalf("run: exit status %d, want %d; stderr: %s", code, exitUsage, msg)
 			}
