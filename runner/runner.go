@@ -49,10 +49,27 @@ type Result struct {
 // Run builds the fabric of b and runs it until the last event or the time
 // limit (stop_at, else max_time).
 func Run(b *scenario.Built, opt Options) (*Result, error) {
+	f, err := Prepare(b)
+	if err != nil {
+		return nil, err
+	}
+	return RunPrepared(b, f, opt)
+}
+
+// Prepare builds the fabric of b as Run does, without running it: what
+// `lockstep validate` builds, so that whatever Run would refuse it refuses
+// with the same message (a *scenario.Error).
+func Prepare(b *scenario.Built) (*fabric.Fabric, error) {
 	f, err := fabric.New(b.Fabric)
 	if err != nil {
 		return nil, &scenario.Error{File: b.File, Path: "topology", Msg: err.Error()}
 	}
+	return f, nil
+}
+
+// RunPrepared is Run with the fabric Prepare built from b, which must not
+// have run.
+func RunPrepared(b *scenario.Built, f *fabric.Fabric, opt Options) (*Result, error) {
 	limit := b.Limit()
 	every := opt.ProgressEvery
 	if every <= 0 {

@@ -34,6 +34,8 @@ type Scenario struct {
 	Placement   *Placement     `yaml:"placement"`
 
 	memLimit int64 // WithMemoryLimit; not part of the scenario
+	// outside: the files it names may be outside its folder (AllowOutside).
+	outside bool
 }
 
 // Topology chooses one builder; the section named by Type must be present.

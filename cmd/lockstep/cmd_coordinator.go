@@ -58,6 +58,7 @@ these processes itself, each with the setup it built.`,
 	f.String("setup", "", "serve this setup file (written by 'lockstep run') instead of building FILE")
 	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long a node may be silent, or NATS unreachable, before the leader aborts the run naming the partition (exit 3)")
 	addOutputFlags(cmd)
+	addInputFlags(cmd)
 	addNATSAuthFlags(cmd)
 	for _, n := range []string{"nats", "run", "partitions", "seed", "id", "raft-addr", "peers", "raft-dir", "mark-every", "status-every", "log-level", "peer-timeout"} {
 		_ = v.BindPFlag("coordinator."+n, f.Lookup(n))
@@ -90,6 +91,11 @@ func coordinatorSetup(cmd *cobra.Command, v *viper.Viper, args []string) (*wire.
 	if err != nil {
 		return nil, err
 	}
+	in, err := inputEdits(cmd)
+	if err != nil {
+		return nil, err
+	}
+	edits = append(in, edits...)
 	if cmd.Flags().Changed("seed") {
 		edits = append([]scenario.Edit{scenario.WithSeed(v.GetUint64("coordinator.seed"))}, edits...)
 	}

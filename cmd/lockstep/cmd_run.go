@@ -13,6 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
+	"github.com/lockstep-sim/lockstep/fabric"
+	"github.com/lockstep-sim/lockstep/internal/yamlx"
+	"github.com/lockstep-sim/lockstep/partition"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/runner"
 	"github.com/lockstep-sim/lockstep/scenario"
@@ -47,6 +50,7 @@ environment: LOCKSTEP_OUT, LOCKSTEP_SEED, LOCKSTEP_PROGRESS.`,
 	cmd.Flags().Bool("progress", false, "show progress on stderr even when it is not a terminal")
 	cmd.Flags().Bool("quiet", false, "no progress and no closing line")
 	addOutputFlags(cmd)
+	addInputFlags(cmd)
 	addRunDistributedFlags(cmd, v)
 	for _, f := range []string{"out", "seed", "progress", "quiet"} {
 		_ = v.BindPFlag("run."+f, cmd.Flags().Lookup(f))
@@ -74,6 +78,16 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	b, err := loadScenario(path, edits...)
 	if err != nil {
 		return err
+	}
+	// What the run builds is built before anything is written: a fabric
+	// it cannot build leaves no --out behind (and validate says the same).
+	var f *fabric.Fabric
+	if !distributedAsked(cmd, b) {
+		if f, err = runner.Prepare(b); err != nil {
+			return badInput(err)
+		}
+	} else if _, err := partition.ForScenario(b, v.GetInt("run.partitions")); err != nil {
+		return badInput(err)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return badInput(fmt.Errorf("--out %s: %v", out, unwrapPathErr(err)))
@@ -122,7 +136,7 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	}()
 	opt.Stop = stopRun
 	opt.StopReason = "interrupted"
-	res, err := runner.Run(b, opt)
+	res, err := runner.RunPrepared(b, f, opt)
 	if err != nil {
 		// A fabric the scenario cannot build is bad input; a single part
 		// that does not merge is a broken invariant.
@@ -160,7 +174,10 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 // it is built (--seed, --cwnd, --queues): every run, in one process or
 // many, builds the scenario after them.
 func runEdits(cmd *cobra.Command, v *viper.Viper) ([]scenario.Edit, error) {
-	var edits []scenario.Edit
+	edits, err := inputEdits(cmd)
+	if err != nil {
+		return nil, err
+	}
 	if cmd.Flags().Changed("seed") || v.IsSet("run.seed") && os.Getenv("LOCKSTEP_SEED") != "" {
 		edits = append(edits, scenario.WithSeed(v.GetUint64("run.seed")))
 	}
@@ -170,6 +187,38 @@ func runEdits(cmd *cobra.Command, v *viper.Viper) ([]scenario.Edit, error) {
 	}
 	return append(edits, more...), nil
 }
+
+// addInputFlags adds --allow-outside, which lets a scenario read files
+// outside its folder.
+func addInputFlags(cmd *cobra.Command) {
+	cmd.Flags().Bool("allow-outside", false, "let the scenario read files outside its folder (absolute names, ..)")
+	cmd.Flags().String("max-memory", "", "refuse a scenario whose memory estimate exceeds this, e.g. 8GiB; 0: no limit (default: 80% of this machine's memory)")
+}
+
+// inputEdits are the edits of --allow-outside and --max-memory.
+func inputEdits(cmd *cobra.Command) ([]scenario.Edit, error) {
+	var edits []scenario.Edit
+	if ok, _ := cmd.Flags().GetBool("allow-outside"); ok {
+		edits = append(edits, scenario.AllowOutside())
+	}
+	if v, _ := cmd.Flags().GetString("max-memory"); v != "" {
+		var sz yamlx.Size
+		switch err := sz.UnmarshalYAMLScalar(v); {
+		case v == "0":
+			edits = append(edits, scenario.WithMemoryLimit(0))
+		case err != nil || sz.Bytes() <= 0:
+			return nil, badInput(fmt.Errorf("--max-memory: want a size such as 8GiB, or 0 for no limit; got %q", v))
+		default:
+			edits = append(edits, scenario.WithMemoryLimit(sz.Bytes()))
+		}
+	}
+	return edits, nil
+}
+
+// defaultMemoryLimit is the share of the machine's memory a scenario may
+// need (docs/design.md §9: refused before allocation): 80%, leaving room
+// for the OS and the outputs. 0 (no limit) where the memory is unknown.
+func defaultMemoryLimit() int64 { return machineMemory() / 5 * 4 }
 
 // addOutputFlags adds --cwnd and --queues, which ask for optional outputs.
 func addOutputFlags(cmd *cobra.Command) {
