@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -46,6 +47,7 @@ environment: LOCKSTEP_OUT, LOCKSTEP_SEED, LOCKSTEP_PROGRESS.`,
 	cmd.Flags().Uint64("seed", 0, "seed of every random stream (default: the scenario's, else 1)")
 	cmd.Flags().Bool("progress", false, "show progress on stderr even when it is not a terminal")
 	cmd.Flags().Bool("quiet", false, "no progress and no closing line")
+	cmd.Flags().String("cpuprofile", "", "write a CPU profile of the run (go tool pprof) to this file")
 	addOutputFlags(cmd)
 	addRunDistributedFlags(cmd, v)
 	for _, f := range []string{"out", "seed", "progress", "quiet"} {
@@ -81,6 +83,13 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	setCrashDir(out)
 	if testHook != nil {
 		testHook("run")
+	}
+	if prof, _ := cmd.Flags().GetString("cpuprofile"); prof != "" {
+		stopProf, err := startCPUProfile(prof)
+		if err != nil {
+			return badInput(err)
+		}
+		defer stopProf()
 	}
 	if handled, err := runDistributedIfAsked(cmd, v, b, out, stdout, stderr); handled {
 		return err
@@ -193,6 +202,20 @@ func outputEdits(cmd *cobra.Command) ([]scenario.Edit, error) {
 		edits = append(edits, scenario.WithQueues(sim.Time(queues.Nanoseconds())*sim.Nanosecond))
 	}
 	return edits, nil
+}
+
+// startCPUProfile starts a CPU profile into path; the returned function
+// stops it and closes the file.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %v", unwrapPathErr(err))
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %v", err)
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
 }
 
 // peakRSS is the process's peak resident set size in bytes (Linux: ru_maxrss in KiB).
