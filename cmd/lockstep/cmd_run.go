@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
+	"github.com/lockstep-sim/lockstep/partition"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/runner"
 	"github.com/lockstep-sim/lockstep/scenario"
@@ -47,6 +48,7 @@ environment: LOCKSTEP_OUT, LOCKSTEP_SEED, LOCKSTEP_PROGRESS.`,
 	cmd.Flags().Uint64("seed", 0, "seed of every random stream (default: the scenario's, else 1)")
 	cmd.Flags().Bool("progress", false, "show progress on stderr even when it is not a terminal")
 	cmd.Flags().Bool("quiet", false, "no progress and no closing line")
+	cmd.Flags().Int("cores", 0, "use at most this many cores (default: GOMAXPROCS): a large enough fabric is cut into one in-memory partition per core")
 	cmd.Flags().String("cpuprofile", "", "write a CPU profile of the run (go tool pprof) to this file")
 	addOutputFlags(cmd)
 	addRunDistributedFlags(cmd, v)
@@ -91,7 +93,11 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		}
 		defer stopProf()
 	}
-	if handled, err := runDistributedIfAsked(cmd, v, b, out, stdout, stderr); handled {
+	cut, err := defaultCut(cmd, b)
+	if err != nil {
+		return badInput(err)
+	}
+	if handled, err := runDistributedIfAsked(cmd, v, b, out, stdout, stderr, cut); handled {
 		return err
 	}
 	quiet := v.GetBool("run.quiet")
@@ -148,7 +154,7 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		res.Reason = stopWhy
 	}
 	perf := results.Perf{WallSeconds: wall, SetupSeconds: setup, EventsPerSec: float64(res.Fabric.Engine().Stats.Events) / wall,
-		PeakRSSBytes: peakRSS(), PeakHeapBytes: peakHeap, Partitions: 1}
+		PeakRSSBytes: peakRSS(), PeakHeapBytes: peakHeap, Partitions: 1, Cut: cut.info}
 	if err := res.WriteDir(out, perf, nil); err != nil {
 		return err
 	}
@@ -202,6 +208,53 @@ func outputEdits(cmd *cobra.Command) ([]scenario.Edit, error) {
 		edits = append(edits, scenario.WithQueues(sim.Time(queues.Nanoseconds())*sim.Nanosecond))
 	}
 	return edits, nil
+}
+
+// cutModel decides the default cut (tests replace it).
+var cutModel = partition.DefaultCutModel
+
+// autoCut is the default cut of a run that asked for no distribution:
+// the placement when the model cuts (nil: one partition) and its reasons.
+type autoCut struct {
+	pl   *partition.Placement
+	info *partition.DefaultCut
+}
+
+// defaultCut decides how `lockstep run` without distributed flags cuts
+// b: one in-memory partition per core when the model says it pays
+// (design.md §9), one partition with --partitions 1. A run that asked for
+// a distributed execution (flags or a placement section) gets nil.
+func defaultCut(cmd *cobra.Command, b *scenario.Built) (*autoCut, error) {
+	cores := runtime.GOMAXPROCS(0)
+	if n, _ := cmd.Flags().GetInt("cores"); cmd.Flags().Changed("cores") {
+		if n < 1 {
+			return nil, fmt.Errorf("--cores %d: want at least 1", n)
+		}
+		cores = min(cores, n)
+	}
+	if p, _ := cmd.Flags().GetInt("partitions"); cmd.Flags().Changed("partitions") && p == 1 && onlyPartitionsFlag(cmd) &&
+		(b.Scenario == nil || b.Scenario.Placement == nil) {
+		return &autoCut{info: &partition.DefaultCut{Partitions: 1, Cores: cores, Reason: "--partitions 1"}}, nil
+	}
+	if distributedAsked(cmd, b) {
+		return nil, nil
+	}
+	pl, info, err := cutModel.Decide(b, cores)
+	if err != nil {
+		return nil, err
+	}
+	return &autoCut{pl: pl, info: &info}, nil
+}
+
+// onlyPartitionsFlag reports whether --partitions is the only distributed
+// flag given (so --partitions 1 means one plain partition).
+func onlyPartitionsFlag(cmd *cobra.Command) bool {
+	for _, n := range distFlags {
+		if n != "partitions" && cmd.Flags().Changed(n) {
+			return false
+		}
+	}
+	return true
 }
 
 // startCPUProfile starts a CPU profile into path; the returned function
