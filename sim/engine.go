@@ -152,16 +152,10 @@ func (e *Engine) push(ev Event) {
 }
 
 // Schedule arms a timer: element id receives an EvTimer event at `at` with
-// arg. pkt must be NoPacket (the queue keeps no packet for a timer).
-// Precondition: at >= Now().
+// arg and pkt. Precondition: at >= Now().
 func (e *Engine) Schedule(id ElemID, at Time, arg int64, pkt PktRef) {
 	if at < e.now {
 		panic(fmt.Sprintf("sim: element %d schedules a timer at %v, before now %v", id, at, e.now))
-	}
-	if pkt != NoPacket {
-		// The queue packs a timer's Arg where an arrival keeps its link
-		// and packet (qEvent); no element arms a timer with a packet.
-		panic(fmt.Sprintf("sim: element %d schedules a timer with packet %d; timers carry NoPacket", id, pkt))
 	}
 	e.push(Event{At: at, Dst: id, Src: id, Seq: e.nextSeq(id), Kind: EvTimer, Arg: arg, Pkt: pkt})
 }
@@ -231,7 +225,7 @@ func (e *Engine) enqueueWire(id LinkID, l *Link, f inflight) {
 // Next pops the next event with At < horizon and makes it current. It
 // returns false when there is none.
 func (e *Engine) Next(horizon Time) (Event, bool) {
-	if e.q.Len() == 0 || e.q.peekAt() >= horizon {
+	if e.q.Len() == 0 || e.q.peek().At >= horizon {
 		return Event{}, false
 	}
 	ev := e.q.pop()
@@ -263,7 +257,7 @@ func (e *Engine) NextEventTime() Time {
 	if e.q.Len() == 0 {
 		return Never
 	}
-	return e.q.peekAt()
+	return e.q.peek().At
 }
 
 // SetNow moves the clock forward to t when no event is due before it (the

@@ -46,107 +46,40 @@ func (a *Event) Before(b *Event) bool {
 	return a.Seq < b.Seq
 }
 
-// qEvent is an Event as the queue holds it: 32 bytes (two per cache
-// line, against 40 for an Event), with the ordering key in three words so
-// that before is at most three comparisons.
-type qEvent struct {
-	at  Time
-	key uint64 // Dst<<32 | Src: both are non-negative, so this orders as (Dst, Src)
-	seq uint64 // Seq<<3 | ring<<2 | Kind: Seq is unique per Src, so the flags never decide
-	arg uint64 // EvArrive: link | Pkt<<32; EvTxDone, EvTimer: Arg
-}
-
-const (
-	qKindMask = 3
-	qRing     = 4
-	qSeqShift = 3
-)
-
-// pack turns ev into its queue form. An EvTimer's Pkt must be NoPacket
-// (Engine.Schedule checks) and an EvArrive's Arg a link id.
-func pack(ev *Event) qEvent {
-	q := qEvent{at: ev.At, key: uint64(ev.Dst)<<32 | uint64(uint32(ev.Src)), seq: ev.Seq<<qSeqShift | uint64(ev.Kind)}
-	if ev.ring {
-		q.seq |= qRing
-	}
-	if ev.Kind == EvArrive {
-		q.arg = uint64(uint32(ev.Arg)) | uint64(uint32(ev.Pkt))<<32
-	} else {
-		q.arg = uint64(ev.Arg)
-	}
-	return q
-}
-
-// unpack is the Event q holds.
-func (q *qEvent) unpack() Event {
-	ev := Event{At: q.at, Dst: ElemID(q.key >> 32), Src: ElemID(uint32(q.key)), Seq: q.seq >> qSeqShift,
-		Kind: EventKind(q.seq & qKindMask), ring: q.seq&qRing != 0, Pkt: NoPacket}
-	if ev.Kind == EvArrive {
-		ev.Arg = int64(uint32(q.arg))
-		ev.Pkt = PktRef(int32(uint32(q.arg >> 32)))
-	} else {
-		ev.Arg = int64(q.arg)
-	}
-	return ev
-}
-
-// before is Event.Before on the packed key.
-func (a *qEvent) before(b *qEvent) bool {
-	if a.at != b.at {
-		return a.at < b.at
-	}
-	if a.key != b.key {
-		return a.key < b.key
-	}
-	return a.seq < b.seq
-}
-
 // eventQueue is a 4-ary min-heap of events. A 4-ary heap does fewer cache
-// misses than a binary one for the same number of comparisons. The root
-// sits at h[heapBase], so that the four children of a node (at
-// heapBase + 4i+1 .. 4i+4 for node i) start at a multiple of four slots:
-// 128 bytes, two cache lines of a large (page-aligned) slice.
+// misses than a binary one for the same number of comparisons.
 type eventQueue struct {
-	h []qEvent
+	h []Event
 }
 
-const heapBase = 3
-
-func (q *eventQueue) Len() int { return max(len(q.h)-heapBase, 0) }
+func (q *eventQueue) Len() int { return len(q.h) }
 
 func (q *eventQueue) push(ev Event) {
-	if q.h == nil {
-		q.h = make([]qEvent, heapBase, 64)
-	}
-	e := pack(&ev)
-	q.h = append(q.h, e)
-	h := q.h[heapBase:]
-	// Sift up with a hole: parents move down, e is written once.
-	i := len(h) - 1
+	q.h = append(q.h, ev)
+	// Sift up with a hole: parents move down, ev is written once.
+	i := len(q.h) - 1
 	for i > 0 {
-		p := (i - 1) >> 2
-		if !e.before(&h[p]) {
+		p := (i - 1) / 4
+		if !ev.Before(&q.h[p]) {
 			break
 		}
-		h[i] = h[p]
+		q.h[i] = q.h[p]
 		i = p
 	}
-	h[i] = e
+	q.h[i] = ev
 }
 
-// peekAt is the time of the earliest event. Precondition: Len() > 0.
-func (q *eventQueue) peekAt() Time { return q.h[heapBase].at }
+// peek returns the earliest event. Precondition: Len() > 0.
+func (q *eventQueue) peek() *Event { return &q.h[0] }
 
 func (q *eventQueue) pop() Event {
-	h := q.h[heapBase:]
-	top := h[0].unpack()
-	n := len(h) - 1
-	last := h[n]
-	q.h = q.h[:heapBase+n]
+	top := q.h[0]
+	n := len(q.h) - 1
+	last := q.h[n]
+	q.h = q.h[:n]
 	if n == 0 {
 		return top
 	}
-	h = h[:n]
 	// Sift down with a hole at the root: the smallest child moves up until
 	// last fits, then last is written once.
 	i := 0
@@ -156,32 +89,18 @@ func (q *eventQueue) pop() Event {
 			break
 		}
 		m := c
-		if c+3 < n {
-			// All four children: a fixed tournament, no bounds loop.
-			a, b := c, c+2
-			if h[c+1].before(&h[c]) {
-				a = c + 1
-			}
-			if h[c+3].before(&h[c+2]) {
-				b = c + 3
-			}
-			m = a
-			if h[b].before(&h[a]) {
-				m = b
-			}
-		} else {
-			for j := c + 1; j < n; j++ {
-				if h[j].before(&h[m]) {
-					m = j
-				}
+		end := min(c+4, n)
+		for j := c + 1; j < end; j++ {
+			if q.h[j].Before(&q.h[m]) {
+				m = j
 			}
 		}
-		if !h[m].before(&last) {
+		if !q.h[m].Before(&last) {
 			break
 		}
-		h[i] = h[m]
+		q.h[i] = q.h[m]
 		i = m
 	}
-	h[i] = last
+	q.h[i] = last
 	return top
 }
