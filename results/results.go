@@ -159,6 +159,14 @@ type Perf struct {
 	PeakRSSBytes  int64   `json:"peak_rss_bytes"`
 	PeakHeapBytes uint64  `json:"peak_heap_bytes"`
 	Partitions    int     `json:"partitions"`
+	// Cut says how the run was cut and why (partition.DefaultCut): the
+	// default cut's model inputs, or the flag that fixed it.
+	Cut any `json:"cut,omitempty"`
+	// Distributed holds the window and batch statistics of a run that the
+	// default cut split (a run asked to be distributed has them in
+	// extra.distributed instead): they describe the execution, not the
+	// results, so they stay out of the result fields.
+	Distributed any `json:"distributed,omitempty"`
 }
 
 // WriteSummary writes summary.json.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -49,6 +50,8 @@ environment: LOCKSTEP_OUT, LOCKSTEP_SEED, LOCKSTEP_PROGRESS.`,
 	cmd.Flags().Uint64("seed", 0, "seed of every random stream (default: the scenario's, else 1)")
 	cmd.Flags().Bool("progress", false, "show progress on stderr even when it is not a terminal")
 	cmd.Flags().Bool("quiet", false, "no progress and no closing line")
+	cmd.Flags().Int("cores", 0, "use at most this many cores (default: GOMAXPROCS): a large enough fabric is cut into one in-memory partition per core")
+	cmd.Flags().String("cpuprofile", "", "write a CPU profile of the run (go tool pprof) to this file")
 	addOutputFlags(cmd)
 	addInputFlags(cmd)
 	addRunDistributedFlags(cmd, v)
@@ -96,7 +99,18 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	if testHook != nil {
 		testHook("run")
 	}
-	if handled, err := runDistributedIfAsked(cmd, v, b, out, stdout, stderr); handled {
+	if prof, _ := cmd.Flags().GetString("cpuprofile"); prof != "" {
+		stopProf, err := startCPUProfile(prof)
+		if err != nil {
+			return badInput(err)
+		}
+		defer stopProf()
+	}
+	cut, err := defaultCut(cmd, b)
+	if err != nil {
+		return badInput(err)
+	}
+	if handled, err := runDistributedIfAsked(cmd, v, b, out, stdout, stderr, cut); handled {
 		return err
 	}
 	quiet := v.GetBool("run.quiet")
@@ -153,7 +167,7 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		res.Reason = stopWhy
 	}
 	perf := results.Perf{WallSeconds: wall, SetupSeconds: setup, EventsPerSec: float64(res.Fabric.Engine().Stats.Events) / wall,
-		PeakRSSBytes: peakRSS(), PeakHeapBytes: peakHeap, Partitions: 1}
+		PeakRSSBytes: peakRSS(), PeakHeapBytes: peakHeap, Partitions: 1, Cut: cut.info}
 	if err := res.WriteDir(out, perf, nil); err != nil {
 		return err
 	}
@@ -242,6 +256,67 @@ func outputEdits(cmd *cobra.Command) ([]scenario.Edit, error) {
 		edits = append(edits, scenario.WithQueues(sim.Time(queues.Nanoseconds())*sim.Nanosecond))
 	}
 	return edits, nil
+}
+
+// cutModel decides the default cut (tests replace it).
+var cutModel = partition.DefaultCutModel
+
+// autoCut is the default cut of a run that asked for no distribution:
+// the placement when the model cuts (nil: one partition) and its reasons.
+type autoCut struct {
+	pl   *partition.Placement
+	info *partition.DefaultCut
+}
+
+// defaultCut decides how `lockstep run` without distributed flags cuts
+// b: one in-memory partition per core when the model says it pays
+// (design.md §9), one partition with --partitions 1. A run that asked for
+// a distributed execution (flags or a placement section) gets nil.
+func defaultCut(cmd *cobra.Command, b *scenario.Built) (*autoCut, error) {
+	cores := runtime.GOMAXPROCS(0)
+	if n, _ := cmd.Flags().GetInt("cores"); cmd.Flags().Changed("cores") {
+		if n < 1 {
+			return nil, fmt.Errorf("--cores %d: want at least 1", n)
+		}
+		cores = min(cores, n)
+	}
+	if p, _ := cmd.Flags().GetInt("partitions"); cmd.Flags().Changed("partitions") && p == 1 && onlyPartitionsFlag(cmd) &&
+		(b.Scenario == nil || b.Scenario.Placement == nil) {
+		return &autoCut{info: &partition.DefaultCut{Partitions: 1, Cores: cores, Reason: "--partitions 1"}}, nil
+	}
+	if distributedAsked(cmd, b) {
+		return nil, nil
+	}
+	pl, info, err := cutModel.Decide(b, cores)
+	if err != nil {
+		return nil, err
+	}
+	return &autoCut{pl: pl, info: &info}, nil
+}
+
+// onlyPartitionsFlag reports whether --partitions is the only distributed
+// flag given (so --partitions 1 means one plain partition).
+func onlyPartitionsFlag(cmd *cobra.Command) bool {
+	for _, n := range distFlags {
+		if n != "partitions" && cmd.Flags().Changed(n) {
+			return false
+		}
+	}
+	return true
+}
+
+// startCPUProfile starts a CPU profile into path; the returned function
+// stops it and closes the file.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %v", unwrapPathErr(err))
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %v", err)
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
 }
 
 // peakRSS is the process's peak resident set size in bytes (Linux: ru_maxrss in KiB).

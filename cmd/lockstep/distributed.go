@@ -66,15 +66,20 @@ func distributedAsked(cmd *cobra.Command, b *scenario.Built) bool {
 // scenario's placement section) ask for it, writing the same files into
 // out as a single-process run. It returns handled=false, and does
 // nothing, otherwise.
-func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built, out string, stdout, stderr io.Writer) (handled bool, err error) {
-	if !distributedAsked(cmd, b) {
-		return false, nil
-	}
-	pl, err := partition.ForScenario(b, v.GetInt("run.partitions"))
-	if err != nil {
-		return true, badInput(err)
-	}
+func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built, out string, stdout, stderr io.Writer, cut *autoCut) (handled bool, err error) {
+	var pl *partition.Placement
 	transport := v.GetString("run.transport")
+	switch {
+	case cut != nil && cut.pl != nil:
+		// The default cut: in-memory partitions, one per core.
+		pl, transport = cut.pl, "memory"
+	case cut != nil || !distributedAsked(cmd, b):
+		return false, nil
+	default:
+		if pl, err = partition.ForScenario(b, v.GetInt("run.partitions")); err != nil {
+			return true, badInput(err)
+		}
+	}
 	coords := v.GetInt("run.coordinators")
 	procs := v.GetBool("run.procs")
 	switch {
@@ -189,7 +194,15 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 	runtime.ReadMemStats(&ms)
 	perf := results.Perf{WallSeconds: wall, EventsPerSec: float64(sum.Events) / wall, PeakRSSBytes: peakRSS(),
 		PeakHeapBytes: ms.HeapInuse, Partitions: pl.P}
-	if err := m.WriteDir(out, perf, map[string]any{"distributed": ds}); err != nil {
+	var extra any
+	if cut != nil {
+		// A default cut is how this run executed, not what it asked for:
+		// its statistics go with the machine-dependent ones.
+		perf.Cut, perf.Distributed = cut.info, ds
+	} else {
+		extra = map[string]any{"distributed": ds}
+	}
+	if err := m.WriteDir(out, perf, extra); err != nil {
 		return true, err
 	}
 	if !quiet {
