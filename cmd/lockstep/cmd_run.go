@@ -82,15 +82,25 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	// What the run builds is built before anything is written: a fabric
-	// it cannot build leaves no --out behind (and validate says the same).
+	// How the run is cut (the default cut, or one partition), then what the
+	// run builds is built before anything is written: a fabric it cannot
+	// build leaves no --out behind (and validate says the same).
+	cut, err := defaultCut(cmd, b)
+	if err != nil {
+		return badInput(err)
+	}
 	var f *fabric.Fabric
-	if !distributedAsked(cmd, b) {
+	switch {
+	case cut != nil && cut.pl == nil:
+		// One partition, in this process.
 		if f, err = runner.Prepare(b); err != nil {
 			return badInput(err)
 		}
-	} else if _, err := partition.ForScenario(b, v.GetInt("run.partitions")); err != nil {
-		return badInput(err)
+	case cut == nil:
+		// Distributed as the flags or the scenario's placement ask.
+		if _, err := partition.ForScenario(b, v.GetInt("run.partitions")); err != nil {
+			return badInput(err)
+		}
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return badInput(fmt.Errorf("--out %s: %v", out, unwrapPathErr(err)))
@@ -105,10 +115,6 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 			return badInput(err)
 		}
 		defer stopProf()
-	}
-	cut, err := defaultCut(cmd, b)
-	if err != nil {
-		return badInput(err)
 	}
 	if handled, err := runDistributedIfAsked(cmd, v, b, out, stdout, stderr, cut); handled {
 		return err
