@@ -19,13 +19,15 @@ func newPlotCmd(stdout io.Writer) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "plot DIR",
-		Short: "Draw a run's standard figures (FCT, cwnd, queue depth) as PNG and SVG",
+		Short: "Draw a run's standard figures (FCT, slowdown, cwnd, queue depth) as PNG and SVG",
 		Long: `Read the CSV files a run wrote into DIR and draw its standard figures, each
 as NAME.png and NAME.svg (6x4 inches):
 
   fct_cdf       CDF of flow completion time (µs) of the finished flows
   fct_per_flow  FCT against flow id; unfinished flows are marked
   fct_vs_size   FCT against flow size, log-log
+  slowdown_vs_size  slowdown (fct.csv: FCT over the ideal FCT) against flow
+                size, with the median and p99 per size bin
   cwnd          cwnd over time per flow (needs cwnd.csv)
   queue_depth   queue depth over time per port, highest peaks first
                 (needs queue_depth.csv)
