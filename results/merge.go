@@ -23,12 +23,12 @@ type Outputs struct {
 	Built   *scenario.Built
 	Records []hostsim.FlowRecord // by flow, in b.Fabric.Flows order
 	// Ideal is every flow's ideal FCT (IdealFCT), in the same order.
-	Ideal []sim.Time
-	Ports   []QueueRow
-	Cwnd    []hostsim.CwndRow
-	Depths  []DepthRow
-	Pcaps   []HostPcap // in the scenario's output.pcap order
-	End     sim.Time
+	Ideal  []sim.Time
+	Ports  []QueueRow
+	Cwnd   []hostsim.CwndRow
+	Depths []DepthRow
+	Pcaps  []HostPcap // in the scenario's output.pcap order
+	End    sim.Time
 	// StoppedBy is summary.json's stopped_by: "flows-done", "stop_at",
 	// "max_time" or "no-events".
 	StoppedBy string
