@@ -86,14 +86,10 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		return err
 	}
 	quiet := v.GetBool("run.quiet")
-	show := !quiet && (v.GetBool("run.progress") || isTerminal(stderr))
 	start := time.Now()
-	var peakHeap uint64
 	last := start
+	show := !quiet && (v.GetBool("run.progress") || isTerminal(stderr))
 	opt := runner.Options{Progress: func(p runner.Progress) {
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		peakHeap = max(peakHeap, ms.HeapInuse)
 		if !show || time.Since(last) < 200*time.Millisecond && p.FlowsDone != p.Flows {
 			return
 		}
@@ -121,27 +117,18 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	}()
 	opt.Stop = stopRun
 	opt.StopReason = "interrupted"
-	res, err := runner.Run(b, opt)
-	if err != nil {
-		// A fabric the scenario cannot build is bad input; a single part
-		// that does not merge is a broken invariant.
-		if se := (*scenario.Error)(nil); errors.As(err, &se) {
-			return badInput(err)
+	res, perf, err := execute(b, out, opt, func(r *runner.Result) {
+		if show {
+			fmt.Fprintln(stderr)
 		}
-		return internal(err)
-	}
-	wall := time.Since(start).Seconds()
-	if show {
-		fmt.Fprintln(stderr)
-	}
-	if !res.Complete {
-		res.Reason = stopWhy
-	}
-	perf := results.Perf{WallSeconds: wall, EventsPerSec: float64(res.Fabric.Engine().Stats.Events) / wall,
-		PeakRSSBytes: peakRSS(), PeakHeapBytes: peakHeap, Partitions: 1}
-	if err := res.WriteDir(out, perf, nil); err != nil {
+		if !r.Complete {
+			r.Reason = stopWhy
+		}
+	})
+	if err != nil {
 		return err
 	}
+	wall := perf.WallSeconds
 	if !res.Complete {
 		s := res.Summary()
 		return fmt.Errorf("%s; %d/%d flows finished by virtual %s; partial results in %s (summary.json \"complete\": false)",
@@ -153,6 +140,43 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 			path, s.FlowsFinished, s.Flows, res.End, s.Events, wall, perf.EventsPerSec/1e6, s.Drops, s.Marks, out)
 	}
 	return nil
+}
+
+// execute runs b in this process and writes its outputs into out (which
+// exists): what `lockstep run` does once the scenario is loaded, and what
+// `lockstep sweep` does for every run, so a sweep's run is the run alone.
+// before, if set, sees the result before it is written.
+func execute(b *scenario.Built, out string, opt runner.Options, before func(*runner.Result)) (*runner.Result, results.Perf, error) {
+	start := time.Now()
+	var peakHeap uint64
+	progress := opt.Progress
+	opt.Progress = func(p runner.Progress) {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		peakHeap = max(peakHeap, ms.HeapInuse)
+		if progress != nil {
+			progress(p)
+		}
+	}
+	res, err := runner.Run(b, opt)
+	if err != nil {
+		// A fabric the scenario cannot build is bad input; a single part
+		// that does not merge is a broken invariant.
+		if se := (*scenario.Error)(nil); errors.As(err, &se) {
+			return nil, results.Perf{}, badInput(err)
+		}
+		return nil, results.Perf{}, internal(err)
+	}
+	wall := time.Since(start).Seconds()
+	if before != nil {
+		before(res)
+	}
+	perf := results.Perf{WallSeconds: wall, EventsPerSec: float64(res.Fabric.Engine().Stats.Events) / wall,
+		PeakRSSBytes: peakRSS(), PeakHeapBytes: peakHeap, Partitions: 1}
+	if err := res.WriteDir(out, perf, nil); err != nil {
+		return nil, perf, err
+	}
+	return res, perf, nil
 }
 
 // runEdits are the changes the command line makes to the scenario before
