@@ -65,7 +65,10 @@ func (l *Loaded) Points() []Point {
 
 // paramNames are the parameters' short names for folder names.
 func (l *Loaded) paramNames() []string {
-	last := func(p string) string { return p[strings.LastIndex(p, ".")+1:] }
+	last := func(p string) string {
+		p, _, _ = strings.Cut(p, "+")
+		return strings.TrimSpace(p[strings.LastIndex(p, ".")+1:])
+	}
 	count := map[string]int{}
 	for _, p := range l.Params {
 		count[last(p.Path)]++

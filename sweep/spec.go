@@ -31,7 +31,9 @@ type Spec struct {
 	// Scenario is the base scenario, relative to the spec's directory.
 	Scenario string `yaml:"scenario" lockstep:"required"`
 	// Parameters are the fields to vary, in the order written: each maps
-	// a scenario field path to a list of values or a range.
+	// a scenario field path to a list of values or a range; paths joined
+	// by "+" ("topology.fattree.agg.buffer+topology.fattree.core.buffer")
+	// take the same value.
 	Parameters Params `yaml:"parameters"`
 	// Seeds are the seeds of every point (a list or a range; default [1]).
 	Seeds *Values `yaml:"seeds"`
@@ -170,11 +172,20 @@ func Load(path string) (*Loaded, error) {
 	for i := range l.Params {
 		p := &l.Params[i]
 		for _, v := range p.Values {
-			e, err := scenario.WithField(p.Path, v)
-			if err != nil {
-				return nil, fmt.Errorf("%s: parameters: %v", path, err)
+			// "a+b+c" sets the fields a, b and c to the same value.
+			var es []scenario.Edit
+			for f := range strings.SplitSeq(p.Path, "+") {
+				e, err := scenario.WithField(strings.TrimSpace(f), v)
+				if err != nil {
+					return nil, fmt.Errorf("%s: parameters: %v", path, err)
+				}
+				es = append(es, e)
 			}
-			p.edits = append(p.edits, e)
+			p.edits = append(p.edits, func(s *scenario.Scenario) {
+				for _, e := range es {
+					e(s)
+				}
+			})
 		}
 		runs *= len(p.Values)
 		if runs > MaxRuns {
