@@ -34,6 +34,11 @@ type Options struct {
 	// as its reason.
 	Stop       <-chan struct{}
 	StopReason string
+	// Observe, if set, is called with the fabric between event batches
+	// (every ProgressEvery events and once at the end), on the goroutine
+	// that runs it: the one moment the fabric may be read. It must only
+	// read, and copy what it keeps (the live view, lockstep run --ui).
+	Observe func(*fabric.Fabric)
 }
 
 // Result is a finished run: its outputs (the merge of its one part) and
@@ -56,6 +61,9 @@ func Run(b *scenario.Built, opt Options) (*Result, error) {
 		every = 1 << 18
 	}
 	report := func() {
+		if opt.Observe != nil {
+			opt.Observe(f)
+		}
 		if opt.Progress != nil {
 			opt.Progress(Progress{Now: f.Engine().Now(), Limit: limit, Events: f.Engine().Stats.Events,
 				FlowsDone: f.Transport().Done, Flows: len(b.Fabric.Flows)})

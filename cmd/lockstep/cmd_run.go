@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
+	"github.com/lockstep-sim/lockstep/cmd/lockstep/internal/ui"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/runner"
 	"github.com/lockstep-sim/lockstep/scenario"
@@ -46,6 +48,8 @@ environment: LOCKSTEP_OUT, LOCKSTEP_SEED, LOCKSTEP_PROGRESS.`,
 	cmd.Flags().Uint64("seed", 0, "seed of every random stream (default: the scenario's, else 1)")
 	cmd.Flags().Bool("progress", false, "show progress on stderr even when it is not a terminal")
 	cmd.Flags().Bool("quiet", false, "no progress and no closing line")
+	cmd.Flags().String("ui", "", "serve the live view (docs/ui.md) on this loopback address while the run goes on, e.g. 127.0.0.1:8080")
+	cmd.Flags().Bool("ui-wait", false, "with --ui: keep serving after the run ends, until interrupted")
 	addOutputFlags(cmd)
 	addRunDistributedFlags(cmd, v)
 	for _, f := range []string{"out", "seed", "progress", "quiet"} {
@@ -117,6 +121,23 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	}()
 	opt.Stop = stopRun
 	opt.StopReason = "interrupted"
+	var live *ui.Live
+	if addr, _ := cmd.Flags().GetString("ui"); addr != "" {
+		live = ui.NewLive(b)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		at, wait, err := ui.Serve(ctx, addr, live.Model)
+		if err != nil {
+			return badInput(err)
+		}
+		defer wait()
+		defer cancel()
+		fmt.Fprintf(stderr, "live view: http://%s/\n", at)
+		// Observe runs between event batches; smaller batches only make
+		// the view smoother (the events and their order do not change).
+		opt.Observe = live.Observe
+		opt.ProgressEvery = 1 << 14
+	}
 	res, perf, err := execute(b, out, opt, func(r *runner.Result) {
 		if show {
 			fmt.Fprintln(stderr)
@@ -129,6 +150,16 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		return err
 	}
 	wall := perf.WallSeconds
+	if live != nil {
+		live.Finish(res.End)
+		if wait, _ := cmd.Flags().GetBool("ui-wait"); wait {
+			fmt.Fprintln(stderr, "live view: the run has ended; serving until interrupted")
+			select {
+			case <-stopRun:
+			case <-cmd.Context().Done():
+			}
+		}
+	}
 	if !res.Complete {
 		s := res.Summary()
 		return fmt.Errorf("%s; %d/%d flows finished by virtual %s; partial results in %s (summary.json \"complete\": false)",
