@@ -43,7 +43,7 @@ comes from summary.json when present. The same inputs give the same bytes.
 Exit status 2 when DIR or one of its files is missing or malformed.`,
 		Example: "  lockstep plot results/run1\n  lockstep plot --logx --format svg --out figs results/run1\n" +
 			"  lockstep plot out/k8-sweep --metric slowdown_p99 --x transport.cc",
-		Args:    cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fmts, err := plot.ParseFormats(formats)
 			if err != nil {

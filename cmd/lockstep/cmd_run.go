@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/lockstep-sim/lockstep/cmd/lockstep/internal/ui"
+	"github.com/lockstep-sim/lockstep/fabric"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/runner"
 	"github.com/lockstep-sim/lockstep/scenario"
@@ -136,6 +137,9 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		// Observe runs between event batches; smaller batches only make
 		// the view smoother (the events and their order do not change).
 		opt.Observe = live.Observe
+		if testObserveDelay > 0 {
+			opt.Observe = func(f *fabric.Fabric) { live.Observe(f); time.Sleep(testObserveDelay) }
+		}
 		opt.ProgressEvery = 1 << 14
 	}
 	res, perf, err := execute(b, out, opt, func(r *runner.Result) {
@@ -172,6 +176,10 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	}
 	return nil
 }
+
+// testObserveDelay, set by tests only, slows a run with --ui down (in wall
+// time) so that a browser can watch it.
+var testObserveDelay time.Duration
 
 // execute runs b in this process and writes its outputs into out (which
 // exists): what `lockstep run` does once the scenario is loaded, and what

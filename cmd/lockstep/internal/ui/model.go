@@ -140,4 +140,3 @@ func (m *Model) Progress() (Progress, <-chan struct{}) {
 func sortFlows(fs []Flow) {
 	slices.SortFunc(fs, func(a, b Flow) int { return cmp.Compare(a.ID, b.ID) })
 }
-
