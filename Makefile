@@ -24,14 +24,18 @@ build: ## build bin/lockstep (version and commit stamped: bin/lockstep version)
 run: ## run the main example (examples/dumbbell.yaml) into out/dumbbell
 	$(GO) run ./cmd/lockstep run examples/dumbbell.yaml --out out/dumbbell
 
-# tshark reads the pcap captures in runner/pcap_test.go. Debian's package asks
-# whether non-root users may capture: preseed "no" so the install never waits.
-deps: ## install what the tests need beyond Go: tshark (apt-get; needs root)
-	@command -v tshark >/dev/null && exit 0; \
+# tshark reads the pcap captures in runner/pcap_test.go; chromium runs the live
+# view's browser test (cmd/lockstep/ui_browser_test.go, which fails without it
+# when CI=true). Debian's tshark asks whether non-root users may capture:
+# preseed "no" so the install never waits. apt-get waits up to 120 s for a
+# lock another apt holds instead of failing at once.
+APT_GET := DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120
+deps: ## install what the tests need beyond Go: tshark and chromium (apt-get; needs root)
+	@command -v tshark >/dev/null && [ -x /usr/bin/chromium ] && exit 0; \
 	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
-	  echo "make deps: tshark is missing and installing it needs root and apt-get: run 'sudo make deps' or install tshark (Wireshark's CLI) yourself" >&2; exit 1; fi; \
+	  echo "make deps: tshark or /usr/bin/chromium is missing and installing them needs root and apt-get: run 'sudo make deps' or install tshark (Wireshark's CLI) and chromium yourself" >&2; exit 1; fi; \
 	echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null || true; \
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tshark >/dev/null && command -v tshark >/dev/null
+	$(APT_GET) update -qq && $(APT_GET) install -y -qq tshark chromium >/dev/null && command -v tshark >/dev/null && [ -x /usr/bin/chromium ]
 
 test: deps ## the README's test command: tools (deps), verify, then every test with -race and -shuffle
 	$(MAKE) verify

@@ -37,6 +37,11 @@ type Options struct {
 	// Setup, if set, is called once the fabric is built, before the
 	// first event (the CLI times setup with it).
 	Setup func()
+	// Observe, if set, is called with the fabric between event batches
+	// (every ProgressEvery events and once at the end), on the goroutine
+	// that runs it: the one moment the fabric may be read. It must only
+	// read, and copy what it keeps (the live view, lockstep run --ui).
+	Observe func(*fabric.Fabric)
 }
 
 // Result is a finished run: its outputs (the merge of its one part) and
@@ -76,6 +81,9 @@ func RunPrepared(b *scenario.Built, f *fabric.Fabric, opt Options) (*Result, err
 		every = 1 << 18
 	}
 	report := func() {
+		if opt.Observe != nil {
+			opt.Observe(f)
+		}
 		if opt.Progress != nil {
 			opt.Progress(Progress{Now: f.Engine().Now(), Limit: limit, Events: f.Engine().Stats.Events,
 				FlowsDone: f.Transport().Done, Flows: len(b.Fabric.Flows)})

@@ -207,6 +207,9 @@ func Load(file string, data []byte, fsys fs.FS, edits ...Edit) (*Built, error) {
 			e(s)
 		}
 	}
+	if len(s.editErrs) > 0 {
+		return nil, fmt.Errorf("%s: edit %w", file, s.editErrs[0])
+	}
 	return Build(file, s, fsys)
 }
 

@@ -36,6 +36,10 @@ type Scenario struct {
 	memLimit int64 // WithMemoryLimit; not part of the scenario
 	// outside: the files it names may be outside its folder (AllowOutside).
 	outside bool
+	// editErrs are the errors of edits that could not be applied
+	// (WithField on a list index the scenario does not have); Load
+	// reports them.
+	editErrs []error
 }
 
 // Topology chooses one builder; the section named by Type must be present.

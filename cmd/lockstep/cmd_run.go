@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
+	"github.com/lockstep-sim/lockstep/cmd/lockstep/internal/ui"
 	"github.com/lockstep-sim/lockstep/fabric"
 	"github.com/lockstep-sim/lockstep/internal/yamlx"
 	"github.com/lockstep-sim/lockstep/partition"
@@ -52,6 +54,8 @@ environment: LOCKSTEP_OUT, LOCKSTEP_SEED, LOCKSTEP_PROGRESS.`,
 	cmd.Flags().Bool("quiet", false, "no progress and no closing line")
 	cmd.Flags().Int("cores", 0, "use at most this many cores (default: GOMAXPROCS): a large enough fabric is cut into one in-memory partition per core")
 	cmd.Flags().String("cpuprofile", "", "write a CPU profile of the run (go tool pprof) to this file")
+	cmd.Flags().String("ui", "", "serve the live view (docs/ui.md) on this loopback address while the run goes on, e.g. 127.0.0.1:8080")
+	cmd.Flags().Bool("ui-wait", false, "with --ui: keep serving after the run ends, until interrupted")
 	addOutputFlags(cmd)
 	addInputFlags(cmd)
 	addRunDistributedFlags(cmd, v)
@@ -120,15 +124,10 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		return err
 	}
 	quiet := v.GetBool("run.quiet")
-	show := !quiet && (v.GetBool("run.progress") || isTerminal(stderr))
 	start := time.Now()
-	var peakHeap uint64
-	var setup float64
 	last := start
-	opt := runner.Options{Setup: func() { setup = time.Since(start).Seconds() }, Progress: func(p runner.Progress) {
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		peakHeap = max(peakHeap, ms.HeapInuse)
+	show := !quiet && (v.GetBool("run.progress") || isTerminal(stderr))
+	opt := runner.Options{Progress: func(p runner.Progress) {
 		if !show || time.Since(last) < 200*time.Millisecond && p.FlowsDone != p.Flows {
 			return
 		}
@@ -156,26 +155,47 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	}()
 	opt.Stop = stopRun
 	opt.StopReason = "interrupted"
-	res, err := runner.RunPrepared(b, f, opt)
-	if err != nil {
-		// A fabric the scenario cannot build is bad input; a single part
-		// that does not merge is a broken invariant.
-		if se := (*scenario.Error)(nil); errors.As(err, &se) {
+	var live *ui.Live
+	if addr, _ := cmd.Flags().GetString("ui"); addr != "" {
+		live = ui.NewLive(b)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		at, wait, err := ui.Serve(ctx, addr, live.Model)
+		if err != nil {
 			return badInput(err)
 		}
-		return internal(err)
+		defer wait()
+		defer cancel()
+		fmt.Fprintf(stderr, "live view: http://%s/\n", at)
+		// Observe runs between event batches; smaller batches only make
+		// the view smoother (the events and their order do not change).
+		opt.Observe = live.Observe
+		if testObserveDelay > 0 {
+			opt.Observe = func(f *fabric.Fabric) { live.Observe(f); time.Sleep(testObserveDelay) }
+		}
+		opt.ProgressEvery = 1 << 14
 	}
-	wall := time.Since(start).Seconds()
-	if show {
-		fmt.Fprintln(stderr)
-	}
-	if !res.Complete {
-		res.Reason = stopWhy
-	}
-	perf := results.Perf{WallSeconds: wall, SetupSeconds: setup, EventsPerSec: float64(res.Fabric.Engine().Stats.Events) / wall,
-		PeakRSSBytes: peakRSS(), PeakHeapBytes: peakHeap, Partitions: 1, Cut: cut.info}
-	if err := res.WriteDir(out, perf, nil); err != nil {
+	res, perf, err := execute(b, f, cut.info, out, opt, func(r *runner.Result) {
+		if show {
+			fmt.Fprintln(stderr)
+		}
+		if !r.Complete {
+			r.Reason = stopWhy
+		}
+	})
+	if err != nil {
 		return err
+	}
+	wall := perf.WallSeconds
+	if live != nil {
+		live.Finish(res.End)
+		if wait, _ := cmd.Flags().GetBool("ui-wait"); wait {
+			fmt.Fprintln(stderr, "live view: the run has ended; serving until interrupted")
+			select {
+			case <-stopRun:
+			case <-cmd.Context().Done():
+			}
+		}
 	}
 	if !res.Complete {
 		s := res.Summary()
@@ -188,6 +208,57 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 			path, s.FlowsFinished, s.Flows, res.End, s.Events, wall, perf.EventsPerSec/1e6, s.Drops, s.Marks, out)
 	}
 	return nil
+}
+
+// testObserveDelay, set by tests only, slows a run with --ui down (in wall
+// time) so that a browser can watch it.
+var testObserveDelay time.Duration
+
+// execute runs b in this process and writes its outputs into out (which
+// exists): what `lockstep run` does once the scenario is loaded, and what
+// `lockstep sweep` does for every run, so a sweep's run is the run alone.
+// before, if set, sees the result before it is written.
+func execute(b *scenario.Built, f *fabric.Fabric, cut *partition.DefaultCut, out string, opt runner.Options,
+	before func(*runner.Result)) (*runner.Result, results.Perf, error) {
+	start := time.Now()
+	var peakHeap uint64
+	var setup float64
+	progress := opt.Progress
+	opt.Progress = func(p runner.Progress) {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		peakHeap = max(peakHeap, ms.HeapInuse)
+		if progress != nil {
+			progress(p)
+		}
+	}
+	opt.Setup = func() { setup = time.Since(start).Seconds() }
+	var res *runner.Result
+	var err error
+	if f == nil {
+		f, err = runner.Prepare(b)
+	}
+	if err == nil {
+		res, err = runner.RunPrepared(b, f, opt)
+	}
+	if err != nil {
+		// A fabric the scenario cannot build is bad input; a single part
+		// that does not merge is a broken invariant.
+		if se := (*scenario.Error)(nil); errors.As(err, &se) {
+			return nil, results.Perf{}, badInput(err)
+		}
+		return nil, results.Perf{}, internal(err)
+	}
+	wall := time.Since(start).Seconds()
+	if before != nil {
+		before(res)
+	}
+	perf := results.Perf{WallSeconds: wall, SetupSeconds: setup, EventsPerSec: float64(res.Fabric.Engine().Stats.Events) / wall,
+		PeakRSSBytes: peakRSS(), PeakHeapBytes: peakHeap, Partitions: 1, Cut: cut}
+	if err := res.WriteDir(out, perf, nil); err != nil {
+		return nil, perf, err
+	}
+	return res, perf, nil
 }
 
 // runEdits are the changes the command line makes to the scenario before

@@ -151,7 +151,7 @@ seed give byte-identical results. See docs/scenario.md for the format.
 		Version:       version.Get().String(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newVersionCmd(stdout), newRunCmd(v, stdout, stderr), newValidateCmd(stdout), newTopoCmd(stdout), newPlotCmd(stdout),
+	root.AddCommand(newVersionCmd(stdout), newRunCmd(v, stdout, stderr), newSweepCmd(stdout, stderr), newViewCmd(stderr), newValidateCmd(stdout), newTopoCmd(stdout), newPlotCmd(stdout),
 		newCCCmd(stdout, stderr), newExperimentCmd(stdout, stderr),
 		newNodeCmd(v, stdout, stderr), newCoordinatorCmd(v, stdout, stderr))
 	return root

@@ -122,9 +122,9 @@ type sweepCounts struct {
 	tried, clean, namesField, accepted, crashes int
 }
 
-// sweep mutates every leaf of every example scenario (every stride-th
+// mutationSweep mutates every leaf of every example scenario (every stride-th
 // mutation) and validates the result.
-func sweep(t *testing.T, stride int) sweepCounts {
+func mutationSweep(t *testing.T, stride int) sweepCounts {
 	t.Helper()
 	examples, err := filepath.Glob("../../examples/*.yaml")
 	if err != nil || len(examples) == 0 {
@@ -209,7 +209,7 @@ func TestSweep_MutatedExamplesNeverCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	c := sweep(t, 1)
+	c := mutationSweep(t, 1)
 	t.Logf("mutation sweep: %d tried, %d clean errors (%d naming the mutated field), %d accepted, %d crashes",
 		c.tried, c.clean, c.namesField, c.accepted, c.crashes)
 	if c.crashes != 0 {
