@@ -98,46 +98,11 @@ func Merge(b *scenario.Built, parts []*Part) (*Outputs, error) {
 		o.Records[i] = rec
 	}
 
-	var ports []PortRow
-	for _, r := range byPart {
-		ports = append(ports, r.Ports...)
-	}
-	slices.SortStableFunc(ports, func(a, b PortRow) int { return cmp.Compare(a.Node, b.Node) })
-	for _, r := range ports {
-		o.Ports = append(o.Ports, r.Row)
-	}
-	// A flow's samples all come from its sender's part, in time order, so
-	// a stable sort by (time, flow) of the concatenation does not depend
-	// on the cut.
-	for _, r := range byPart {
-		o.Cwnd = append(o.Cwnd, r.Cwnd...)
-	}
-	slices.SortStableFunc(o.Cwnd, func(a, b hostsim.CwndRow) int {
-		return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.Flow, b.Flow))
-	})
-	var depths []DepthPart
-	for _, r := range byPart {
-		depths = append(depths, r.Depths...)
-	}
-	slices.SortStableFunc(depths, func(a, b DepthPart) int { return cmp.Compare(a.Node, b.Node) })
-	for _, d := range depths {
-		o.Depths = append(o.Depths, d.Row)
-	}
-	slices.SortStableFunc(o.Depths, func(a, b DepthRow) int { return cmp.Compare(a.Time, b.Time) })
+	o.mergeSeries(byPart)
 	for _, h := range b.PcapHosts {
-		var data []byte
-		found := false
-		for _, r := range byPart {
-			for _, c := range r.Pcaps {
-				if c.Host == h {
-					data, found = c.Data, true
-				}
-			}
-		}
-		if !found {
+		if !o.addPcap(byPart, h) {
 			return nil, fmt.Errorf("results: no capture of host %d", h)
 		}
-		o.Pcaps = append(o.Pcaps, HostPcap{Host: h, Data: data})
 	}
 
 	finish := byPart[0].Finish
@@ -219,10 +184,25 @@ func MergePartial(b *scenario.Built, p int, parts []*Part, reason string) *Outpu
 		}
 		o.End = max(o.End, r.Now)
 	}
+	o.mergeSeries(present)
+	for _, h := range b.PcapHosts {
+		o.addPcap(present, h)
+	}
+	return o
+}
+
+// mergeSeries fills the port rows (by switch node, each switch's ports in
+// order), the cwnd samples (stably by time, then flow: a flow's samples
+// all come from its sender's part, in time order) and the queue samples
+// (switch by switch in node order, then stably by time) of parts, in an
+// order that does not depend on the cut.
+func (o *Outputs) mergeSeries(parts []*Part) {
 	var ports []PortRow
-	for _, r := range present {
+	var depths []DepthPart
+	for _, r := range parts {
 		ports = append(ports, r.Ports...)
 		o.Cwnd = append(o.Cwnd, r.Cwnd...)
+		depths = append(depths, r.Depths...)
 	}
 	slices.SortStableFunc(ports, func(a, b PortRow) int { return cmp.Compare(a.Node, b.Node) })
 	for _, r := range ports {
@@ -231,25 +211,25 @@ func MergePartial(b *scenario.Built, p int, parts []*Part, reason string) *Outpu
 	slices.SortStableFunc(o.Cwnd, func(a, b hostsim.CwndRow) int {
 		return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.Flow, b.Flow))
 	})
-	var depths []DepthPart
-	for _, r := range present {
-		depths = append(depths, r.Depths...)
-	}
 	slices.SortStableFunc(depths, func(a, b DepthPart) int { return cmp.Compare(a.Node, b.Node) })
 	for _, d := range depths {
 		o.Depths = append(o.Depths, d.Row)
 	}
 	slices.SortStableFunc(o.Depths, func(a, b DepthRow) int { return cmp.Compare(a.Time, b.Time) })
-	for _, h := range b.PcapHosts {
-		for _, r := range present {
-			for _, c := range r.Pcaps {
-				if c.Host == h {
-					o.Pcaps = append(o.Pcaps, HostPcap{Host: h, Data: c.Data})
-				}
+}
+
+// addPcap appends host h's capture from the part that holds it and
+// reports whether one did.
+func (o *Outputs) addPcap(parts []*Part, h int) bool {
+	for _, r := range parts {
+		for _, c := range r.Pcaps {
+			if c.Host == h {
+				o.Pcaps = append(o.Pcaps, HostPcap{Host: h, Data: c.Data})
+				return true
 			}
 		}
 	}
-	return o
+	return false
 }
 
 func partOf(r *Part) any {
