@@ -138,17 +138,9 @@ func runCoordinator(cmd *cobra.Command, v *viper.Viper, args []string, stderr io
 	if err != nil {
 		return badInput(err)
 	}
-	log, err := newLogger(v.GetString("coordinator.log-level"), stderr)
+	log, creds, auth, err := memberSetup(cmd, run, v.GetString("coordinator.log-level"), stderr)
 	if err != nil {
-		return badInput(err)
-	}
-	auth, err := natsAuthOptions(cmd)
-	if err != nil {
-		return badInput(err)
-	}
-	creds, auth, err := memberAuth(run, auth)
-	if err != nil {
-		return badInput(err)
+		return err
 	}
 	id := v.GetString("coordinator.id")
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)

@@ -55,17 +55,9 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 	if url == "" || run == "" || part < 0 {
 		return badInput(fmt.Errorf("node: --nats, --run and --partition are required"))
 	}
-	log, err := newLogger(v.GetString("node.log-level"), stderr)
+	log, creds, auth, err := memberSetup(cmd, run, v.GetString("node.log-level"), stderr)
 	if err != nil {
-		return badInput(err)
-	}
-	auth, err := natsAuthOptions(cmd)
-	if err != nil {
-		return badInput(err)
-	}
-	creds, auth, err := memberAuth(run, auth)
-	if err != nil {
-		return badInput(err)
+		return err
 	}
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -78,6 +70,26 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 	return node.Run(ctx, node.Config{Conn: nc, Run: run, Partition: part, Creds: creds,
 		SetupTimeout: v.GetDuration("node.setup-timeout"), Logger: log,
 		PeerTimeout: v.GetDuration("node.peer-timeout"), StatusEvery: v.GetDuration("node.status-every")})
+}
+
+// memberSetup is what a node or coordinator process needs before it
+// connects: its logger, its member credentials ($LOCKSTEP_CREDENTIALS) and
+// the NATS options (the flags' auth plus the credentials). Errors are bad
+// input.
+func memberSetup(cmd *cobra.Command, run, logLevel string, stderr io.Writer) (*slog.Logger, *member.Creds, []nats.Option, error) {
+	log, err := newLogger(logLevel, stderr)
+	if err != nil {
+		return nil, nil, nil, badInput(err)
+	}
+	auth, err := natsAuthOptions(cmd)
+	if err != nil {
+		return nil, nil, nil, badInput(err)
+	}
+	creds, auth, err := memberAuth(run, auth)
+	if err != nil {
+		return nil, nil, nil, badInput(err)
+	}
+	return log, creds, auth, nil
 }
 
 // memberAuth adds the member credentials the environment names
