@@ -35,17 +35,29 @@ image: ## build the container image lockstep:VERSION (FROM scratch, reproducible
 	docker load -i $(IMAGE_TAR) >/dev/null
 	@docker image inspect --format '{{.RepoTags}} {{.Id}} {{.Size}} bytes' $(IMAGE)
 
+# The cluster tests (deploy/cluster, build tag cluster) run NATS,
+# coordinators and nodes as containers of $(IMAGE) on private Docker
+# networks: they need a Docker daemon (.ci/run starts one if none answers).
+test-cluster: image ## containers: identical runs, leader killed, node cut off, NATS restarted; k8s pod specs as rendered
+	LOCKSTEP_IMAGE=$(IMAGE) $(GO) test -tags cluster -count=1 -v -timeout 15m ./deploy/cluster/
+
 run: ## run the main example (examples/dumbbell.yaml) into out/dumbbell
 	$(GO) run ./cmd/lockstep run examples/dumbbell.yaml --out out/dumbbell
 
-# tshark reads the pcap captures in runner/pcap_test.go. Debian's package asks
-# whether non-root users may capture: preseed "no" so the install never waits.
-deps: ## install what the tests need beyond Go: tshark (apt-get; needs root)
-	@command -v tshark >/dev/null && exit 0; \
+# tshark reads the pcap captures in runner/pcap_test.go; prometheus scrapes
+# a running multi-process run in cmd/lockstep/metrics_test.go. Debian's
+# wireshark package asks whether non-root users may capture: preseed "no" so
+# the install never waits. apt waits for another apt's lock up to 120 s.
+APT := apt-get -o DPkg::Lock::Timeout=120
+deps: ## install what the tests need beyond Go: tshark, prometheus (apt-get; needs root)
+	@missing=""; for c in tshark:tshark prometheus:prometheus; do \
+	  command -v $${c%%:*} >/dev/null || missing="$$missing $${c#*:}"; done; \
+	[ -z "$$missing" ] && exit 0; \
 	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
-	  echo "make deps: tshark is missing and installing it needs root and apt-get: run 'sudo make deps' or install tshark (Wireshark's CLI) yourself" >&2; exit 1; fi; \
+	  echo "make deps:$$missing missing and installing needs root and apt-get: run 'sudo make deps' or install$$missing yourself" >&2; exit 1; fi; \
 	echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null || true; \
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tshark >/dev/null && command -v tshark >/dev/null
+	$(APT) update -qq && DEBIAN_FRONTEND=noninteractive $(APT) install -y -qq --no-install-recommends $$missing >/dev/null && \
+	command -v tshark >/dev/null && command -v prometheus >/dev/null
 
 test: deps ## the README's test command: tools (deps), verify, then every test with -race and -shuffle
 	$(MAKE) verify
