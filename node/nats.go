@@ -39,6 +39,9 @@ type Config struct {
 	PeerTimeout time.Duration
 	// Logger (nil: discard).
 	Logger *slog.Logger
+	// Observe, if set, sees the node's Progress at every heartbeat once
+	// it has joined the run, and when it finishes (metrics, readiness).
+	Observe func(Progress)
 }
 
 // ErrAborted marks a run that another process abandoned.
@@ -160,8 +163,13 @@ func Run(ctx context.Context, cfg Config) error {
 	every := liveness.Interval(cfg.PeerTimeout, cfg.StatusEvery)
 	conn := liveness.NewConn(nc)
 	leaderAt := time.Now()
+	var perf NodePerf
+	var batches, batchBytes uint64 // published, for Observe
 	heartbeat := func() {
 		w, _ := core.Window()
+		if cfg.Observe != nil {
+			cfg.Observe(progress(core, w, perf, batches, batchBytes, false))
+		}
 		st := wire.NodeStatus{Partition: cfg.Partition, Window: w, Events: core.F.Engine().Stats.Events,
 			Now: int64(core.F.Engine().Now())}
 		if data, err := enc.Control(wire.TypeNodeStatus, st); err == nil {
@@ -190,7 +198,9 @@ func Run(ctx context.Context, cfg Config) error {
 	send := func(out Output) error {
 		for k := range out.Batches {
 			bt := &out.Batches[k]
-			if err := publish(subj.Batch(int(bt.To)), enc.Batch(bt)); err != nil {
+			data := enc.Batch(bt)
+			batches, batchBytes = batches+1, batchBytes+uint64(len(data))
+			if err := publish(subj.Batch(int(bt.To)), data); err != nil {
 				return err
 			}
 		}
@@ -204,7 +214,6 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 
-	var perf NodePerf
 	waitFrom := time.Now()
 	nextStatus := waitFrom.Add(every)
 	hb := time.NewTicker(every)
@@ -298,6 +307,10 @@ func Run(ctx context.Context, cfg Config) error {
 	perf.WallSeconds = time.Since(start).Seconds()
 	res := core.Result()
 	res.Perf = perf
+	if cfg.Observe != nil {
+		w, _ := core.Window()
+		cfg.Observe(progress(core, w, perf, batches, batchBytes, true))
+	}
 	log.Info("finished", "windows", res.Core.Windows, "events", res.Part.Stats.Events, "reason", res.Final.Reason,
 		"duplicates", core.Duplicates())
 	// Keep the heartbeat going while the result is sent, so the launcher

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/lockstep-sim/lockstep/internal/liveness"
+	"github.com/lockstep-sim/lockstep/internal/metrics"
 	"github.com/lockstep-sim/lockstep/node"
 )
 
@@ -42,8 +43,9 @@ run ends. 'lockstep run --procs' starts these processes itself.`,
 	f.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long the coordinator leader may be silent, or NATS unreachable, before the node gives up (exit 3)")
 	f.Duration("status-every", 0, "how often the node publishes its status, its heartbeat (default 250ms)")
+	addMetricsFlags(cmd)
 	addNATSAuthFlags(cmd)
-	for _, n := range []string{"nats", "run", "partition", "setup-timeout", "log-level", "peer-timeout", "status-every"} {
+	for _, n := range []string{"nats", "run", "partition", "setup-timeout", "log-level", "peer-timeout", "status-every", "metrics", "metrics-linger"} {
 		_ = v.BindPFlag("node."+n, f.Lookup(n))
 	}
 	return cmd
@@ -70,9 +72,42 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 		return fmt.Errorf("node %d: connect to %s: %w", part, url, err)
 	}
 	defer nc.Close()
-	return node.Run(ctx, node.Config{Conn: nc, Run: run, Partition: part,
+	cfg := node.Config{Conn: nc, Run: run, Partition: part,
 		SetupTimeout: v.GetDuration("node.setup-timeout"), Logger: log,
-		PeerTimeout: v.GetDuration("node.peer-timeout"), StatusEvery: v.GetDuration("node.status-every")})
+		PeerTimeout: v.GetDuration("node.peer-timeout"), StatusEvery: v.GetDuration("node.status-every")}
+	if addr := v.GetString("node.metrics"); addr != "" {
+		var nm *metrics.Node
+		srv, err := metrics.Listen(addr, func() bool { return nm.Joined() })
+		if err != nil {
+			return badInput(err)
+		}
+		nm = metrics.RegisterNode(srv.Reg, run, part)
+		cfg.Observe = nm.Observe
+		fmt.Fprintf(stderr, "lockstep node %d: metrics on http://%s/metrics (probes /healthz, /readyz)\n", part, srv.Addr())
+		defer lingerClose(ctx, srv, v.GetDuration("node.metrics-linger"))
+	}
+	return node.Run(ctx, cfg)
+}
+
+// addMetricsFlags adds --metrics (and the tests' --metrics-linger).
+func addMetricsFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.String("metrics", "", "serve Prometheus metrics and the /healthz and /readyz probes on this address (a bare :PORT is loopback; 0.0.0.0:PORT for every interface); off by default")
+	f.Duration("metrics-linger", 0, "keep serving metrics this long after the run (so a scraper sees the end)")
+	_ = f.MarkHidden("metrics-linger")
+}
+
+// lingerClose keeps srv up for d (unless ctx ends), then closes it.
+func lingerClose(ctx context.Context, srv *metrics.Server, d time.Duration) {
+	if d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	_ = srv.Close()
 }
 
 // cmdContext is the command's context, or Background outside Execute.
