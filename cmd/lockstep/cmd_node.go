@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -38,7 +39,7 @@ run ends. 'lockstep run --procs' starts these processes itself.`,
 	f := cmd.Flags()
 	f.String("nats", "", "NATS server URL (required)")
 	f.String("run", "", "run id (required)")
-	f.Int("partition", -1, "this node's partition index (required)")
+	f.Int("partition", -1, "this node's partition index (required; default $JOB_COMPLETION_INDEX, a Kubernetes Indexed Job's)")
 	f.Duration("setup-timeout", 2*time.Minute, "how long to wait for a coordinator to answer")
 	f.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long the coordinator leader may be silent, or NATS unreachable, before the node gives up (exit 3)")
@@ -53,6 +54,14 @@ run ends. 'lockstep run --procs' starts these processes itself.`,
 
 func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 	url, run, part := v.GetString("node.nats"), v.GetString("node.run"), v.GetInt("node.partition")
+	if s := os.Getenv("JOB_COMPLETION_INDEX"); part < 0 && s != "" {
+		// A pod of a Kubernetes Indexed Job: its index is the partition.
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return badInput(fmt.Errorf("node: JOB_COMPLETION_INDEX %q is not a partition index", s))
+		}
+		part = n
+	}
 	if url == "" || run == "" || part < 0 {
 		return badInput(fmt.Errorf("node: --nats, --run and --partition are required"))
 	}
