@@ -154,6 +154,27 @@ func newEnv(t testing.TB) *env {
 	return e
 }
 
+// newEnvSubnet is newEnv with a /24 of its own, so that containers can
+// have fixed addresses (a pod's IP, known before it starts).
+func newEnvSubnet(t testing.TB) *env {
+	t.Helper()
+	img := lockstepImage(t)
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	e := &env{t: t, id: "ls" + hex.EncodeToString(b[:4]), image: img}
+	e.net = e.id + "-net"
+	t.Cleanup(e.cleanup)
+	var err error
+	for i := 0; i < 20; i++ {
+		subnet := fmt.Sprintf("172.30.%d.0/24", (int(b[4])+i*37)%256)
+		if _, err = docker("network", "create", "--label", label+"="+e.id, "--subnet", subnet, e.net); err == nil {
+			return e
+		}
+	}
+	t.Fatal(err)
+	return nil
+}
+
 // name is the container name of a member ("c1", "nats", "n0").
 func (e *env) name(member string) string { return e.id + "-" + member }
 
