@@ -331,6 +331,11 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 	}()
+	if err := storeResult(sctx, nc, cfg, su, res); err == nil {
+		log.Info("result stored in JetStream", "bucket", ResultBucket(cfg.Run))
+	} else if !errors.Is(err, errNoJetStream) {
+		log.Warn("result not stored in JetStream (request/reply goes on)", "err", err)
+	}
 	return sendResult(sctx, nc, subj, cfg, res)
 }
 

@@ -385,6 +385,15 @@ func TestCluster_A_SameAsOneProcess(t *testing.T) {
 	t.Logf("k=8 permutation, 4 node containers + 3 coordinators + NATS: %.2fs from the first container to the merged result",
 		time.Since(start).Seconds())
 	sameOutputs(t, ref, l.out)
+	// The nodes stored their results in JetStream too (lockstep nats has
+	// it on): fetched back, they are the same bytes.
+	fetched := filepath.Join(t.TempDir(), "fetched")
+	if b, err := exec.Command(lockstepHost(t), "fetch-results", d.run, "--nats", d.natsURL, "--out", fetched).CombinedOutput(); err != nil {
+		t.Fatalf("fetch-results: %v: %s", err, b)
+	} else {
+		t.Logf("%s", bytes.TrimSpace(b))
+	}
+	sameOutputs(t, ref, fetched)
 	for _, m := range d.nodes() {
 		if code, err := e.exitCode(m, 30*time.Second); err != nil || code != 0 {
 			t.Errorf("%s: exit %d, %v", m, code, err)
