@@ -85,6 +85,9 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	if handled, err := runDistributedIfAsked(cmd, v, b, out, stdout, stderr); handled {
 		return err
 	}
+	if _, err := runMetricsArgs(cmd, false, 1); err != nil {
+		return badInput(err) // --metrics without node processes
+	}
 	quiet := v.GetBool("run.quiet")
 	show := !quiet && (v.GetBool("run.progress") || isTerminal(stderr))
 	start := time.Now()

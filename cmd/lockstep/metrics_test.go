@@ -267,3 +267,29 @@ func (s *syncWriter) Write(b []byte) (int, error) {
 	defer metricsLogMu.Unlock()
 	return s.w.Write(b)
 }
+
+// TestRunMetrics_ChildrenSayWhere: `lockstep run --procs --metrics
+// 127.0.0.1:0` gives every node process a metrics listener of its own and
+// each says on stderr where; without node processes --metrics is refused.
+func TestRunMetrics_ChildrenSayWhere(t *testing.T) {
+	requireWired(t)
+	t.Setenv(asMainEnv, "1") // for the child processes only
+	dir := t.TempDir()
+	scen := filepath.Join("..", "..", "examples", "dumbbell.yaml")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"run", scen, "--partitions", "2", "--procs", "--metrics", "127.0.0.1:0", "--out", filepath.Join(dir, "a"), "--quiet"},
+		&stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for i := 0; i < 2; i++ {
+		if w := fmt.Sprintf("node %d: lockstep node %d: metrics on http://127.0.0.1:", i, i); !strings.Contains(stderr.String(), w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+		}
+	}
+	for _, args := range [][]string{{"--metrics", "127.0.0.1:0"}, {"--partitions", "2", "--procs", "--metrics", "127.0.0.1:9100"}} {
+		stderr.Reset()
+		if code := run(append([]string{"run", scen, "--out", filepath.Join(dir, "b")}, args...), &stdout, &stderr); code != exitUsage {
+			t.Errorf("%v: exit %d, want 2: %s", args, code, stderr.String())
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,7 +44,10 @@ func scenarioFile(t testing.TB, text string) string {
 	return p
 }
 
-var refs sync.Map // scenario text -> output directory of its single-process run
+var (
+	refs     sync.Map // scenario text -> output directory of its single-process run
+	refCount atomic.Int64
+)
 
 // reference runs the scenario in one process on this host, once.
 func reference(t testing.TB, file string) string {
@@ -55,13 +59,14 @@ func reference(t testing.TB, file string) string {
 	if d, ok := refs.Load(string(text)); ok {
 		return d.(string)
 	}
-	dir, err := os.MkdirTemp("", "lockstep-ref-*")
+	dir, err := sharedDir(fmt.Sprintf("ref-%d", refCount.Add(1)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")
+	bin := lockstepHost(t)
 	start := time.Now()
-	if b, err := exec.Command(lockstepHost(t), "run", file, "--out", out, "--quiet").CombinedOutput(); err != nil {
+	if b, err := exec.Command(bin, "run", file, "--out", out, "--quiet").CombinedOutput(); err != nil {
 		t.Fatalf("single-process run: %v: %s", err, b)
 	}
 	t.Logf("single-process run: %.2fs", time.Since(start).Seconds())

@@ -52,6 +52,29 @@ var (
 	hostErr   error
 )
 
+// shared holds what the tests build once and share (the image's
+// binary, the host binary, the single-process references); TestMain
+// removes it.
+var shared string
+
+func TestMain(m *testing.M) {
+	d, err := os.MkdirTemp("", "lockstep-cluster-*")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	shared = d
+	code := m.Run()
+	_ = os.RemoveAll(d)
+	os.Exit(code)
+}
+
+// sharedDir is a fresh directory under shared.
+func sharedDir(name string) (string, error) {
+	d := filepath.Join(shared, name)
+	return d, os.MkdirAll(d, 0o755)
+}
+
 func repoRoot() string { return filepath.Join("..", "..") }
 
 // lockstepImage is the image under test: $LOCKSTEP_IMAGE (make
@@ -68,12 +91,11 @@ func lockstepImage(t testing.TB) string {
 			_, imageErr = docker("image", "inspect", s)
 			return
 		}
-		dir, err := os.MkdirTemp("", "lockstep-image-*")
+		dir, err := sharedDir("image")
 		if err != nil {
 			imageErr = err
 			return
 		}
-		defer os.RemoveAll(dir)
 		bin := filepath.Join(dir, "lockstep")
 		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", bin, "./cmd/lockstep")
 		cmd.Dir = repoRoot()
@@ -114,7 +136,7 @@ func lockstepImage(t testing.TB) string {
 func lockstepHost(t testing.TB) string {
 	t.Helper()
 	hostOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "lockstep-host-*")
+		dir, err := sharedDir("host")
 		if err != nil {
 			hostErr = err
 			return
