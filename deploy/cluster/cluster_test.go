@@ -389,6 +389,26 @@ func TestCluster_A_SameAsOneProcess(t *testing.T) {
 	}
 	t.Logf("k=8 permutation, 4 node containers + 3 coordinators + NATS: %.2fs from the first container to the merged result",
 		time.Since(start).Seconds())
+	var sum struct {
+		Perf struct {
+			Wall float64 `json:"wall_seconds"`
+		} `json:"perf"`
+		Extra struct {
+			Distributed struct {
+				PerNode []struct {
+					Wall float64 `json:"wall_seconds"`
+				} `json:"per_node"`
+			} `json:"distributed"`
+		} `json:"extra"`
+	}
+	if b, err := os.ReadFile(filepath.Join(l.out, "summary.json")); err == nil && json.Unmarshal(b, &sum) == nil {
+		var nodes []string
+		for _, n := range sum.Extra.Distributed.PerNode {
+			nodes = append(nodes, fmt.Sprintf("%.2fs", n.Wall))
+		}
+		t.Logf("the launcher's wall time (from its start, waiting for the containers included): %.2fs; each node from its setup to the last window: %s",
+			sum.Perf.Wall, strings.Join(nodes, " "))
+	}
 	sameOutputs(t, ref, l.out)
 	// The nodes stored their results in JetStream too (lockstep nats has
 	// it on): fetched back, they are the same bytes.
