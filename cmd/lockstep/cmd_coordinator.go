@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -145,7 +146,8 @@ func runCoordinator(cmd *cobra.Command, v *viper.Viper, args []string, stderr io
 	id := v.GetString("coordinator.id")
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	nc, err := nats.Connect(url, append(append([]nats.Option{nats.Name("lockstep coordinator " + id)}, liveness.ClientOptions()...), auth...)...)
+	nc, err := connectWait(url, 2*time.Minute, stderr, "coordinator "+id,
+		append(append([]nats.Option{nats.Name("lockstep coordinator " + id)}, liveness.ClientOptions()...), auth...)...)
 	if err != nil {
 		return fmt.Errorf("coordinator %s: connect to %s: %w", id, url, err)
 	}
