@@ -2,13 +2,14 @@
 GO      ?= go
 PKGS    ?= ./...
 TIMEOUT ?= 20m
+FUZZTIME ?= 10s
 
 # golangci-lint is pinned in tools/go.mod and built from there into bin/
 # (one go build, with only the Go module proxy); it is rebuilt when
 # tools/go.mod or tools/go.sum change.
 GOLANGCI_LINT ?= bin/golangci-lint
 
-.PHONY: help build run deps test test-race test-slow bench bench-smoke verify fmt vet lint tidy-check ci image test-cluster
+.PHONY: help build run deps test test-race test-slow bench bench-smoke bench-scale fuzz verify fmt vet lint tidy-check ci image test-cluster
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -44,20 +45,20 @@ test-cluster: image ## containers: identical runs, leader killed, node cut off, 
 run: ## run the main example (examples/dumbbell.yaml) into out/dumbbell
 	$(GO) run ./cmd/lockstep run examples/dumbbell.yaml --out out/dumbbell
 
-# tshark reads the pcap captures in runner/pcap_test.go; prometheus scrapes
-# a running multi-process run in cmd/lockstep/metrics_test.go. Debian's
-# wireshark package asks whether non-root users may capture: preseed "no" so
-# the install never waits. apt waits for another apt's lock up to 120 s.
-APT := apt-get -o DPkg::Lock::Timeout=120
-deps: ## install what the tests need beyond Go: tshark, prometheus (apt-get; needs root)
-	@missing=""; for c in tshark:tshark prometheus:prometheus; do \
-	  command -v $${c%%:*} >/dev/null || missing="$$missing $${c#*:}"; done; \
-	[ -z "$$missing" ] && exit 0; \
+# tshark reads the pcap captures in runner/pcap_test.go; chromium runs the live
+# view's browser test (cmd/lockstep/ui_browser_test.go, which fails without it
+# when CI=true); prometheus scrapes a running multi-process run in
+# cmd/lockstep/metrics_test.go (which fails without it when CI=true). Debian's
+# tshark asks whether non-root users may capture: preseed "no" so the install
+# never waits. apt-get waits up to 120 s for a lock another apt holds instead
+# of failing at once.
+APT_GET := DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120
+deps: ## install what the tests need beyond Go: tshark, chromium and prometheus (apt-get; needs root)
+	@command -v tshark >/dev/null && [ -x /usr/bin/chromium ] && command -v prometheus >/dev/null && exit 0; \
 	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
-	  echo "make deps:$$missing missing and installing needs root and apt-get: run 'sudo make deps' or install$$missing yourself" >&2; exit 1; fi; \
+	  echo "make deps: tshark, /usr/bin/chromium or prometheus is missing and installing them needs root and apt-get: run 'sudo make deps' or install tshark (Wireshark's CLI), chromium and prometheus yourself" >&2; exit 1; fi; \
 	echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null || true; \
-	$(APT) update -qq && DEBIAN_FRONTEND=noninteractive $(APT) install -y -qq --no-install-recommends $$missing >/dev/null && \
-	command -v tshark >/dev/null && command -v prometheus >/dev/null
+	$(APT_GET) update -qq && $(APT_GET) install -y -qq tshark chromium prometheus >/dev/null && command -v tshark >/dev/null && [ -x /usr/bin/chromium ] && command -v prometheus >/dev/null
 
 test: deps ## the README's test command: tools (deps), verify, then every test with -race and -shuffle
 	$(MAKE) verify
@@ -72,8 +73,22 @@ test-slow: ## long soaks and big fabrics (build tag slow)
 bench: ## all benchmarks with allocation counts
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
+bench-scale: build ## fat-tree permutations k = 8..48 in 1, 2, 4 in-memory partitions and 2 node processes: setup s, run s, events/s, peak RSS (about 3 minutes)
+	scripts/bench-scale.sh bin/lockstep
+
 bench-smoke: ## every benchmark once, briefly (CI)
 	$(GO) test -run '^$$' -bench . -benchtime 100x $(PKGS)
+
+# Every Fuzz target of every package, found with go test -list, each for
+# FUZZTIME (not part of make test). New corpus entries that fail land in
+# the package's testdata/fuzz/ and then run as seeds in go test.
+fuzz: ## run every Fuzz target for FUZZTIME (default 10s) each
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+	  for fz in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$fz"; \
+	    $(GO) test $$pkg -run '^$$' -fuzz "^$$fz$$" -fuzztime $(FUZZTIME); \
+	  done; \
+	done
 
 verify: fmt vet lint tidy-check ## gofmt, go vet, golangci-lint, go mod tidy clean (both modules)
 

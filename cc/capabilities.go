@@ -42,6 +42,13 @@ type RecoveryRequirer interface {
 	RequiredRecovery() string
 }
 
+// ECNDriven is a controller whose only congestion signal besides loss is
+// the ECN echo (DCTCP): without ECN-capable packets (transport.ecn) it
+// never sees a mark, so a scenario must enable ECN to use it.
+type ECNDriven interface {
+	NeedsECN()
+}
+
 // Capabilities is what a pair of modules declares.
 type Capabilities struct {
 	// PerPacketAcks: PerPacketAcker.
@@ -55,6 +62,8 @@ type Capabilities struct {
 	DefaultPaths string
 	// Recovery is the recovery the controller requires, "" for any.
 	Recovery string
+	// NeedsECN: ECNDriven.
+	NeedsECN bool
 }
 
 // CapabilitiesOf reads what ctl and rec declare.
@@ -76,6 +85,9 @@ func CapabilitiesOf(ctl Controller, rec Recovery) Capabilities {
 	}
 	if p, ok := ctl.(PathSteerer); ok {
 		c.SteersPaths, c.DefaultPaths = true, p.DefaultPaths()
+	}
+	if _, ok := ctl.(ECNDriven); ok {
+		c.NeedsECN = true
 	}
 	if r, ok := ctl.(RecoveryRequirer); ok {
 		c.Recovery = r.RequiredRecovery()

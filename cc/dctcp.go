@@ -99,6 +99,10 @@ func NewDCTCP(cfg DCTCPConfig, mss, initCwnd int64) *DCTCP {
 // Alpha is DCTCP.Alpha, the estimated fraction of marked bytes.
 func (d *DCTCP) Alpha() float64 { return d.alpha }
 
+// NeedsECN declares ECNDriven: DCTCP reacts to the fraction of marked
+// packets, so it needs ECN-capable packets.
+func (d *DCTCP) NeedsECN() {}
+
 // OnAck implements Controller.OnAck.
 func (d *DCTCP) OnAck(ev *AckEvent) {
 	if !ev.InRecovery {

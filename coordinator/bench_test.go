@@ -11,6 +11,8 @@ import (
 
 	"github.com/lockstep-sim/lockstep/coordinator"
 	"github.com/lockstep-sim/lockstep/coordinator/barrier"
+	"github.com/lockstep-sim/lockstep/deploy"
+	"github.com/lockstep-sim/lockstep/internal/member"
 	"github.com/lockstep-sim/lockstep/internal/wire"
 	"github.com/lockstep-sim/lockstep/sim"
 )
@@ -18,8 +20,14 @@ import (
 // benchNATS starts a NATS server on loopback TCP, as `lockstep run
 // --procs` uses it.
 func benchNATS(b *testing.B) (*server.Server, func() *nats.Conn) {
+	return benchNATSOpts(b, &server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true}, nil)
+}
+
+// benchNATSOpts starts a server with opts; connect logs in as creds[k] on
+// its k-th call (when given).
+func benchNATSOpts(b *testing.B, opts *server.Options, creds []*member.Creds) (*server.Server, func() *nats.Conn) {
 	b.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	ns, err := server.NewServer(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -28,8 +36,14 @@ func benchNATS(b *testing.B) (*server.Server, func() *nats.Conn) {
 		b.Fatal("NATS did not start")
 	}
 	b.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	k := 0
 	return ns, func() *nats.Conn {
-		nc, err := nats.Connect(ns.ClientURL())
+		var o []nats.Option
+		if k < len(creds) {
+			o, _ = creds[k].Options()
+			k++
+		}
+		nc, err := nats.Connect(ns.ClientURL(), o...)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -62,15 +76,34 @@ func BenchmarkNATSRequestReply(b *testing.B) {
 // simulate: every node reports, the coordinator's barrier grants, every
 // node receives the grant. Nodes are bare Followers on their own NATS
 // connections; the coordinator is a one-replica raft leader.
+//
+// auth=members is the embedded server as deploy runs it: each node and the
+// coordinator log in with their own nkey and may publish only on their
+// own subjects (deploy.ServerOptions); auth=none is an open server.
 func BenchmarkBarrierRound(b *testing.B) {
-	for _, n := range []int{1, 2, 4, 8} {
-		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) { benchRound(b, n) })
+	for _, auth := range []string{"none", "members"} {
+		for _, n := range []int{1, 2, 4, 8} {
+			b.Run(fmt.Sprintf("auth=%s/nodes=%d", auth, n), func(b *testing.B) { benchRound(b, n, auth == "members") })
+		}
 	}
 }
 
-func benchRound(b *testing.B, n int) {
-	_, connect := benchNATS(b)
+func benchRound(b *testing.B, n int, members bool) {
 	run := fmt.Sprintf("bench%d", n)
+	var connect func() *nats.Conn
+	if members {
+		set, err := member.NewSet(run, []string{"c0"}, n, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		opts, err := deploy.ServerOptions(run, set)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, connect = benchNATSOpts(b, opts, append([]*member.Creds{set.Coordinators["c0"]}, set.Nodes...))
+	} else {
+		_, connect = benchNATS(b)
+	}
 	subj, _ := wire.NewSubjects(run)
 	part := make([]int, n)
 	for i := range part {
@@ -99,7 +132,7 @@ func benchRound(b *testing.B, n int) {
 				b.Error(err)
 				return
 			}
-			_ = nc.Publish(subj.Report(), enc.Report(&r))
+			_ = nc.Publish(subj.Report(i), enc.Report(&r))
 		}
 		handle := func(m *nats.Msg) {
 			msg, err := wire.Decode(m.Data)
@@ -109,7 +142,7 @@ func benchRound(b *testing.B, n int) {
 			switch msg.Kind {
 			case wire.KindResync:
 				for _, r := range f.Resend(msg.Resync.Term) {
-					_ = nc.Publish(subj.Report(), enc.Report(&r))
+					_ = nc.Publish(subj.Report(i), enc.Report(&r))
 				}
 			case wire.KindGrant:
 				g := *msg.Grant

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lockstep-sim/lockstep/internal/liveness"
+	"github.com/lockstep-sim/lockstep/internal/member"
 	"github.com/lockstep-sim/lockstep/internal/wire"
 )
 
@@ -34,6 +35,10 @@ type Config struct {
 	// same run (the first leader records its RunConfig in raft; the others
 	// refuse to lead a different one).
 	Setup *wire.Setup
+	// Creds are this replica's member credentials (nil: the run has
+	// none). An abort the replica publishes should be Creds.Abort(reason):
+	// signed, so that nodes on a server without member permissions take it.
+	Creds *member.Creds
 	// ID is this replica's raft server id; Addr the address its raft TCP
 	// transport binds (default 127.0.0.1:0, usable for a single replica).
 	ID   string
@@ -83,7 +88,10 @@ type Coordinator struct {
 	fsm   *FSM
 	raft  *raft.Raft
 	trans *raft.NetworkTransport
-	store io.Closer // the BoltDB store, if any
+	// raftAuth is the authenticated raft stream layer (nil without member
+	// credentials).
+	raftAuth *authStream
+	store    io.Closer // the BoltDB store, if any
 
 	notify chan bool
 	props  chan Command
@@ -172,9 +180,21 @@ func (c *Coordinator) startRaft() error {
 	}
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft-" + cfg.ID, Level: hclog.Error, Output: out})
 
-	trans, err := raft.NewTCPTransport(cfg.Addr, nil, 3, 2*time.Second, out)
-	if err != nil {
-		return fmt.Errorf("coordinator %s: raft transport on %s: %w", cfg.ID, cfg.Addr, err)
+	var trans *raft.NetworkTransport
+	if cfg.Creds != nil && len(cfg.Creds.CoordinatorKeys) > 0 {
+		// Only the run's coordinators may connect (raftauth.go).
+		s, err := newAuthStream(cfg.Addr, cfg.ID, cfg.Creds)
+		if err != nil {
+			return fmt.Errorf("coordinator %s: raft transport on %s: %w", cfg.ID, cfg.Addr, err)
+		}
+		c.raftAuth = s
+		trans = raft.NewNetworkTransport(s, 3, 2*time.Second, out)
+	} else {
+		t, err := raft.NewTCPTransport(cfg.Addr, nil, 3, 2*time.Second, out)
+		if err != nil {
+			return fmt.Errorf("coordinator %s: raft transport on %s: %w", cfg.ID, cfg.Addr, err)
+		}
+		trans = t
 	}
 	c.trans = trans
 	var logs raft.LogStore
@@ -223,6 +243,15 @@ func (c *Coordinator) startRaft() error {
 		}
 	}
 	return nil
+}
+
+// RaftRejected counts raft connections refused as not from a coordinator
+// of the run.
+func (c *Coordinator) RaftRejected() uint64 {
+	if c.raftAuth == nil {
+		return 0
+	}
+	return c.raftAuth.rejected.Load()
 }
 
 // Addr is the raft transport's address.

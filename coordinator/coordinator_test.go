@@ -123,7 +123,7 @@ func TestCoordinator_Design3_LeaderStopsMidRun(t *testing.T) {
 		defer c.Close()
 	}
 
-	col, err := deploy.NewCollector(connect(), run, pl.P)
+	col, err := deploy.NewCollector(connect(), run, pl.P, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

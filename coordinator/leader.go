@@ -36,6 +36,9 @@ type leader struct {
 	granted  bool            // guarded by mu
 	progress time.Time       // guarded by mu
 	peers    *liveness.Peers // guarded by mu
+	// rejected counts reports dropped as not from the node they claim
+	// (or undecodable); guarded by mu.
+	rejected uint64
 
 	subs []*nats.Subscription
 	quit chan struct{}
@@ -124,8 +127,8 @@ func (l *leader) start(finished bool) error {
 	nc := l.c.cfg.Conn
 	s := l.c.subj
 	if !finished {
-		for subject, cb := range map[string]nats.MsgHandler{s.Report(): l.onReport, s.Setup(): l.onSetup,
-			s.NodeStatus(): l.onNodeStatus} {
+		for subject, cb := range map[string]nats.MsgHandler{s.Reports(): l.onReport, s.Setup(): l.onSetup,
+			s.NodeStatuses(): l.onNodeStatus} {
 			sub, err := nc.Subscribe(subject, cb)
 			if err != nil {
 				return err
@@ -215,7 +218,7 @@ func (l *leader) watch(conn *liveness.Conn, now time.Time) {
 	}
 	if silent := l.peers.Silent(now, cfg.PeerTimeout); len(silent) > 0 {
 		err := liveness.SilentError(silent[0], cfg.PeerTimeout)
-		if data, eerr := l.enc.Control(wire.TypeAbort, wire.Abort{Reason: err.Error()}); eerr == nil {
+		if data, eerr := l.enc.Control(wire.TypeAbort, cfg.Creds.Abort(err.Error())); eerr == nil {
 			_ = cfg.Conn.Publish(l.c.subj.Abort(), data)
 			_ = cfg.Conn.FlushTimeout(time.Second)
 		}
@@ -259,7 +262,7 @@ func (l *leader) resync() {
 func (l *leader) status() {
 	l.mu.Lock()
 	st := wire.Status{ID: l.c.cfg.ID, Term: l.term, PID: os.Getpid(), Window: l.last.Window, Start: int64(l.last.Start),
-		Phase: l.bar.Phase().String(), Grants: l.bar.Stats().Grants}
+		Phase: l.bar.Phase().String(), Grants: l.bar.Stats().Grants, Rejected: l.rejected + l.c.RaftRejected()}
 	stopped := l.stopped
 	var data []byte
 	var err error
@@ -280,7 +283,7 @@ func (l *leader) onSetup(msg *nats.Msg) {
 	if l.stopped {
 		return
 	}
-	su := *l.c.cfg.Setup
+	su := *l.c.cfg.Setup // with the launcher's signature, if any
 	su.Term = l.term
 	data, err := l.enc.Control(wire.TypeSetup, &su)
 	if err != nil {
@@ -293,12 +296,23 @@ func (l *leader) onSetup(msg *nats.Msg) {
 // onReport feeds a report to the barrier and publishes what it grants.
 func (l *leader) onReport(msg *nats.Msg) {
 	m, err := wire.Decode(msg.Data)
-	if err != nil || m.Kind != wire.KindReport {
-		l.c.log.Warn("bad report", "err", err, "kind", m.Kind)
-		return
+	if err == nil && m.Kind != wire.KindReport {
+		err = fmt.Errorf("%v message", m.Kind)
+	}
+	if err == nil {
+		// Node i publishes on report.i only (the server's permissions),
+		// so a report is node i's if it says so.
+		if from, ok := l.c.subj.Sender(msg.Subject); !ok || from != m.Report.Node || from >= l.c.rcfg.P {
+			err = fmt.Errorf("report of node %d on %s", m.Report.Node, msg.Subject)
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err != nil {
+		l.rejected++
+		l.c.log.Warn("report rejected", "subject", msg.Subject, "err", err)
+		return
+	}
 	if l.stopped {
 		return
 	}

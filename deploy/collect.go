@@ -6,6 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/lockstep-sim/lockstep/internal/member"
 	"github.com/lockstep-sim/lockstep/internal/wire"
 	"github.com/lockstep-sim/lockstep/node"
 )
@@ -14,24 +15,38 @@ import (
 // acknowledged chunk at a time) on behalf of whoever started the run
 // (docs/design.md §7: results "are merged by whoever started the run").
 type Collector struct {
-	p    int
-	sub  *nats.Subscription
-	done chan struct{}
-	errs chan error
+	p     int
+	subj  wire.Subjects
+	creds *member.Creds // nil: chunks are not signed
+	sub   *nats.Subscription
+	done  chan struct{}
+	errs  chan error
 
 	mu      sync.Mutex
 	enc     *wire.Encoder            // guarded by mu
 	chunks  map[int][][]byte         // guarded by mu
 	results map[int]*node.PartResult // guarded by mu
+	// rejected counts chunks dropped: malformed, out of bounds, or not
+	// from the node they claim; guarded by mu.
+	rejected uint64
 }
 
+// MaxResultBytes bounds one node's encoded result, and so the number of
+// chunks a collector accepts for it (MaxChunks).
+const MaxResultBytes = 4 << 30
+
+// MaxChunks is the most chunks a node's result may come in.
+const MaxChunks = MaxResultBytes / node.ResultChunkBytes
+
 // NewCollector subscribes to the result subjects of run for p partitions.
-func NewCollector(nc *nats.Conn, run string, p int) (*Collector, error) {
+// With creds (the launcher's), every chunk must carry its node's
+// signature.
+func NewCollector(nc *nats.Conn, run string, p int, creds *member.Creds) (*Collector, error) {
 	subj, err := wire.NewSubjects(run)
 	if err != nil {
 		return nil, err
 	}
-	c := &Collector{p: p, done: make(chan struct{}), errs: make(chan error, 1), enc: wire.NewEncoder(),
+	c := &Collector{p: p, subj: subj, creds: creds, done: make(chan struct{}), errs: make(chan error, 1), enc: wire.NewEncoder(),
 		chunks: map[int][][]byte{}, results: map[int]*node.PartResult{}}
 	c.sub, err = nc.Subscribe(subj.Results(), c.onChunk)
 	if err != nil {
@@ -68,6 +83,14 @@ func (c *Collector) Results() []*node.PartResult {
 	return out
 }
 
+// Rejected is the number of chunks dropped as malformed, out of bounds, or
+// not from the node they claim.
+func (c *Collector) Rejected() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rejected
+}
+
 // Close unsubscribes.
 func (c *Collector) Close() { _ = c.sub.Unsubscribe() }
 
@@ -79,13 +102,21 @@ func (c *Collector) onChunk(msg *nats.Msg) {
 	} else if err == nil {
 		err = fmt.Errorf("unexpected %v message", m.Kind)
 	}
-	if err == nil && (ch.Partition < 0 || ch.Partition >= c.p || ch.Total < 1 || ch.Index < 0 || ch.Index >= ch.Total) {
-		err = fmt.Errorf("chunk %d/%d of partition %d", ch.Index, ch.Total, ch.Partition)
+	if err == nil {
+		err = c.check(msg.Subject, &ch)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err == nil {
+		// Every chunk of a result has the same Total: a chunk that
+		// disagrees with the first is not that result's.
+		if cs, ok := c.chunks[ch.Partition]; ok && len(cs) != ch.Total {
+			err = fmt.Errorf("chunk %d/%d of partition %d, which sends %d", ch.Index, ch.Total, ch.Partition, len(cs))
+		}
+	}
 	typ, body := wire.TypeAck, any(struct{}{})
 	if err != nil {
+		c.rejected++
 		typ, body = wire.TypeError, wire.ErrorReply{Msg: err.Error()}
 	} else {
 		// Record before acknowledging: a node process exits right after
@@ -95,6 +126,24 @@ func (c *Collector) onChunk(msg *nats.Msg) {
 	if data, err := c.enc.Control(typ, body); err == nil {
 		_ = msg.Respond(data)
 	}
+}
+
+// check refuses a chunk whose bounds are wrong (checked before anything
+// is allocated for it) or that is not from the node it claims: node i
+// sends on result.i only, and signs its chunks when the run has keys.
+func (c *Collector) check(subject string, ch *wire.ResultChunk) error {
+	if ch.Partition < 0 || ch.Partition >= c.p || ch.Total < 1 || ch.Total > MaxChunks || ch.Index < 0 ||
+		ch.Index >= ch.Total || len(ch.Data) > node.ResultChunkBytes {
+		return fmt.Errorf("chunk %d/%d of partition %d (%d bytes)", ch.Index, ch.Total, ch.Partition, len(ch.Data))
+	}
+	if from, ok := c.subj.Sender(subject); !ok || subject != c.subj.Result(from) || from != ch.Partition {
+		return fmt.Errorf("chunk of partition %d on %s", ch.Partition, subject)
+	}
+	if c.creds != nil && (ch.Partition >= len(c.creds.NodeKeys) ||
+		!member.Verify(c.creds.NodeKeys[ch.Partition], wire.ChunkMessage(c.creds.Run, ch), ch.Sig)) {
+		return fmt.Errorf("chunk %d/%d of partition %d: not signed by node %d", ch.Index, ch.Total, ch.Partition, ch.Partition)
+	}
+	return nil
 }
 
 // add stores a chunk; precondition: mu held.

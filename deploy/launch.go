@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,6 +37,7 @@ import (
 
 	"github.com/lockstep-sim/lockstep/coordinator"
 	"github.com/lockstep-sim/lockstep/internal/liveness"
+	"github.com/lockstep-sim/lockstep/internal/member"
 	"github.com/lockstep-sim/lockstep/internal/wire"
 	"github.com/lockstep-sim/lockstep/node"
 	"github.com/lockstep-sim/lockstep/partition"
@@ -120,6 +122,10 @@ type Result struct {
 	Leaders []wire.Status // the first status seen of every leader term, in order
 	// CoordinatorsLost counts coordinator processes that died during the run.
 	CoordinatorsLost int
+	// Rejected counts the messages refused as not from a member, or not
+	// from the member they claim (the nodes' own counts are in their
+	// results' Perf).
+	Rejected node.Rejected
 }
 
 // A run that fails after it started returns, with its error, a Result
@@ -141,7 +147,16 @@ type launch struct {
 	fatal  chan error
 	tmpDir string
 
-	col *Collector
+	col   *Collector
+	creds *member.Set   // nil: External (the members' keys are elsewhere)
+	viol  *violationLog // the embedded server's refusals
+	// rejectedBy is the last rejected count in each leader term's status,
+	// by term; guarded by mu.
+	rejectedBy map[uint64]uint64
+	// abortsRejected counts aborts the launcher refused (not signed by the
+	// launcher or a coordinator).
+	abortsRejected atomic.Uint64
+	credsDir       string // the children's credential files (0700)
 
 	mu       sync.Mutex
 	children []*child       // guarded by mu
@@ -200,7 +215,19 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 	su := NewSetup(o.Built, o.Placement)
 	l := &launch{o: o, log: o.Logger, subj: subj, out: &syncWriter{w: o.Stderr}, fatal: make(chan error, 64),
-		peers: liveness.NewPeers(o.Placement.P), dead: map[int]bool{}}
+		peers: liveness.NewPeers(o.Placement.P), dead: map[int]bool{}, rejectedBy: map[uint64]uint64{}}
+	if !o.External {
+		// Per-run member keys (internal/member): the embedded server's
+		// logins, and the launcher's signature on the setup.
+		ids := []string{"c0"}
+		if o.Coordinators == 3 {
+			ids = []string{"c1", "c2", "c3"}
+		}
+		if l.creds, err = member.NewSet(o.RunID, ids, o.Placement.P, o.NATS == ""); err != nil {
+			return nil, err
+		}
+		su.Sig = l.creds.Launcher.Sign(wire.SetupMessage(o.RunID, su))
+	}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -215,7 +242,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if err := l.startNATS(); err != nil {
 		return nil, err
 	}
-	nc, err := l.connect("launcher")
+	nc, err := l.connect("launcher", l.member(member.Launcher))
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +290,40 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		return nil, err
 	}
 	return &Result{Outputs: out, Results: rs, RunID: o.RunID, Wall: time.Since(start), Leaders: leaders,
-		CoordinatorsLost: lost}, nil
+		CoordinatorsLost: lost, Rejected: l.rejected()}, nil
+}
+
+// rejected gathers the refusal counts.
+func (l *launch) rejected() node.Rejected {
+	r := node.Rejected{Launcher: l.col.Rejected() + l.abortsRejected.Load()}
+	if l.viol != nil {
+		r.NATS = l.viol.n.Load()
+	}
+	l.mu.Lock()
+	for _, n := range l.rejectedBy {
+		r.Coordinators += n
+	}
+	l.mu.Unlock()
+	for _, res := range l.col.Results() {
+		if res != nil {
+			r.Nodes += res.Perf.Rejected
+		}
+	}
+	return r
+}
+
+// member returns the credentials of the member called name (nil without
+// member keys).
+func (l *launch) member(name string) *member.Creds {
+	if l.creds == nil {
+		return nil
+	}
+	for _, c := range l.creds.All() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
 }
 
 // abortReason prefers the reason of an abort another member published
@@ -292,7 +352,7 @@ func (l *launch) partial(nc *nats.Conn, start time.Time, failure error) (*Result
 		l.aborted = reason
 	}
 	l.mu.Unlock()
-	if data, err := wire.NewEncoder().Control(wire.TypeAbort, wire.Abort{Reason: reason}); err == nil && nc.IsConnected() {
+	if data, err := wire.NewEncoder().Control(wire.TypeAbort, l.member(member.Launcher).Abort(reason)); err == nil && nc.IsConnected() {
 		_ = nc.Publish(l.subj.Abort(), data)
 		_ = nc.FlushTimeout(time.Second)
 	}
@@ -424,11 +484,18 @@ func (l *launch) startNATS() error {
 		l.url = l.o.NATS
 		return nil
 	}
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true,
-		MaxPayload: 8 << 20})
+	// Only the run's members may connect, each with its own permissions
+	// (members.go).
+	opts, err := ServerOptions(l.o.RunID, l.creds)
+	if err != nil {
+		return err
+	}
+	srv, err := server.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("deploy: embedded NATS: %w", err)
 	}
+	l.viol = &violationLog{}
+	srv.SetLoggerV2(l.viol, false, false, false)
 	go srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
 		srv.Shutdown()
@@ -439,9 +506,17 @@ func (l *launch) startNATS() error {
 	return nil
 }
 
-// connect opens a NATS connection for a component of this process.
-func (l *launch) connect(name string) (*nats.Conn, error) {
+// connect opens a NATS connection for a component of this process, as
+// member c (nil: with the operator's credentials only).
+func (l *launch) connect(name string, c *member.Creds) (*nats.Conn, error) {
 	opts := append(append([]nats.Option{nats.Name("lockstep " + name)}, liveness.ClientOptions()...), l.o.Auth...)
+	if c != nil {
+		mo, err := c.Options()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, mo...)
+	}
 	if l.srv != nil {
 		opts = append(opts, nats.InProcessServer(l.srv))
 	}
@@ -464,7 +539,7 @@ func (l *launch) failf(format string, args ...any) {
 
 // collect receives the nodes' results and the leaders' status.
 func (l *launch) collect(nc *nats.Conn) error {
-	col, err := NewCollector(nc, l.o.RunID, l.o.Placement.P)
+	col, err := NewCollector(nc, l.o.RunID, l.o.Placement.P, l.member(member.Launcher))
 	if err != nil {
 		return err
 	}
@@ -488,6 +563,7 @@ func (l *launch) collect(nc *nats.Conn) error {
 		if n := len(l.leaders); n == 0 || l.leaders[n-1].Term < st.Term {
 			l.leaders = append(l.leaders, st)
 		}
+		l.rejectedBy[st.Term] = max(l.rejectedBy[st.Term], st.Rejected)
 		l.mu.Unlock()
 		if l.o.OnStatus != nil {
 			l.o.OnStatus(st)
@@ -496,7 +572,7 @@ func (l *launch) collect(nc *nats.Conn) error {
 	if err != nil {
 		return err
 	}
-	_, err = nc.Subscribe(l.subj.NodeStatus(), func(msg *nats.Msg) {
+	_, err = nc.Subscribe(l.subj.NodeStatuses(), func(msg *nats.Msg) {
 		m, err := wire.Decode(msg.Data)
 		if err != nil || m.Kind != wire.KindControl || m.Control.Type != wire.TypeNodeStatus {
 			return
@@ -504,6 +580,9 @@ func (l *launch) collect(nc *nats.Conn) error {
 		var st wire.NodeStatus
 		if m.Control.UnmarshalBody(&st) != nil {
 			return
+		}
+		if from, ok := l.subj.Sender(msg.Subject); !ok || from != st.Partition {
+			return // not from the node it names: neither a heartbeat nor progress
 		}
 		l.mu.Lock()
 		l.peers.Heard(st.Partition, time.Now())
@@ -522,6 +601,14 @@ func (l *launch) collect(nc *nats.Conn) error {
 		}
 		var a wire.Abort
 		if m.Control.UnmarshalBody(&a) != nil {
+			return
+		}
+		// As a node does (node.abortTrusted): with member keys, an abort
+		// must be signed by the launcher or a coordinator unless the
+		// embedded server lets only them publish on the subject.
+		if c := l.member(member.Launcher); c != nil && !(c.ServerAuth && len(a.Sig) == 0) &&
+			!c.ByAuthority(wire.AbortMessage(c.Run, &a), a.Sig) {
+			l.abortsRejected.Add(1)
 			return
 		}
 		l.mu.Lock()
@@ -562,11 +649,12 @@ func freePorts(n int) ([]int, error) {
 
 func (l *launch) startCoordinators(ctx context.Context, su *wire.Setup) error {
 	if l.o.Coordinators == 1 {
-		nc, err := l.connect("coordinator")
+		nc, err := l.connect("coordinator", l.member(member.Coordinator("c0")))
 		if err != nil {
 			return err
 		}
 		c, err := coordinator.Start(coordinator.Config{Conn: nc, Run: l.o.RunID, Setup: su, ID: "c0",
+			Creds:     l.member(member.Coordinator("c0")),
 			MarkEvery: l.o.MarkEvery, StatusEvery: l.o.StatusEvery, PeerTimeout: l.o.PeerTimeout, Logger: l.log})
 		if err != nil {
 			return err
@@ -623,7 +711,7 @@ func (l *launch) startCoordinators(ctx context.Context, su *wire.Setup) error {
 		if l.o.StatusEvery > 0 {
 			args = append(args, "--status-every", l.o.StatusEvery.String())
 		}
-		if err := l.spawn(ctx, "coordinator", "coordinator "+id, id, append(args, l.o.ChildArgs...)); err != nil {
+		if err := l.spawn(ctx, "coordinator", "coordinator "+id, id, l.member(member.Coordinator(id)), append(args, l.o.ChildArgs...)); err != nil {
 			return err
 		}
 	}
@@ -638,17 +726,18 @@ func (l *launch) startNodes(ctx context.Context) error {
 			if l.o.StatusEvery > 0 {
 				args = append(args, "--status-every", l.o.StatusEvery.String())
 			}
-			if err := l.spawn(ctx, "node", fmt.Sprintf("node %d", i), "", append(args, l.o.ChildArgs...)); err != nil {
+			if err := l.spawn(ctx, "node", fmt.Sprintf("node %d", i), "", l.member(member.Node(i)), append(args, l.o.ChildArgs...)); err != nil {
 				return err
 			}
 			continue
 		}
-		nc, err := l.connect(fmt.Sprintf("node %d", i))
+		creds := l.member(member.Node(i))
+		nc, err := l.connect(fmt.Sprintf("node %d", i), creds)
 		if err != nil {
 			return err
 		}
 		go func() {
-			err := node.Run(ctx, node.Config{Conn: nc, Run: l.o.RunID, Partition: i, Logger: l.log,
+			err := node.Run(ctx, node.Config{Conn: nc, Run: l.o.RunID, Partition: i, Creds: creds, Logger: l.log,
 				StatusEvery: l.o.StatusEvery, PeerTimeout: l.o.PeerTimeout})
 			if err != nil && ctx.Err() == nil {
 				l.failf("partition %d: %v", i, err)
@@ -658,8 +747,10 @@ func (l *launch) startNodes(ctx context.Context) error {
 	return nil
 }
 
-// spawn starts a child process in its own process group.
-func (l *launch) spawn(ctx context.Context, role, name, id string, args []string) error {
+// spawn starts a child process in its own process group. Its member
+// credentials c go in a file only this user can read, named in its
+// environment (member.Env), never in its argv.
+func (l *launch) spawn(ctx context.Context, role, name, id string, creds *member.Creds, args []string) error {
 	exe := l.o.Exe
 	if exe == "" {
 		e, err := os.Executable()
@@ -670,6 +761,13 @@ func (l *launch) spawn(ctx context.Context, role, name, id string, args []string
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), l.o.ExeEnv...)
+	if creds != nil {
+		path, err := l.credsFile(creds)
+		if err != nil {
+			return err
+		}
+		cmd.Env = append(cmd.Env, member.Env+"="+path)
+	}
 	pw := &prefixWriter{w: l.out, prefix: name + ": "}
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -724,6 +822,22 @@ func (l *launch) spawn(ctx context.Context, role, name, id string, args []string
 	return nil
 }
 
+// credsFile writes c into the launcher's private directory.
+func (l *launch) credsFile(c *member.Creds) (string, error) {
+	if l.credsDir == "" {
+		d, err := os.MkdirTemp("", "lockstep-creds-*") // mode 0700
+		if err != nil {
+			return "", err
+		}
+		l.credsDir = d
+	}
+	path := filepath.Join(l.credsDir, c.Name+".json")
+	if err := member.Write(path, c); err != nil {
+		return "", fmt.Errorf("deploy: credentials for %s: %w", c.Name, err)
+	}
+	return path, nil
+}
+
 func exitText(err error) string {
 	if err == nil {
 		return "exit status 0 before it finished"
@@ -742,7 +856,8 @@ func (l *launch) cleanup(failed bool) error {
 	l.mu.Unlock()
 	if failed && len(conns) > 0 && conns[0].IsConnected() {
 		enc := wire.NewEncoder()
-		if data, err := enc.Control(wire.TypeAbort, wire.Abort{Reason: "the launcher stopped the run"}); err == nil {
+		a := l.member(member.Launcher).Abort("the launcher stopped the run")
+		if data, err := enc.Control(wire.TypeAbort, a); err == nil {
 			_ = conns[0].Publish(l.subj.Abort(), data)
 			_ = conns[0].FlushTimeout(time.Second)
 		}
@@ -802,6 +917,9 @@ func (l *launch) cleanup(failed bool) error {
 	}
 	if l.tmpDir != "" {
 		errs = append(errs, os.RemoveAll(l.tmpDir))
+	}
+	if l.credsDir != "" {
+		errs = append(errs, os.RemoveAll(l.credsDir))
 	}
 	return errors.Join(errs...)
 }

@@ -18,7 +18,7 @@ import (
 // files it read, with its digest, so that each node builds exactly b
 // (node.FromSetup) and refuses anything else.
 func NewSetup(b *scenario.Built, pl *partition.Placement) *wire.Setup {
-	return &wire.Setup{File: b.File, Scenario: b.Effective(), Files: b.Files(), Seed: b.Seed(), Digest: b.Digest(),
+	return &wire.Setup{File: b.File, Scenario: b.Effective(), Files: wire.FilesOf(b.Files()), Seed: b.Seed(), Digest: b.Digest(),
 		P: pl.P, Part: slices.Clone(pl.Part), Lookahead: int64(pl.Lookahead), StopAt: int64(b.Limit())}
 }
 

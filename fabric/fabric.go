@@ -51,10 +51,10 @@ type Fabric struct {
 	hosts    []*hostsim.Host     // by host index; nil when not local
 	switches []*switchsim.Switch // by node index; nil for hosts and non-local
 
-	ix       *topologies.Index // Topo, compiled
-	kind     []uint8           // by element
-	hostOf   []int32           // element -> host index, -1 for switches
-	linkPort []int32           // link direction -> port index at its From element
+	routes   *topologies.Routes // the local switches' rows (the Index is dropped after New)
+	kind     []uint8            // by element
+	hostOf   []int32            // element -> host index, -1 for switches
+	linkPort []int32            // link direction -> port index at its From element
 }
 
 // DirID is the sim link id of topology link i in the direction from its A
@@ -70,15 +70,30 @@ func DirID(i int, aToB bool) sim.LinkID {
 // must not change afterwards.
 func New(cfg Config) (*Fabric, error) {
 	t := cfg.Topo
-	ix, err := topologies.Compile(t)
+	local := func(node int) bool { return cfg.Local == nil || cfg.Local(node) }
+	// Hop counts for the flows sent here (STrack's target scales with
+	// them), from the searches that build the routes.
+	nh := len(t.Hosts)
+	var pairs []topologies.HostPair
+	var pairFlow []int32
+	for i := range cfg.Flows {
+		f := &cfg.Flows[i]
+		if f.Src >= 0 && f.Src < nh && f.Dst >= 0 && f.Dst < nh && t.Hosts[f.Src] >= 0 && t.Hosts[f.Src] < len(t.Nodes) && local(t.Hosts[f.Src]) {
+			pairs = append(pairs, topologies.HostPair{Src: int32(f.Src), Dst: int32(f.Dst)})
+			pairFlow = append(pairFlow, int32(i))
+		}
+	}
+	ix, err := topologies.CompileWith(t, topologies.CompileOptions{Rows: local, Pairs: pairs})
 	if err != nil {
 		return nil, err
+	}
+	for i, h := range ix.PairHops() {
+		cfg.Flows[pairFlow[i]].Hops = int(h)
 	}
 	if cfg.Forwarding == 0 {
 		cfg.Forwarding = switchsim.ECMP
 	}
 	n := len(t.Nodes)
-	local := func(node int) bool { return cfg.Local == nil || cfg.Local(node) }
 
 	// Ports and link directions.
 	portIdx := make([][2]int, len(t.Links)) // port index of the link at A and at B
@@ -129,12 +144,6 @@ func New(cfg Config) (*Fabric, error) {
 	for hi, node := range t.Hosts {
 		hostOf[node] = int32(hi)
 	}
-	for i := range cfg.Flows {
-		f := &cfg.Flows[i]
-		if f.Src >= 0 && f.Src < len(t.Hosts) && f.Dst >= 0 && f.Dst < len(t.Hosts) {
-			f.Hops = pathHops(t, ix, t.Hosts[f.Src], f.Dst)
-		}
-	}
 	tr, err := hostsim.NewTransport(cfg.Transport, cfg.Flows, func(h int) bool { return local(t.Hosts[h]) })
 	if err != nil {
 		return nil, err
@@ -148,7 +157,7 @@ func New(cfg Config) (*Fabric, error) {
 
 	f := &Fabric{eng: eng, topo: t, tr: tr, hosts: make([]*hostsim.Host, len(t.Hosts)),
 		switches: make([]*switchsim.Switch, n),
-		kind:     make([]uint8, n), hostOf: hostOf, linkPort: linkPort, ix: ix}
+		kind:     make([]uint8, n), hostOf: hostOf, linkPort: linkPort, routes: ix.Routes()}
 	for node := 0; node < n; node++ {
 		id := sim.ElemID(node)
 		ports := ix.Ports(node)
@@ -180,32 +189,14 @@ func New(cfg Config) (*Fabric, error) {
 			return nil, fmt.Errorf("node %d (%s) has no kind", node, t.Nodes[node].Name)
 		}
 	}
-	for _, h := range f.hosts {
-		if h != nil {
-			h.ScheduleStarts(eng)
+	for i := range cfg.Flows {
+		fl := &cfg.Flows[i]
+		if h := f.hosts[fl.Src]; h != nil {
+			h.ScheduleStart(eng, fl)
 		}
 	}
 	return f, nil
 }
-
-// pathHops counts the links from node src to host dst along the first
-// equal-cost port at each hop (all equal-cost paths have the same length).
-func pathHops(t *topologies.Topology, ix *topologies.Index, src, dst int) int {
-	r := ix.Routes()
-	hops, node := 0, src
-	for node != t.Hosts[dst] && hops <= len(t.Nodes) {
-		next := r.Next(node, dst)
-		if len(next) == 0 {
-			return 0
-		}
-		node = ix.Ports(node)[next[0]].Peer
-		hops++
-	}
-	return hops
-}
-
-// Index is the fabric's compiled topology: ports and routes.
-func (f *Fabric) Index() *topologies.Index { return f.ix }
 
 // Engine is the fabric's event engine: its clock, packet pool, links and
 // counters.
@@ -231,8 +222,8 @@ func (f *Fabric) Switch(n int) *switchsim.Switch { return f.switches[n] }
 // NumNodes is the number of topology nodes (hosts and switches).
 func (f *Fabric) NumNodes() int { return len(f.switches) }
 
-// Routes is the compiled forwarding table.
-func (f *Fabric) Routes() *topologies.Routes { return f.ix.Routes() }
+// Routes is the compiled forwarding state (rows for the local switches).
+func (f *Fabric) Routes() *topologies.Routes { return f.routes }
 
 // Done reports whether every flow with a local endpoint has finished.
 func (f *Fabric) Done() bool { return f.tr.Done == f.tr.Local }

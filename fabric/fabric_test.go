@@ -42,7 +42,7 @@ func longPermutation(tb testing.TB, k int) *fabric.Fabric {
 //
 //	go test ./fabric -run - -bench FabricEvent -benchmem
 func BenchmarkFabricEvent(b *testing.B) {
-	for _, k := range []int{4, 8} {
+	for _, k := range []int{4, 8, 16} {
 		b.Run(fmt.Sprintf("fattree-k=%d", k), func(b *testing.B) {
 			f := longPermutation(b, k)
 			f.RunUntilBatch(sim.Never, 2_000_000) // warm pools, rings, heap

@@ -125,14 +125,22 @@ func NewHost(id sim.ElemID, index int32, link sim.LinkID, t *Transport) *Host {
 	return &Host{ID: id, Index: index, Link: link, T: t}
 }
 
-// ScheduleStarts arms a start timer for every flow this host sends.
+// ScheduleStarts arms a start timer for every flow this host sends. It
+// scans every flow: a fabric of many hosts uses ScheduleStart instead.
 func (h *Host) ScheduleStarts(e *sim.Engine) {
 	for i := range h.T.Flows {
 		f := &h.T.Flows[i]
 		if f.Src == int(h.Index) {
-			e.Schedule(h.ID, f.Start, timerArg(f.ID, timerStart), sim.NoPacket)
+			h.ScheduleStart(e, f)
 		}
 	}
+}
+
+// ScheduleStart arms the start timer of flow f, which this host sends.
+// The fabric calls it once per flow, in flow order (one pass over the
+// flows, not one per host).
+func (h *Host) ScheduleStart(e *sim.Engine, f *FlowSpec) {
+	e.Schedule(h.ID, f.Start, timerArg(f.ID, timerStart), sim.NoPacket)
 }
 
 // Queued is the number of packets waiting in the NIC queue.

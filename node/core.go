@@ -105,10 +105,10 @@ func NewCore(b *scenario.Built, pl *partition.Placement, part int, term uint64) 
 		return nil, err
 	}
 	c := &Core{part: part, p: pl.P, F: f, fol: barrier.NewFollower(part, term), limit: b.Limit(),
-		dest: make([]int32, len(f.Engine().Links)), out: make([][]sim.RemotePacket, pl.P), rec: results.NewRecorder(b, f),
+		dest: make([]int32, f.Engine().NumLinks()), out: make([][]sim.RemotePacket, pl.P), rec: results.NewRecorder(b, f),
 		seen: make(map[batchKey]struct{})}
-	for i := range f.Engine().Links {
-		to := int(f.Engine().Links[i].Spec.To)
+	for i := range f.Engine().NumLinks() {
+		to := int(f.Engine().LinkTo(sim.LinkID(i)))
 		c.dest[i] = -1
 		if pl.Part[to] != part {
 			c.dest[i] = int32(pl.Part[to])
@@ -162,7 +162,7 @@ func (c *Core) Deliver(b *wire.Batch) error {
 	for i := range b.Packets {
 		rp := &b.Packets[i]
 		if rp.Link < 0 || int(rp.Link) >= len(c.dest) || c.dest[rp.Link] != -1 ||
-			!e.Local(e.Links[rp.Link].Spec.To) || e.Local(e.Links[rp.Link].Spec.From) {
+			!e.Local(e.LinkTo(rp.Link)) || e.Local(e.LinkFrom(rp.Link)) {
 			return fmt.Errorf("%w: node %d window %d: packet on link %d does not cross into partition %d",
 				ErrBadBatch, b.From, b.Window, rp.Link, c.part)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lockstep-sim/lockstep/internal/liveness"
+	"github.com/lockstep-sim/lockstep/internal/member"
 	"github.com/lockstep-sim/lockstep/internal/wire"
 )
 
@@ -37,6 +38,12 @@ type Config struct {
 	// may be silent or unreachable before the node gives up, pushes what
 	// it has (PartialResult) and fails (default liveness.DefaultTimeout).
 	PeerTimeout time.Duration
+	// Creds are this node's member credentials (internal/member; nil: the
+	// run has none, e.g. a node started by hand on an operator's server).
+	// With them the node accepts only a setup the launcher signed, signs
+	// its result chunks, and (unless the server enforces who may publish
+	// on the abort subject) only signed aborts.
+	Creds *member.Creds
 	// Logger (nil: discard).
 	Logger *slog.Logger
 	// Observe, if set, sees the node's Progress at every heartbeat once
@@ -107,7 +114,7 @@ func Run(ctx context.Context, cfg Config) error {
 			_ = s.Unsubscribe()
 		}
 	}()
-	for _, s := range []string{subj.Batch(cfg.Partition), subj.Grant(), subj.Resync(), subj.Abort(), subj.Status()} {
+	for _, s := range []string{subj.Batches(cfg.Partition), subj.Grant(), subj.Resync(), subj.Abort(), subj.Status()} {
 		sub, err := nc.Subscribe(s, q.push)
 		if err != nil {
 			return fmt.Errorf("node %d: subscribe %s: %w", cfg.Partition, s, err)
@@ -120,7 +127,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	start := time.Now()
-	su, err := fetchSetup(ctx, nc, subj, cfg)
+	var perf NodePerf
+	su, err := fetchSetup(ctx, nc, subj, cfg, &perf.Rejected)
 	if err != nil {
 		return err
 	}
@@ -163,7 +171,6 @@ func Run(ctx context.Context, cfg Config) error {
 	every := liveness.Interval(cfg.PeerTimeout, cfg.StatusEvery)
 	conn := liveness.NewConn(nc)
 	leaderAt := time.Now()
-	var perf NodePerf
 	var batches, batchBytes uint64 // published, for Observe
 	heartbeat := func() {
 		w, _ := core.Window()
@@ -173,7 +180,7 @@ func Run(ctx context.Context, cfg Config) error {
 		st := wire.NodeStatus{Partition: cfg.Partition, Window: w, Events: core.F.Engine().Stats.Events,
 			Now: int64(core.F.Engine().Now())}
 		if data, err := enc.Control(wire.TypeNodeStatus, st); err == nil {
-			_ = nc.Publish(subj.NodeStatus(), data)
+			_ = nc.Publish(subj.NodeStatus(cfg.Partition), data)
 		}
 	}
 	// tick is the node's deadline check, every heartbeat interval: the
@@ -200,11 +207,11 @@ func Run(ctx context.Context, cfg Config) error {
 			bt := &out.Batches[k]
 			data := enc.Batch(bt)
 			batches, batchBytes = batches+1, batchBytes+uint64(len(data))
-			if err := publish(subj.Batch(int(bt.To)), data); err != nil {
+			if err := publish(subj.Batch(int(bt.To), cfg.Partition), data); err != nil {
 				return err
 			}
 		}
-		return publish(subj.Report(), enc.Report(&out.Report))
+		return publish(subj.Report(cfg.Partition), enc.Report(&out.Report))
 	}
 	out, err := core.Setup()
 	if err != nil {
@@ -235,8 +242,15 @@ func Run(ctx context.Context, cfg Config) error {
 		for _, msg := range buf {
 			perf.Messages++
 			m, err := wire.Decode(msg.Data)
+			if err == nil {
+				err = attributed(subj, cfg, msg.Subject, &m)
+			}
 			if err != nil {
-				return fmt.Errorf("node %d: %s: %w", cfg.Partition, msg.Subject, err)
+				// Not from the member it claims (or not a message at
+				// all): dropped and counted, never acted on.
+				perf.Rejected++
+				log.Warn("message rejected", "subject", msg.Subject, "err", err)
+				continue
 			}
 			switch m.Kind {
 			case wire.KindGrant:
@@ -255,14 +269,14 @@ func Run(ctx context.Context, cfg Config) error {
 				leaderAt = time.Now()
 				rs := core.Resend(m.Resync.Term)
 				for _, r := range rs {
-					if err := publish(subj.Report(), enc.Report(&r)); err != nil {
+					if err := publish(subj.Report(cfg.Partition), enc.Report(&r)); err != nil {
 						return err
 					}
 				}
 				if len(rs) > 0 {
 					sent := core.Sent()
 					for k := range sent {
-						if err := publish(subj.Batch(int(sent[k].To)), enc.Batch(&sent[k])); err != nil {
+						if err := publish(subj.Batch(int(sent[k].To), cfg.Partition), enc.Batch(&sent[k])); err != nil {
 							return err
 						}
 					}
@@ -272,7 +286,11 @@ func Run(ctx context.Context, cfg Config) error {
 				switch m.Control.Type {
 				case wire.TypeAbort:
 					var a wire.Abort
-					_ = m.Control.UnmarshalBody(&a)
+					if err := m.Control.UnmarshalBody(&a); err != nil || !abortTrusted(cfg, &a) {
+						perf.Rejected++
+						log.Warn("abort rejected", "from", a.From, "err", err)
+						continue
+					}
 					return fail(fmt.Errorf("node %d: %w: %s", cfg.Partition, ErrAborted, a.Reason))
 				case wire.TypeStatus:
 					leaderAt = time.Now()
@@ -339,13 +357,84 @@ func Run(ctx context.Context, cfg Config) error {
 	return sendResult(sctx, nc, subj, cfg, res)
 }
 
-// fetchSetup asks the coordinators for the setup until one answers.
-func fetchSetup(ctx context.Context, nc *nats.Conn, subj wire.Subjects, cfg Config) (*wire.Setup, error) {
+// attributed checks that a message came from the member it claims: each
+// kind arrives only on its own subject (which only its sender may publish
+// on, when the server enforces the members' permissions), and a batch's
+// From and To are the ones its subject names.
+func attributed(subj wire.Subjects, cfg Config, subject string, m *wire.Message) error {
+	switch m.Kind {
+	case wire.KindGrant:
+		if subject == subj.Grant() {
+			return nil
+		}
+	case wire.KindResync:
+		if subject == subj.Resync() {
+			return nil
+		}
+	case wire.KindBatch:
+		from, ok := subj.Sender(subject)
+		if ok && subject == subj.Batch(cfg.Partition, from) && int(m.Batch.From) == from && int(m.Batch.To) == cfg.Partition {
+			return nil
+		}
+		return fmt.Errorf("batch from %d to %d on %s", m.Batch.From, m.Batch.To, subject)
+	case wire.KindControl:
+		switch {
+		case subject == subj.Abort() && m.Control.Type == wire.TypeAbort:
+			return nil
+		case subject == subj.Status() && m.Control.Type == wire.TypeStatus:
+			// The leader's status is its heartbeat (internal/liveness).
+			return nil
+		}
+	case wire.KindReport:
+		// Reports go to the coordinator, never to a node.
+	}
+	return fmt.Errorf("%v message on %s", m.Kind, subject)
+}
+
+// abortTrusted says whether a node acts on an abort: with member
+// credentials, it must be signed by the launcher or a coordinator, unless
+// the server itself lets only them publish on the abort subject (then an
+// unsigned abort is theirs, and a signed one must still verify).
+func abortTrusted(cfg Config, a *wire.Abort) bool {
+	c := cfg.Creds
+	if c == nil || (c.ServerAuth && len(a.Sig) == 0) {
+		return true
+	}
+	return c.ByAuthority(wire.AbortMessage(c.Run, a), a.Sig)
+}
+
+// ErrSetupNotSigned marks a setup the launcher did not sign.
+var ErrSetupNotSigned = errors.New("node: setup not signed by the run's launcher")
+
+// fetchSetup asks the coordinators for the setup until one answers with a
+// setup the launcher signed (when the node has credentials); replies that
+// are not are counted in rejected.
+func fetchSetup(ctx context.Context, nc *nats.Conn, subj wire.Subjects, cfg Config, rejected *uint64) (*wire.Setup, error) {
 	if cfg.SetupTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.SetupTimeout)
 		defer cancel()
 	}
+	for {
+		su, err := fetchSetupOnce(ctx, nc, subj, cfg)
+		if !errors.Is(err, ErrSetupNotSigned) {
+			return su, err
+		}
+		*rejected++
+		if ctx.Err() != nil {
+			return nil, err // err wraps ErrSetupNotSigned
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err // err wraps ErrSetupNotSigned
+		case <-t.C:
+		}
+	}
+}
+
+func fetchSetupOnce(ctx context.Context, nc *nats.Conn, subj wire.Subjects, cfg Config) (*wire.Setup, error) {
 	req, err := wire.NewEncoder().Control(wire.TypeSetupRequest, wire.SetupRequest{Partition: cfg.Partition})
 	if err != nil {
 		return nil, err
@@ -362,6 +451,11 @@ func fetchSetup(ctx context.Context, nc *nats.Conn, subj wire.Subjects, cfg Conf
 	var su wire.Setup
 	if err := m.Control.UnmarshalBody(&su); err != nil {
 		return nil, err
+	}
+	// The digest the node checks (FromSetup) is the launcher's only if
+	// the launcher signed it.
+	if c := cfg.Creds; c != nil && !member.Verify(c.LauncherKey, wire.SetupMessage(c.Run, &su), su.Sig) {
+		return nil, fmt.Errorf("node %d: %w", cfg.Partition, ErrSetupNotSigned)
 	}
 	return &su, nil
 }
@@ -412,7 +506,11 @@ func sendResult(ctx context.Context, nc *nats.Conn, subj wire.Subjects, cfg Conf
 	total := (len(data) + ResultChunkBytes - 1) / ResultChunkBytes
 	for i := 0; i < total; i++ {
 		chunk := data[i*ResultChunkBytes : min(len(data), (i+1)*ResultChunkBytes)]
-		req, err := enc.Control(wire.TypeResultChunk, wire.ResultChunk{Partition: cfg.Partition, Index: i, Total: total, Data: chunk})
+		ch := wire.ResultChunk{Partition: cfg.Partition, Index: i, Total: total, Data: chunk}
+		if c := cfg.Creds; c != nil {
+			ch.Sig = c.Sign(wire.ChunkMessage(c.Run, &ch))
+		}
+		req, err := enc.Control(wire.TypeResultChunk, ch)
 		if err != nil {
 			return err
 		}

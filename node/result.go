@@ -6,6 +6,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/lockstep-sim/lockstep/coordinator/barrier"
+	"github.com/lockstep-sim/lockstep/internal/wire"
 	"github.com/lockstep-sim/lockstep/results"
 )
 
@@ -28,6 +29,9 @@ type NodePerf struct {
 	WaitSeconds float64 // waiting for grants and batches
 	MaxWait     float64 // the longest single wait, seconds
 	Messages    uint64  // NATS messages received (batches, grants, resyncs)
+	// Rejected counts messages dropped because they did not come from
+	// the member they claim (or did not decode).
+	Rejected uint64
 }
 
 // Result collects the partition's result. Precondition: Over.
@@ -89,6 +93,9 @@ func EncodeResult(r *PartResult) ([]byte, error) { return msgpack.Marshal(r) }
 
 // DecodeResult decodes a result sent by a node.
 func DecodeResult(data []byte) (*PartResult, error) {
+	if err := wire.Bounded(data); err != nil {
+		return nil, fmt.Errorf("node: decode result: %w", err)
+	}
 	var r PartResult
 	if err := msgpack.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("node: decode result: %w", err)

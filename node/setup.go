@@ -14,7 +14,11 @@ import (
 // scenario does not give its digest or whose placement does not give its
 // lookahead and stop time.
 func FromSetup(su *wire.Setup) (*scenario.Built, *partition.Placement, error) {
-	b, err := scenario.Rebuild(su.File, su.Scenario, su.Files, su.Digest)
+	files, err := wire.FileMap(su.Files)
+	if err != nil {
+		return nil, nil, fmt.Errorf("node: %w", err)
+	}
+	b, err := scenario.Rebuild(su.File, su.Scenario, files, su.Digest)
 	if err != nil {
 		return nil, nil, fmt.Errorf("node: %w", err)
 	}

@@ -36,8 +36,27 @@ type Stats struct {
 	MeanBarrierWaitUs float64 `json:"mean_barrier_wait_us"` // wall-clock: per window, mean over nodes
 	WindowsPerSec     float64 `json:"windows_per_second"`   // wall-clock
 	// Leaders lists the coordinator leaders in term order ("c2@3").
-	Leaders []string    `json:"leaders,omitempty"`
-	PerNode []NodeStats `json:"per_node"`
+	Leaders []string `json:"leaders,omitempty"`
+	// Rejected counts messages refused as not from a member of the run,
+	// or not from the member they claim (docs/decisions.md, "Members and
+	// credentials").
+	Rejected Rejected    `json:"rejected"`
+	PerNode  []NodeStats `json:"per_node"`
+}
+
+// Rejected counts refused messages by where they were refused.
+type Rejected struct {
+	// NATS: connections, publishes and subscriptions the embedded server
+	// refused (no or wrong credentials, another member's subject).
+	NATS uint64 `json:"nats"`
+	// Launcher: result chunks the collector refused.
+	Launcher uint64 `json:"launcher"`
+	// Coordinators: reports the leaders refused and raft connections
+	// their replicas refused (each leader term's last published count,
+	// summed).
+	Coordinators uint64 `json:"coordinators"`
+	// Nodes: messages the nodes refused (their per_node counts, summed).
+	Nodes uint64 `json:"nodes"`
 }
 
 // NodeStats is one node's line in Stats.
@@ -54,6 +73,7 @@ type NodeStats struct {
 	RunSeconds    float64 `json:"run_seconds"`
 	WaitSeconds   float64 `json:"wait_seconds"`
 	MaxWaitMs     float64 `json:"max_wait_ms"`
+	Rejected      uint64  `json:"rejected"`
 	EventsPerSec  float64 `json:"events_per_second"`
 	WindowsPerSec float64 `json:"windows_per_second"`
 }
@@ -84,12 +104,13 @@ func RunStats(pl *partition.Placement, rs []*PartResult, end sim.Time, wall floa
 		ns := NodeStats{Partition: p.Partition, Elements: pl.Elements[p.Partition], Events: p.Stats.Events,
 			BatchesOut: c.BatchesOut, BatchesIn: c.BatchesIn, PacketsOut: c.PacketsOut, PacketsIn: c.PacketsIn,
 			WallSeconds: r.Perf.WallSeconds, RunSeconds: r.Perf.RunSeconds, WaitSeconds: r.Perf.WaitSeconds,
-			MaxWaitMs: r.Perf.MaxWait * 1e3}
+			MaxWaitMs: r.Perf.MaxWait * 1e3, Rejected: r.Perf.Rejected}
 		if w := r.Perf.WallSeconds; w > 0 {
 			ns.EventsPerSec = float64(p.Stats.Events) / w
 			ns.WindowsPerSec = float64(c.Windows) / w
 		}
 		s.EmptyWindows += c.EmptyWindows
+		s.Rejected.Nodes += r.Perf.Rejected
 		s.Batches += c.BatchesOut
 		s.CrossPackets += c.PacketsOut
 		wait += r.Perf.WaitSeconds

@@ -88,8 +88,9 @@ func TestAuto_Design3_CutsLongestDelayFirst(t *testing.T) {
 	if pl.Lookahead != 5*sim.Microsecond || pl.LookaheadLink != 8 {
 		t.Errorf("lookahead = %v on link %d, want 5us on link 8", pl.Lookahead, pl.LookaheadLink)
 	}
-	if !slices.Equal(pl.Load, []int64{9, 9}) {
-		t.Errorf("load = %v, want [9 9]", pl.Load)
+	// 4 hosts of 2*1+1 and a switch of 2*5 ports.
+	if !slices.Equal(pl.Load, []int64{22, 22}) {
+		t.Errorf("load = %v, want [22 22]", pl.Load)
 	}
 	if !slices.Equal(pl.Hosts, []int{4, 4}) || !slices.Equal(pl.Elements, []int{5, 5}) {
 		t.Errorf("hosts = %v, elements = %v, want [4 4] and [5 5]", pl.Hosts, pl.Elements)
@@ -131,8 +132,8 @@ func TestAuto_FatTreeBalancedAndLocal(t *testing.T) {
 		for _, l := range pl.Load {
 			total += l
 		}
-		if total != 768 {
-			t.Errorf("P=%d: total load %d, want 128 + 80*8 = 768", p, total)
+		if total != 128*3+80*8*2 {
+			t.Errorf("P=%d: total load %d, want 128*3 + 80*8*2 = 1664", p, total)
 		}
 		// A round-robin placement cuts almost every link; a local one
 		// keeps at least half of the 384 links inside partitions.

@@ -32,6 +32,9 @@ type Flow struct {
 	StartNs  float64 // NaN when the file has no start_ns column
 	FCTNs    float64 // meaningful only when Finished
 	Finished bool
+	// Slowdown is fct.csv's slowdown (FCT over the ideal FCT); NaN when
+	// the file has no such column or the cell is empty.
+	Slowdown float64
 }
 
 // Point is one sample of a time series: X is virtual time in ns.
@@ -259,7 +262,7 @@ func parseFCT(path string, data []byte) ([]Flow, error) {
 		if !ok {
 			return flows, nil
 		}
-		f := Flow{StartNs: math.NaN()}
+		f := Flow{StartNs: math.NaN(), Slowdown: math.NaN()}
 		if f.ID, err = t.int("flow_id", false); err != nil {
 			return nil, err
 		}
@@ -279,6 +282,11 @@ func parseFCT(path string, data []byte) ([]Flow, error) {
 		}
 		if f.Finished {
 			if f.FCTNs, err = t.float("fct_ns", true); err != nil {
+				return nil, err
+			}
+		}
+		if t.has("slowdown") && t.str("slowdown") != "" {
+			if f.Slowdown, err = t.float("slowdown", true); err != nil {
 				return nil, err
 			}
 		}

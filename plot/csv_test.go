@@ -38,11 +38,11 @@ func TestLoad_FullRun(t *testing.T) {
 	if len(r.Flows) != 8 {
 		t.Fatalf("flows: want 8, got %d", len(r.Flows))
 	}
-	want2 := Flow{ID: 2, Size: 100000, StartNs: 1000, FCTNs: 150.25, Finished: true}
+	want2 := Flow{ID: 2, Size: 100000, StartNs: 1000, FCTNs: 150.25, Finished: true, Slowdown: 3.005}
 	if r.Flows[2] != want2 {
 		t.Errorf("flow 2: want %+v, got %+v", want2, r.Flows[2])
 	}
-	if f := r.Flows[5]; f.Finished || f.ID != 5 || f.StartNs != 4000 {
+	if f := r.Flows[5]; f.Finished || f.ID != 5 || f.StartNs != 4000 || !math.IsNaN(f.Slowdown) {
 		t.Errorf("flow 5: want unfinished, id 5, start 4000; got %+v", f)
 	}
 

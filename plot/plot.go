@@ -8,6 +8,8 @@
 //	              finished flows; optional log x axis
 //	fct_per_flow  FCT against flow id; unfinished flows are marked
 //	fct_vs_size   FCT against flow size, log-log
+//	slowdown_vs_size  slowdown (FCT over the ideal FCT, fct.csv) against
+//	              flow size: every flow, and the median and p99 per size bin
 //	cwnd          congestion window over time, one line per flow
 //	queue_depth   queue depth over time, one line per switch port, the
 //	              ports with the largest peak first
@@ -60,6 +62,7 @@ const (
 	FigFCTCDF     = "fct_cdf"
 	FigFCTPerFlow = "fct_per_flow"
 	FigFCTVsSize  = "fct_vs_size"
+	FigSlowdown   = "slowdown_vs_size"
 	FigCwnd       = "cwnd"
 	FigQueueDepth = "queue_depth"
 )
@@ -135,6 +138,7 @@ func Figures(r *Run, opt Options) ([]*Figure, []Skip, error) {
 		{FigFCTCDF, fctCDF},
 		{FigFCTPerFlow, fctPerFlow},
 		{FigFCTVsSize, fctVsSize},
+		{FigSlowdown, slowdownVsSize},
 		{FigCwnd, cwndFigure},
 		{FigQueueDepth, queueFigure},
 	}
@@ -370,6 +374,78 @@ func fctVsSize(r *Run, _ Options) (*Figure, string, error) {
 	setLog(&p.X, xmin, xmax, siLabel)
 	setLog(&p.Y, ymin, ymax, plainLabel)
 	return &Figure{plot: p}, "", nil
+}
+
+// slowdownVsSize draws every finished flow's slowdown against its size
+// (log x), with the median and p99 of each size bin (a quarter decade
+// wide, nearest rank) as lines: the figure pFabric and Homa draw.
+func slowdownVsSize(r *Run, _ Options) (*Figure, string, error) {
+	if len(r.Flows) == 0 {
+		return nil, "no flows in " + FCTFile, nil
+	}
+	var xys plotter.XYs
+	xmin, xmax, ymax := math.Inf(1), math.Inf(-1), 1.0
+	bins := map[int][]float64{}
+	for _, f := range r.Flows {
+		if !f.Finished || f.Size <= 0 || math.IsNaN(f.Slowdown) {
+			continue
+		}
+		x := float64(f.Size)
+		xys = append(xys, plotter.XY{X: x, Y: f.Slowdown})
+		xmin, xmax, ymax = math.Min(xmin, x), math.Max(xmax, x), math.Max(ymax, f.Slowdown)
+		b := int(math.Floor(4 * math.Log10(x)))
+		bins[b] = append(bins[b], f.Slowdown)
+	}
+	if len(xys) == 0 {
+		return nil, "no finished flows with a slowdown (fct.csv from an older lockstep?)", nil
+	}
+	p := newPlot(title(r, "Slowdown vs flow size"), "flow size (bytes)", "slowdown (FCT / ideal FCT)")
+	s, err := plotter.NewScatter(xys)
+	if err != nil {
+		return nil, "", err
+	}
+	s.GlyphStyle = draw.GlyphStyle{Color: withAlpha(palette[0], 0x80), Radius: vg.Points(1.5), Shape: draw.CircleGlyph{}}
+	p.Add(s)
+	keys := make([]int, 0, len(bins))
+	for k := range bins {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var med, p99 plotter.XYs
+	for _, k := range keys {
+		vs := bins[k]
+		slices.Sort(vs)
+		x := math.Pow(10, (float64(k)+0.5)/4)
+		x = math.Min(math.Max(x, xmin), xmax)
+		med = append(med, plotter.XY{X: x, Y: vs[rank(len(vs), 0.5)]})
+		p99 = append(p99, plotter.XY{X: x, Y: vs[rank(len(vs), 0.99)]})
+	}
+	fig := &Figure{plot: p, legend: newLegend()}
+	fig.legend.Add(fmt.Sprintf("flows (%d)", len(xys)), s)
+	for i, l := range []struct {
+		name string
+		xys  plotter.XYs
+	}{{"median per bin", med}, {"p99 per bin", p99}} {
+		line, pts, err := plotter.NewLinePoints(l.xys)
+		if err != nil {
+			return nil, "", err
+		}
+		line.LineStyle = draw.LineStyle{Color: palette[1+i], Width: vg.Points(1.5)}
+		pts.GlyphStyle = draw.GlyphStyle{Color: palette[1+i], Radius: vg.Points(3), Shape: draw.BoxGlyph{}}
+		p.Add(line, pts)
+		fig.legend.Add(l.name, line, pts)
+	}
+	if xmin == xmax {
+		xmin, xmax = xmin/2, xmax*2
+	}
+	setLog(&p.X, xmin, xmax, siLabel)
+	p.Y.Min, p.Y.Max = 0, ymax*1.05
+	return fig, "", nil
+}
+
+// rank is the index of the nearest-rank q-quantile of n sorted values.
+func rank(n int, q float64) int {
+	return min(max(int(math.Ceil(q*float64(n)-1e-9))-1, 0), n-1)
 }
 
 func cwndFigure(r *Run, opt Options) (*Figure, string, error) {

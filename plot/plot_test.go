@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 )
 
-var allFigures = []string{FigFCTCDF, FigFCTPerFlow, FigFCTVsSize, FigCwnd, FigQueueDepth}
+var allFigures = []string{FigFCTCDF, FigFCTPerFlow, FigFCTVsSize, FigSlowdown, FigCwnd, FigQueueDepth}
 
 func loadFigures(t *testing.T, dir string, opt Options) ([]*Figure, []Skip) {
 	t.Helper()
@@ -158,7 +158,10 @@ func TestFigures_MissingOptionalInputsSkipped(t *testing.T) {
 	if want := []string{FigFCTCDF, FigFCTPerFlow, FigFCTVsSize}; !reflect.DeepEqual(names(figs), want) {
 		t.Errorf("drawn: want %v, got %v", want, names(figs))
 	}
-	want := []Skip{{FigCwnd, "no cwnd.csv"}, {FigQueueDepth, "no queue_depth.csv"}}
+	// testdata/fctonly has the fct.csv columns of lockstep before
+	// slowdown: its figure is skipped, the others drawn.
+	want := []Skip{{FigSlowdown, "no finished flows with a slowdown (fct.csv from an older lockstep?)"},
+		{FigCwnd, "no cwnd.csv"}, {FigQueueDepth, "no queue_depth.csv"}}
 	if !reflect.DeepEqual(skips, want) {
 		t.Errorf("skipped: want %v, got %v", want, skips)
 	}
@@ -180,7 +183,7 @@ func TestFigures_EmptyInputsSkippedWithReason(t *testing.T) {
 	}
 	want := []Skip{
 		{FigFCTCDF, "no flows in fct.csv"}, {FigFCTPerFlow, "no flows in fct.csv"}, {FigFCTVsSize, "no flows in fct.csv"},
-		{FigCwnd, "cwnd.csv has no rows"}, {FigQueueDepth, "queue_depth.csv has no rows"},
+		{FigSlowdown, "no flows in fct.csv"}, {FigCwnd, "cwnd.csv has no rows"}, {FigQueueDepth, "queue_depth.csv has no rows"},
 	}
 	if !reflect.DeepEqual(skips, want) {
 		t.Errorf("skipped: want %v, got %v", want, skips)

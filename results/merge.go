@@ -2,6 +2,7 @@ package results
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -21,11 +22,13 @@ import (
 type Outputs struct {
 	Built   *scenario.Built
 	Records []hostsim.FlowRecord // by flow, in b.Fabric.Flows order
-	Ports   []QueueRow
-	Cwnd    []hostsim.CwndRow
-	Depths  []DepthRow
-	Pcaps   []HostPcap // in the scenario's output.pcap order
-	End     sim.Time
+	// Ideal is every flow's ideal FCT (IdealFCT), in the same order.
+	Ideal  []sim.Time
+	Ports  []QueueRow
+	Cwnd   []hostsim.CwndRow
+	Depths []DepthRow
+	Pcaps  []HostPcap // in the scenario's output.pcap order
+	End    sim.Time
 	// StoppedBy is summary.json's stopped_by: "flows-done", "stop_at",
 	// "max_time" or "no-events".
 	StoppedBy string
@@ -62,7 +65,8 @@ func Merge(b *scenario.Built, parts []*Part) (*Outputs, error) {
 		return nil, fmt.Errorf("results: no parts to merge")
 	}
 	flows := b.Fabric.Flows
-	o := &Outputs{Built: b, Records: make([]hostsim.FlowRecord, len(flows)), Parts: byPart}
+	o := &Outputs{Built: b, Records: make([]hostsim.FlowRecord, len(flows)), Parts: byPart,
+		Ideal: IdealFCT(b.Topo, b.Fabric.Transport, flows)}
 	index := make(map[int32]int, len(flows))
 	for i := range flows {
 		index[flows[i].ID] = i
@@ -185,7 +189,7 @@ func MergePartial(b *scenario.Built, p int, parts []*Part, reason string) *Outpu
 	}
 	flows := b.Fabric.Flows
 	o := &Outputs{Built: b, Records: make([]hostsim.FlowRecord, len(flows)), Parts: byPart, StoppedBy: "incomplete",
-		Reason: reason}
+		Reason: reason, Ideal: IdealFCT(b.Topo, b.Fabric.Transport, flows)}
 	index := make(map[int32]int, len(flows))
 	for i := range flows {
 		index[flows[i].ID] = i
@@ -274,13 +278,28 @@ func (o *Outputs) Summary() Summary {
 		s.PacketPool += r.PoolSlots
 		s.HostPackets += r.HostPackets
 	}
+	var fcts []sim.Time
+	var slows []float64
 	for i := range o.Records {
 		rec := &o.Records[i]
 		if rec.Finished {
 			s.FlowsFinished++
+			fct := rec.Finish - b.Fabric.Flows[i].Start
+			fcts = append(fcts, fct)
+			if i < len(o.Ideal) && o.Ideal[i] > 0 {
+				slows = append(slows, Slowdown(fct, o.Ideal[i]))
+			}
 		}
 		s.Retransmits += rec.Retransmits
 		s.Timeouts += rec.Timeouts
+	}
+	if len(fcts) > 0 {
+		p := func(q float64) json.Number { v, _ := Percentile(fcts, q); return json.Number(v.NsString()) }
+		s.FCT = &FCTPercentiles{P50: p(0.5), P99: p(0.99), P999: p(0.999)}
+	}
+	if len(slows) > 0 {
+		p := func(q float64) json.Number { v, _ := Percentile(slows, q); return json.Number(formatSlowdown(v)) }
+		s.Slowdown = &SlowdownPercentiles{P50: p(0.5), P99: p(0.99)}
 	}
 	for _, q := range o.Ports {
 		s.QueueDrops += q.Dropped
@@ -314,7 +333,7 @@ func (o *Outputs) Conservation() fabric.Conservation {
 
 // WriteFCT writes fct.csv.
 func (o *Outputs) WriteFCT(w io.Writer) error {
-	return WriteFCT(w, o.Built.Fabric.Flows, o.Records)
+	return WriteFCT(w, o.Built.Fabric.Flows, o.Records, o.Ideal)
 }
 
 // WriteDir writes fct.csv, queues.csv, and when the scenario asks for

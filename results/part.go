@@ -145,7 +145,7 @@ func (r *Recorder) Part(partition int, finish Finish) *Part {
 		}
 		for pi := range s.Ports {
 			pt := &s.Ports[pi]
-			l := &e.Links[pt.Link]
+			l := e.Links[pt.Link]
 			tl := t.Links[int(pt.Link)/2]
 			p.Ports = append(p.Ports, PortRow{Node: node, Row: QueueRow{Switch: t.Nodes[node].Name, Port: pi,
 				Peer: t.Nodes[pt.Peer].Name, Tier: tl.Tier, RateBps: tl.Rate, Enqueued: pt.Enqueued, Dropped: pt.Dropped,

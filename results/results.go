@@ -26,22 +26,35 @@ import (
 )
 
 // FCTHeader is the first line of fct.csv.
-const FCTHeader = "flow_id,src,dst,size_bytes,start_ns,finish_ns,fct_ns,packets_sent,retransmits,timeouts,ecn_marked_acks,finished"
+const FCTHeader = "flow_id,src,dst,size_bytes,start_ns,finish_ns,fct_ns,packets_sent,retransmits,timeouts,ecn_marked_acks,finished,ideal_fct_ns,slowdown"
 
-// WriteFCT writes fct.csv. Unfinished flows have empty finish_ns and fct_ns
-// and finished=false.
-func WriteFCT(w io.Writer, flows []hostsim.FlowSpec, recs []hostsim.FlowRecord) error {
+// WriteFCT writes fct.csv. Unfinished flows have empty finish_ns, fct_ns
+// and slowdown and finished=false. ideal holds every flow's ideal FCT
+// (IdealFCT; nil or 0: unknown, an empty ideal_fct_ns and slowdown);
+// slowdown is fct_ns / ideal_fct_ns with six decimals.
+func WriteFCT(w io.Writer, flows []hostsim.FlowSpec, recs []hostsim.FlowRecord, ideal []sim.Time) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, FCTHeader)
 	for i, f := range flows {
 		r := &recs[i]
-		finish, fct := "", ""
+		finish, fct, ideals, slow := "", "", "", ""
+		var id sim.Time
+		if i < len(ideal) {
+			id = ideal[i]
+		}
+		if id > 0 {
+			ideals = id.NsString()
+		}
 		if r.Finished {
 			finish = r.Finish.NsString()
 			fct = (r.Finish - f.Start).NsString()
+			if id > 0 {
+				slow = formatSlowdown(Slowdown(r.Finish-f.Start, id))
+			}
 		}
-		fmt.Fprintf(bw, "%d,%d,%d,%d,%s,%s,%s,%d,%d,%d,%d,%t\n", f.ID, f.Src, f.Dst, f.Size,
-			f.Start.NsString(), finish, fct, r.PacketsSent, r.Retransmits, r.Timeouts, r.ECNMarkedAcks, r.Finished)
+		fmt.Fprintf(bw, "%d,%d,%d,%d,%s,%s,%s,%d,%d,%d,%d,%t,%s,%s\n", f.ID, f.Src, f.Dst, f.Size,
+			f.Start.NsString(), finish, fct, r.PacketsSent, r.Retransmits, r.Timeouts, r.ECNMarkedAcks, r.Finished,
+			ideals, slow)
 	}
 	return bw.Flush()
 }
@@ -135,6 +148,10 @@ type Summary struct {
 	Retransmits   uint64 `json:"retransmits"`
 	Timeouts      uint64 `json:"timeouts"`
 	StoppedBy     string `json:"stopped_by"` // "flows-done", "stop_at", "max_time", "no-events", "incomplete"
+	// FCT and Slowdown are percentiles over the finished flows (nearest
+	// rank; absent when no flow finished).
+	FCT      *FCTPercentiles      `json:"fct_ns,omitempty"`
+	Slowdown *SlowdownPercentiles `json:"slowdown,omitempty"`
 	// Complete says the run finished. A run that failed after it started
 	// writes what it had with Complete false, the Reason and the
 	// partitions whose part never came.
@@ -149,13 +166,39 @@ type Summary struct {
 	Extra any          `json:"extra,omitempty"`
 }
 
+// FCTPercentiles are summary.json's fct_ns: percentiles of the finished
+// flows' FCTs in nanoseconds (exact to the picosecond, as fct.csv).
+type FCTPercentiles struct {
+	P50  json.Number `json:"p50"`
+	P99  json.Number `json:"p99"`
+	P999 json.Number `json:"p999"`
+}
+
+// SlowdownPercentiles are summary.json's slowdown: percentiles of the
+// finished flows' slowdowns (fct.csv's slowdown column).
+type SlowdownPercentiles struct {
+	P50 json.Number `json:"p50"`
+	P99 json.Number `json:"p99"`
+}
+
 // Perf is the machine-dependent part of the summary.
 type Perf struct {
-	WallSeconds   float64 `json:"wall_seconds"`
+	WallSeconds float64 `json:"wall_seconds"`
+	// SetupSeconds is the part of WallSeconds spent building the fabric
+	// (0 when not measured).
+	SetupSeconds  float64 `json:"setup_seconds,omitempty"`
 	EventsPerSec  float64 `json:"events_per_second"`
 	PeakRSSBytes  int64   `json:"peak_rss_bytes"`
 	PeakHeapBytes uint64  `json:"peak_heap_bytes"`
 	Partitions    int     `json:"partitions"`
+	// Cut says how the run was cut and why (partition.DefaultCut): the
+	// default cut's model inputs, or the flag that fixed it.
+	Cut any `json:"cut,omitempty"`
+	// Distributed holds the window and batch statistics of a run that the
+	// default cut split (a run asked to be distributed has them in
+	// extra.distributed instead): they describe the execution, not the
+	// results, so they stay out of the result fields.
+	Distributed any `json:"distributed,omitempty"`
 }
 
 // WriteSummary writes summary.json.

@@ -34,6 +34,14 @@ type Options struct {
 	// as its reason.
 	Stop       <-chan struct{}
 	StopReason string
+	// Setup, if set, is called once the fabric is built, before the
+	// first event (the CLI times setup with it).
+	Setup func()
+	// Observe, if set, is called with the fabric between event batches
+	// (every ProgressEvery events and once at the end), on the goroutine
+	// that runs it: the one moment the fabric may be read. It must only
+	// read, and copy what it keeps (the live view, lockstep run --ui).
+	Observe func(*fabric.Fabric)
 }
 
 // Result is a finished run: its outputs (the merge of its one part) and
@@ -46,22 +54,45 @@ type Result struct {
 // Run builds the fabric of b and runs it until the last event or the time
 // limit (stop_at, else max_time).
 func Run(b *scenario.Built, opt Options) (*Result, error) {
+	f, err := Prepare(b)
+	if err != nil {
+		return nil, err
+	}
+	return RunPrepared(b, f, opt)
+}
+
+// Prepare builds the fabric of b as Run does, without running it: what
+// `lockstep validate` builds, so that whatever Run would refuse it refuses
+// with the same message (a *scenario.Error).
+func Prepare(b *scenario.Built) (*fabric.Fabric, error) {
 	f, err := fabric.New(b.Fabric)
 	if err != nil {
 		return nil, &scenario.Error{File: b.File, Path: "topology", Msg: err.Error()}
 	}
+	return f, nil
+}
+
+// RunPrepared is Run with the fabric Prepare built from b, which must not
+// have run.
+func RunPrepared(b *scenario.Built, f *fabric.Fabric, opt Options) (*Result, error) {
 	limit := b.Limit()
 	every := opt.ProgressEvery
 	if every <= 0 {
 		every = 1 << 18
 	}
 	report := func() {
+		if opt.Observe != nil {
+			opt.Observe(f)
+		}
 		if opt.Progress != nil {
 			opt.Progress(Progress{Now: f.Engine().Now(), Limit: limit, Events: f.Engine().Stats.Events,
 				FlowsDone: f.Transport().Done, Flows: len(b.Fabric.Flows)})
 		}
 	}
 	rec := results.NewRecorder(b, f)
+	if opt.Setup != nil {
+		opt.Setup()
+	}
 	for f.RunUntilBatch(limit, every) {
 		report()
 		select {

@@ -49,6 +49,9 @@ type Built struct {
 	// PcapHosts are the host indices output.pcap captures (distinct,
 	// valid, at most MaxPcapHosts).
 	PcapHosts []int
+	// Estimate is the memory the scenario needs by part (EstimateMemory),
+	// computed before the workload was built.
+	Estimate *Estimate
 
 	seed      uint64
 	digest    string
@@ -107,8 +110,12 @@ func (l *loader) read(path, name string) ([]byte, error) {
 	if l.fsys == nil {
 		return nil, l.errf(path, "cannot read %q: no directory to read from", name)
 	}
-	b, err := fs.ReadFile(l.fsys, name)
+	b, err := readLimited(l.fsys.Open(name))
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
 		return nil, l.errf(path, "cannot read %q: %v", name, err)
 	}
 	l.files[name] = b
@@ -118,9 +125,19 @@ func (l *loader) read(path, name string) ([]byte, error) {
 }
 
 // Parse decodes a scenario strictly, without building it.
+// Beyond the syntax it refuses what only the file's text shows: a field
+// set to 0 where 0 is never a setting (leave the field out for the
+// default), and a workload field of another workload type.
 func Parse(file string, data []byte) (*Scenario, error) {
+	if len(data) > MaxFileSize {
+		return nil, &Error{File: file, Path: "(file)", Msg: fmt.Sprintf("larger than the %d MiB limit", MaxFileSize>>20)}
+	}
 	var s Scenario
-	if err := yamlx.Decode(file, data, &s); err != nil {
+	present, err := yamlx.DecodePresent(file, data, &s)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPresent(file, &s, present); err != nil {
 		return nil, err
 	}
 	return &s, nil
@@ -144,10 +161,11 @@ func WithQueues(interval sim.Time) Edit {
 }
 
 // LoadFile reads the scenario file path, applies edits in order and
-// builds it; the files it names are read relative to path's directory.
-// Every error names the file (and the field, for a bad scenario).
+// builds it; the files it names are read relative to path's directory and
+// must be inside it (Confined) unless an edit is AllowOutside. Every error
+// names the file (and the field, for a bad scenario).
 func LoadFile(path string, edits ...Edit) (*Built, error) {
-	data, err := os.ReadFile(path)
+	data, err := readLimited(os.Open(path))
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -155,8 +173,26 @@ func LoadFile(path string, edits ...Edit) (*Built, error) {
 		}
 		return nil, fmt.Errorf("%s: cannot read scenario: %v", path, err)
 	}
-	return Load(path, data, Dir(filepath.Dir(path)), edits...)
+	s, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range edits {
+		if e != nil {
+			e(s)
+		}
+	}
+	fsys := Confined(filepath.Dir(path))
+	if s.outside {
+		fsys = Dir(filepath.Dir(path))
+	}
+	return Build(path, s, fsys)
 }
+
+// AllowOutside lets the scenario read files outside its folder: absolute
+// names and names with ".." that leave it (`--allow-outside`). It changes
+// nothing else: the digest covers the files' contents, not where they are.
+func AllowOutside() Edit { return func(s *Scenario) { s.outside = true } }
 
 // Load parses the scenario data (named file in messages), applies edits in
 // order (nil edits do nothing) and builds it. fsys is rooted at the scenario's directory and
@@ -170,6 +206,9 @@ func Load(file string, data []byte, fsys fs.FS, edits ...Edit) (*Built, error) {
 		if e != nil {
 			e(s)
 		}
+	}
+	if len(s.editErrs) > 0 {
+		return nil, fmt.Errorf("%s: edit %w", file, s.editErrs[0])
 	}
 	return Build(file, s, fsys)
 }
@@ -239,6 +278,10 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 	if fwd == switchsim.Spray {
 		tc.Entropy = hostsim.EntropyRandom
 	}
+	b.Estimate = EstimateMemory(s, topo)
+	if err := b.Estimate.Check(file, s, s.memLimit); err != nil {
+		return nil, err
+	}
 	flows, err := l.workload(s.Workload, topo, b.seed, tc)
 	if err != nil {
 		return nil, err
@@ -248,9 +291,17 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 		return nil, err
 	}
 	b.Fabric = fabric.Config{Topo: topo, Flows: flows, Transport: tc, Forwarding: fwd, Seed: b.seed, Impairments: imps}
+	if o := s.Output.Cwnd; o != nil {
+		if err := l.cwndFlows(o.Flows, len(flows)); err != nil {
+			return nil, err
+		}
+	}
 	if q := s.Output.Queues; q != nil {
 		if q.Interval <= 0 {
 			return nil, l.errf("output.queues.interval", "must be a positive duration")
+		}
+		if sim.Time(q.Interval) < MinQueueSample {
+			return nil, l.errf("output.queues.interval", "must be at least %s, got %s", MinQueueSample, sim.Time(q.Interval))
 		}
 		b.Fabric.QueueSample = sim.Time(q.Interval)
 	}
@@ -263,6 +314,22 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 	b.digest = hex.EncodeToString(d[:])
 	b.files = l.files
 	return b, nil
+}
+
+// cwndFlows checks output.cwnd.flows: distinct ids of the scenario's flows.
+func (l *loader) cwndFlows(ids []int32, n int) error {
+	seen := make(map[int32]int, min(len(ids), n))
+	for i, id := range ids {
+		p := fmt.Sprintf("output.cwnd.flows[%d]", i)
+		if id < 0 || int(id) >= n {
+			return l.errf(p, "flow %d does not exist (the scenario has flows 0..%d)", id, n-1)
+		}
+		if j, dup := seen[id]; dup {
+			return l.errf(p, "flow %d is listed twice (also flows[%d])", id, j)
+		}
+		seen[id] = i
+	}
+	return nil
 }
 
 // pcapHosts checks output.pcap.hosts: 1..MaxPcapHosts distinct host indices.
@@ -286,6 +353,9 @@ func (l *loader) queue(path string, t *Tier) (topologies.QueueConfig, error) {
 	if q.Buffer == 0 {
 		q.Buffer = DefaultBuffer
 	}
+	if q.Buffer > MaxBuffer {
+		return q, l.errf(path+".buffer", "must be at most %d bytes (1TiB), got %d", int64(MaxBuffer), q.Buffer)
+	}
 	if t.ECN == nil {
 		return q, nil
 	}
@@ -297,10 +367,16 @@ func (l *loader) queue(path string, t *Tier) (topologies.QueueConfig, error) {
 		if e.K <= 0 {
 			return q, l.errf(path+".ecn.k", "must be positive for step marking")
 		}
+		if e.K > MaxBuffer {
+			return q, l.errf(path+".ecn.k", "must be at most %d bytes (1TiB), got %d", int64(MaxBuffer), int64(e.K))
+		}
 	case "red":
 		q.ECN = topologies.ECNConfig{Mode: topologies.ECNRED, Min: int64(e.Min), Max: int64(e.Max), PMax: float64(e.PMax)}
 		if e.Max <= e.Min {
 			return q, l.errf(path+".ecn.max", "must be larger than min (%d), got %d", int64(e.Min), int64(e.Max))
+		}
+		if e.Max > MaxBuffer {
+			return q, l.errf(path+".ecn.max", "must be at most %d bytes (1TiB), got %d", int64(MaxBuffer), int64(e.Max))
 		}
 		if e.PMax <= 0 {
 			return q, l.errf(path+".ecn.pmax", "must be positive for red marking")
@@ -407,7 +483,7 @@ func (l *loader) topology(t *Topology) (*topologies.Topology, error) {
 		}
 		topo, err := topologies.ParseHtsimTopo(d.File, data)
 		if err != nil {
-			return nil, err
+			return nil, l.errf("topology.htsim.file", "%v", err)
 		}
 		// Buffers the file sets (Queue_Down/Queue_Up) stay; the rest get
 		// queue.buffer, as htsim's -q flag would. ECN, which .topo files
@@ -486,8 +562,35 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 	if c.MTU <= c.Header {
 		return c, l.errf("transport.mtu", "must be larger than the header (%d bytes), got %d", c.Header, c.MTU)
 	}
+	if c.MTU > MaxMTU {
+		return c, l.errf("transport.mtu", "must be at most %d bytes (an IPv4 packet's limit), got %d", MaxMTU, c.MTU)
+	}
+	if c.AckSize > MaxMTU {
+		return c, l.errf("transport.ack_size", "must be at most %d bytes, got %d", MaxMTU, c.AckSize)
+	}
 	if t.InitCwnd < 0 {
 		return c, l.errf("transport.init_cwnd", "must be positive, got %d", t.InitCwnd)
+	}
+	if t.InitCwnd > MaxInitCwnd {
+		return c, l.errf("transport.init_cwnd", "must be at most %d segments, got %d", MaxInitCwnd, t.InitCwnd)
+	}
+	for _, n := range []struct {
+		path string
+		v    int
+	}{{"transport.dup_thresh", t.DupThresh}, {"transport.tso_segments", t.TSOSegments}} {
+		if n.v < 0 || n.v > MaxCount {
+			return c, l.errf(n.path, "must be between 1 and %d, got %d", MaxCount, n.v)
+		}
+	}
+	if d := t.DelayedAck; d != nil && (d.Count < 0 || d.Count > MaxCount || d.QuickAcks < 0 || d.QuickAcks > MaxCount) {
+		field, v := "count", d.Count
+		if d.Count >= 0 && d.Count <= MaxCount {
+			field, v = "quickacks", d.QuickAcks
+		}
+		return c, l.errf("transport.delayed_ack."+field, "must be between 0 and %d, got %d", MaxCount, v)
+	}
+	if st := t.STrack; st != nil && (st.Entropies < 0 || st.Entropies > MaxCount) {
+		return c, l.errf("transport.strack.entropies", "must be between 1 and %d, got %d", MaxCount, st.Entropies)
 	}
 	if t.InitCwnd > 0 {
 		c.CC.InitCwnd = int64(t.InitCwnd)
@@ -541,6 +644,9 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 		return c, l.errf("transport.ecn_echo", "unknown mode %q (known: rfc3168, per-packet)", t.ECNEcho)
 	}
 	caps := cc.Describe(c.CC) // what the modules need, by capability
+	if caps.NeedsECN && !c.ECN {
+		return c, l.errf("transport.cc", "%s reacts to ECN marks, which it never sees without transport.ecn: true", c.CC.CC)
+	}
 	c.SACK = caps.NeedsSack
 	if t.SACK != nil {
 		c.SACK = *t.SACK
@@ -670,6 +776,12 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 			}
 			flows, err = workloads.Incast(senders, w.Dst, int64(w.Size), sim.Time(w.Start))
 		case "alltoall":
+			if n := int64(len(w.Hosts)); n*(n-1) > MaxFlows || n == 0 && int64(nh)*int64(nh-1) > MaxFlows {
+				if n == 0 {
+					n = int64(nh)
+				}
+				return nil, l.errf(path+".hosts", "%d hosts make %d flows, more than the limit of %d flows", n, n*(n-1), MaxFlows)
+			}
 			hosts := w.Hosts
 			if len(hosts) == 0 {
 				for h := 0; h < nh; h++ {
@@ -687,11 +799,30 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 			}
 			cdf, perr := workloads.ParseCDF(w.CDF, bytes.NewReader(data))
 			if perr != nil {
-				return nil, perr
+				return nil, l.errf(path+".cdf", "%v", perr)
 			}
 			rate := topo.Links[topo.FirstLink(topo.Hosts[0])].Rate
+			if w.MaxFlows > MaxFlows {
+				return nil, l.errf(path+".max_flows", "must be at most %d, got %d", MaxFlows, w.MaxFlows)
+			}
+			limit := w.MaxFlows
+			end := sim.Time(w.Start) + sim.Time(w.Duration)
+			if end < sim.Time(w.Start) {
+				return nil, l.errf(path+".duration", "start + duration is beyond the end of virtual time")
+			}
+			if limit == 0 {
+				// Refuse before generating what is expected to be too many.
+				perSec := float64(nh) * w.Load * float64(rate) / (8 * cdf.Mean())
+				if n := perSec * (end - sim.Time(w.Start)).Seconds(); w.Load > 0 && w.Load <= 1 && n > MaxFlows {
+					return nil, l.errf(path+".duration", "about %.3g flows expected, more than the limit of %d: set max_flows or a shorter duration", n, MaxFlows)
+				}
+				limit = MaxFlows + 1 // more is an error below
+			}
 			flows, err = workloads.Poisson(workloads.PoissonConfig{NumHosts: nh, Load: w.Load, HostRate: rate,
-				CDF: cdf, Start: sim.Time(w.Start), End: sim.Time(w.Start) + sim.Time(w.Duration), MaxFlows: w.MaxFlows}, rng)
+				CDF: cdf, Start: sim.Time(w.Start), End: end, MaxFlows: limit}, rng)
+			if err == nil && len(flows) > MaxFlows {
+				return nil, l.errf(path+".duration", "makes more than the limit of %d flows: set max_flows or a shorter duration", MaxFlows)
+			}
 		case "cm":
 			data, rerr := l.read(path+".file", w.File)
 			if rerr != nil {
@@ -699,7 +830,7 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 			}
 			cm, perr := workloads.ParseCM(w.File, bytes.NewReader(data))
 			if perr != nil {
-				return nil, perr
+				return nil, l.errf(path+".file", "%v", perr)
 			}
 			if cm.Nodes > nh {
 				return nil, l.errf(path+".file", "%s names %d nodes but the fabric has %d hosts", w.File, cm.Nodes, nh)
@@ -711,9 +842,24 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 		if err != nil {
 			return nil, &Error{File: l.file, Path: path, Msg: err.Error()}
 		}
-		for _, f := range flows {
+		if len(out)+len(flows) > MaxFlows {
+			return nil, l.errf(path, "makes %d flows, more than the limit of %d for a scenario", len(out)+len(flows), MaxFlows)
+		}
+		for j, f := range flows {
 			if f.Src < 0 || f.Src >= nh || f.Dst < 0 || f.Dst >= nh {
 				return nil, l.errf(path, "flow %d -> %d: the fabric has hosts 0..%d", f.Src, f.Dst, nh-1)
+			}
+			if f.Size > MaxFlowSize {
+				fp, what := path+".size", ""
+				switch w.Type {
+				case "flows":
+					fp = fmt.Sprintf("%s.flows[%d].size", path, j)
+				case "cm":
+					fp, what = path+".file", fmt.Sprintf("%s: flow %d: ", w.File, j)
+				case "poisson":
+					fp = path + ".cdf"
+				}
+				return nil, l.errf(fp, "%sa flow of %d bytes is more than the limit of %d (1TiB)", what, f.Size, int64(MaxFlowSize))
 			}
 			out = append(out, hostsim.FlowSpec{ID: int32(len(out)), Src: f.Src, Dst: f.Dst, Size: f.Size, Start: f.Start})
 		}

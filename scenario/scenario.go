@@ -32,6 +32,14 @@ type Scenario struct {
 	Impairments []Impairment   `yaml:"impairments"`
 	Output      Output         `yaml:"output"`
 	Placement   *Placement     `yaml:"placement"`
+
+	memLimit int64 // WithMemoryLimit; not part of the scenario
+	// outside: the files it names may be outside its folder (AllowOutside).
+	outside bool
+	// editErrs are the errors of edits that could not be applied
+	// (WithField on a list index the scenario does not have); Load
+	// reports them.
+	editErrs []error
 }
 
 // Topology chooses one builder; the section named by Type must be present.

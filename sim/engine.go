@@ -35,10 +35,14 @@ type elemState struct {
 // Engine owns the event queue, the packet pool and the links of one
 // partition. It is single-threaded and does no I/O.
 type Engine struct {
-	now    Time
-	q      eventQueue
-	Pool   Pool
-	Links  []Link
+	now  Time
+	q    eventQueue
+	Pool Pool
+	// Links holds every link direction by LinkID: the state of a direction
+	// with an end in this partition, nil for the others (a partition holds
+	// only its share of the links).
+	Links  []*Link
+	ends   []linkEnds // every direction's ends, local or not
 	elems  []elemState
 	outbox []RemotePacket
 	direct int // per-packet arrival events in the queue
@@ -50,7 +54,7 @@ type Engine struct {
 // partition (nil: all do). Elements and links draw from streams seeded from
 // (seed, id).
 func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) bool) (*Engine, error) {
-	e := &Engine{elems: make([]elemState, numElems), Links: make([]Link, len(links))}
+	e := &Engine{elems: make([]elemState, numElems), Links: make([]*Link, len(links)), ends: make([]linkEnds, len(links))}
 	for i := range e.elems {
 		id := ElemID(i)
 		e.elems[i].local = local == nil || local(id)
@@ -58,9 +62,20 @@ func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) b
 			e.elems[i].rng = NewRand(seed, StreamElement+uint64(i))
 		}
 	}
+	held := 0
 	for i, s := range links {
 		if s.From < 0 || int(s.From) >= numElems || s.To < 0 || int(s.To) >= numElems {
 			return nil, fmt.Errorf("link %d: element out of range (%d -> %d of %d)", i, s.From, s.To, numElems)
+		}
+		e.ends[i] = linkEnds{from: s.From, to: s.To}
+		if e.elems[s.From].local || e.elems[s.To].local {
+			held++
+		}
+	}
+	store := make([]Link, held)
+	for i, s := range links {
+		if !e.elems[s.From].local && !e.elems[s.To].local {
+			continue
 		}
 		if s.Rate <= 0 {
 			return nil, fmt.Errorf("link %d: rate must be positive, got %d bit/s", i, s.Rate)
@@ -68,7 +83,9 @@ func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) b
 		if s.Delay < 0 {
 			return nil, fmt.Errorf("link %d: delay must not be negative, got %v", i, s.Delay)
 		}
-		l := &e.Links[i]
+		l := &store[0]
+		store = store[1:]
+		e.Links[i] = l
 		l.Spec = s
 		l.rate = s.Rate
 		l.delay = s.Delay
@@ -89,6 +106,20 @@ func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) b
 	}
 	return e, nil
 }
+
+// linkEnds are a link direction's two elements.
+type linkEnds struct{ from, to ElemID }
+
+// NumLinks is the number of link directions of the whole fabric.
+func (e *Engine) NumLinks() int { return len(e.ends) }
+
+// LinkFrom is the element link direction id leaves, whether or not this
+// partition holds the direction's state.
+func (e *Engine) LinkFrom(id LinkID) ElemID { return e.ends[id].from }
+
+// LinkTo is the element link direction id reaches, whether or not this
+// partition holds the direction's state.
+func (e *Engine) LinkTo(id LinkID) ElemID { return e.ends[id].to }
 
 // Now is the time of the event being processed.
 func (e *Engine) Now() Time { return e.now }
@@ -135,7 +166,7 @@ func (e *Engine) Schedule(id ElemID, at Time, arg int64, pkt PktRef) {
 // is freed here). Precondition: the link is idle (BusyUntil() <= Now()).
 // It returns the time serialisation ends.
 func (e *Engine) Transmit(id LinkID, p PktRef) Time {
-	l := &e.Links[id]
+	l := e.Links[id]
 	if l.busyUntil > e.now {
 		panic(fmt.Sprintf("sim: link %d transmits at %v while busy until %v", id, e.now, l.busyUntil))
 	}
@@ -204,7 +235,7 @@ func (e *Engine) Next(horizon Time) (Event, bool) {
 	case EvArrive:
 		e.Stats.Arrivals++
 		if ev.ring {
-			l := &e.Links[ev.Arg]
+			l := e.Links[ev.Arg]
 			l.wire.Pop()
 			if l.wire.Len() > 0 {
 				f := l.wire.Front()
@@ -248,8 +279,8 @@ func (e *Engine) ResetOutbox() { e.outbox = e.outbox[:0] }
 // Inject delivers a packet from another partition onto the wire of its link.
 // Packets of one link must be injected in the order they were sent.
 func (e *Engine) Inject(rp *RemotePacket) {
-	l := &e.Links[rp.Link]
-	if !e.elems[l.Spec.To].local {
+	l := e.Links[rp.Link]
+	if l == nil || !e.elems[l.Spec.To].local {
 		panic(fmt.Sprintf("sim: packet injected on link %d whose far end %d is not local", rp.Link, l.Spec.To))
 	}
 	p := e.Pool.Alloc()
@@ -267,8 +298,10 @@ func (e *Engine) Inject(rp *RemotePacket) {
 // (including those sent to other partitions and not yet handed over).
 func (e *Engine) OnWire() int {
 	n := e.direct + len(e.outbox)
-	for i := range e.Links {
-		n += e.Links[i].wire.Len()
+	for _, l := range e.Links {
+		if l != nil {
+			n += l.wire.Len()
+		}
 	}
 	return n
 }

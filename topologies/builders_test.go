@@ -217,8 +217,8 @@ func TestLeafSpine_ECMPLeafHasSpinesChoicesToRemoteLeafHost(t *testing.T) {
 	if got := r.Next(spine0, remote); len(got) != 1 {
 		t.Errorf("spine0 -> host: expected 1 port, got %v", got)
 	}
-	if got := r.Next(topo.Hosts[0], remote); len(got) != 1 {
-		t.Errorf("host -> host: expected 1 port, got %v", got)
+	if got := r.Next(topo.Hosts[0], remote); len(got) != 0 {
+		t.Errorf("host -> host: expected nothing (hosts have no rows), got %v", got)
 	}
 }
 
@@ -359,7 +359,7 @@ func TestFatTree_K8ECMPSetSizes(t *testing.T) {
 		{"agg to a host in its pod: the one ToR", agg0, otherToR, 1, 1},
 		{"core to any host: exactly one port", core0, otherPod, 1, 2},
 		{"core to a pod-0 host: exactly one port", core0, samePod, 1, 2},
-		{"host to another host: its one port", topo.Hosts[0], otherPod, 1, 1},
+		{"host to another host: nothing, hosts have no rows", topo.Hosts[0], otherPod, 0, 1},
 	}
 	for _, tc := range cases {
 		got := r.Next(tc.node, tc.dst)

@@ -118,7 +118,11 @@ func TestGraph_DirectHostLinkConnectsTwoHosts(t *testing.T) {
 	if topo.Name != "graph" {
 		t.Errorf("name: expected the default graph, got %s", topo.Name)
 	}
-	if got := mustCompile(t, topo).Routes().Next(0, 1); len(got) != 1 {
-		t.Errorf("x to y: expected the direct port, got %v", got)
+	ix, err := CompileWith(topo, CompileOptions{Pairs: []HostPair{{0, 1}, {1, 0}}})
+	if err != nil {
+		t.Fatalf("CompileWith: expected no error, got %v", err)
+	}
+	if got := ix.PairHops(); len(got) != 2 || got[0] != 1 || got[1] != 1 {
+		t.Errorf("x to y and back: expected 1 hop each (the direct link), got %v", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -481,4 +482,22 @@ func FuzzParseHtsimTopo(f *testing.F) {
 			t.Fatalf("parsed topology: expected Validate nil, got %v", err)
 		}
 	})
+}
+
+// TestParseHtsimTopo_CountsAllocateNothingBeforeTheFileIsChecked: a
+// header naming the largest fabric allowed, followed by a bad line,
+// allocates little: the fabric is built only from a whole valid file.
+func TestParseHtsimTopo_CountsAllocateNothingBeforeTheFileIsChecked(t *testing.T) {
+	text := "Nodes 1048576\nTiers 3\nPodsize 1048576\n\nTier 0\nDownlink_speed_Gbps 100\nRadix_Down 1048576\nBogus_key 1\n"
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := ParseHtsimTopo("big.topo", []byte(text))
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("allocated %d KiB before refusing it (%v), want at most 1 MiB", got>>10, err)
+	}
 }

@@ -1,7 +1,9 @@
 package topologies
 
+import "fmt"
+
 // Index is a topology compiled for simulation: its port adjacency, its host
-// numbering and its shortest-path forwarding table. Compile builds it once;
+// numbering and its shortest-path forwarding state. Compile builds it once;
 // afterwards it is immutable and safe for concurrent use. It holds no
 // reference to the Topology it was built from, which stays plain data: a
 // Topology changed after Compile needs a new Index.
@@ -16,24 +18,53 @@ type Index struct {
 	hostOf    []int32 // node -> host index, or -1
 	hostNode  []int32 // host index -> node
 
-	routes *Routes
+	routes   *Routes
+	pairHops []int32 // CompileOptions.Pairs' hop counts
+}
+
+// HostPair is a source and a destination host index.
+type HostPair struct{ Src, Dst int32 }
+
+// CompileOptions narrow what Compile builds.
+type CompileOptions struct {
+	// Rows selects the switches whose forwarding rows are built (a
+	// partition's own); nil builds every switch's. Routes.Next is empty
+	// for the others.
+	Rows func(node int) bool
+	// Pairs are (source, destination) host pairs whose hop counts
+	// PairHops reports, computed from the searches that build the routes.
+	// Host indices must be in range.
+	Pairs []HostPair
 }
 
 // Compile validates t (see Validate) and builds its index: the ports of
-// every node and the forwarding table (one breadth-first search per
-// destination host; a k=16 fat-tree takes tens of milliseconds). It
-// refuses a forwarding table of 2^31 entries or more (a fat-tree larger
-// than about k=48) before allocating it.
-func Compile(t *Topology) (*Index, error) {
+// every node and the forwarding state of every switch (see Routes).
+func Compile(t *Topology) (*Index, error) { return CompileWith(t, CompileOptions{}) }
+
+// CompileWith is Compile with options. It costs one breadth-first search
+// per destination column (edge switch), O(columns x (nodes + links)) time
+// and O(nodes + links + rows x columns) memory; it refuses 2^31 cells or
+// more before allocating them.
+func CompileWith(t *Topology, o CompileOptions) (*Index, error) {
 	ix, err := t.validate()
 	if err != nil {
 		return nil, err
 	}
-	if ix.routes, err = computeRoutes(ix); err != nil {
+	for i, p := range o.Pairs {
+		if p.Src < 0 || int(p.Src) >= ix.hosts || p.Dst < 0 || int(p.Dst) >= ix.hosts {
+			return nil, fmt.Errorf("topologies: pair %d: hosts %d -> %d out of range [0, %d)", i, p.Src, p.Dst, ix.hosts)
+		}
+	}
+	if ix.routes, ix.pairHops, err = computeRoutes(ix, o.Rows, o.Pairs); err != nil {
 		return nil, err
 	}
 	return ix, nil
 }
+
+// PairHops returns the hop count (links) of each of CompileOptions.Pairs,
+// in order: 0 when the hosts are equal or not connected. The slice is
+// shared and must not be modified.
+func (ix *Index) PairHops() []int32 { return ix.pairHops }
 
 // buildPorts computes the port adjacency and host maps (everything but the
 // routes). Links with an endpoint out of range are skipped and hosts out
@@ -93,7 +124,7 @@ func (ix *Index) Ports(node int) []Port {
 	return ix.ports[lo:hi:hi]
 }
 
-// Routes returns the forwarding table.
+// Routes returns the forwarding state.
 func (ix *Index) Routes() *Routes { return ix.routes }
 
 // NumNodes is the number of nodes.

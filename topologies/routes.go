@@ -1,116 +1,271 @@
 package topologies
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 )
 
-// Routes is a topology's shortest-path ECMP forwarding table: for every
-// node and destination host, the ports of the node that lie on a shortest
+// Routes is a topology's shortest-path ECMP forwarding state: for a switch
+// and a destination host, the ports of the switch that lie on a shortest
 // path to the host, in increasing port order. Paths never pass through a
 // host (hosts do not forward), though they may start or end at one.
 //
-// The table is flat, laid out node by node so that one switch's entries
-// are contiguous: the ports for (node, dst) are
-// ports[offset[node*numHosts+dst]:offset[node*numHosts+dst+1]].
+// Its size does not grow with (switch, destination host) pairs. A host
+// whose links all go to one switch (its edge switch: a ToR, a leaf) is
+// reached through that switch, so every switch other than the edge switch
+// forwards towards the host as it forwards towards the edge switch; the
+// edge switch itself uses its ports to the host (the host's last hop). The
+// state is therefore
+//
+//   - per destination *column*, one per edge switch and one per host that is
+//     not on exactly one switch (a multi-homed host, or one linked to a
+//     host), which is routed to as itself;
+//   - per built switch (a row), one 32-bit next-hop set id per column;
+//   - per host, its column, its edge switch and its last-hop set id;
+//   - the distinct next-hop sets, once each (a fat-tree has a few dozen).
+//
+// A k=32 fat-tree (8,192 hosts, 1,280 switches, 512 ToRs) holds 655,360
+// cells, 2.6 MB, where a table per (node, host) held 78 M entries. Rows
+// are built only for the switches a partition asks for (CompileOptions),
+// so P partitions hold about 1/P of the cells each.
+//
 // Compile builds it, as part of an Index; it is read-only afterwards and
 // safe for concurrent use.
 type Routes struct {
-	numNodes, numHosts int
-	offset             []int32 // len numNodes*numHosts+1
-	ports              []int32
+	numNodes, numHosts, numCols int
+
+	dest  []hostRoute // by host index
+	row   []int32     // by node: the node's row of cells, or -1 (hosts, switches not built)
+	cells []int32     // row*numCols + column -> set id
+	// Set id s is ports[setOff[s]:setOff[s+1]]; set 0 is the empty set
+	// (no route).
+	setOff []int32
+	ports  []int32
 }
 
-// Next returns the ports of node on a shortest path to host dstHost, in
-// increasing order. It is empty when node is dstHost's own node or cannot
-// reach it. The slice is shared and must not be modified; Next does not
-// allocate.
+// hostRoute is how a destination host is reached.
+type hostRoute struct {
+	edge int32 // node of the host's edge switch, or -1: the host is its own column
+	col  int32 // the column switches look up
+	last int32 // set id of the edge switch's ports to the host (edge >= 0)
+}
+
+// Next returns the ports of switch node on a shortest path to host
+// dstHost, in increasing order. It is empty when node cannot reach the
+// host, is the host's own node, is a host, or is a switch whose row was
+// not built (CompileOptions.Rows). The slice is shared and must not be
+// modified; Next does not allocate.
 func (r *Routes) Next(node, dstHost int) []int32 {
-	i := node*r.numHosts + dstHost
-	lo, hi := r.offset[i], r.offset[i+1]
+	d := &r.dest[dstHost]
+	id := d.last
+	if int(d.edge) != node {
+		rw := r.row[node]
+		if rw < 0 {
+			return nil
+		}
+		id = r.cells[int(rw)*r.numCols+int(d.col)]
+	}
+	lo, hi := r.setOff[id], r.setOff[id+1]
 	return r.ports[lo:hi:hi]
 }
 
-// NumNodes is the number of nodes the table covers.
+// NumNodes is the number of nodes the routes cover.
 func (r *Routes) NumNodes() int { return r.numNodes }
 
-// NumHosts is the number of destination hosts the table covers.
+// NumHosts is the number of destination hosts the routes cover.
 func (r *Routes) NumHosts() int { return r.numHosts }
 
-// Entries is the total number of port entries in the table (its size).
+// NumColumns is the number of destination columns: edge switches plus
+// hosts that are not on exactly one switch.
+func (r *Routes) NumColumns() int { return r.numCols }
+
+// NumRows is the number of switches whose rows were built.
+func (r *Routes) NumRows() int { return len(r.cells) / max(r.numCols, 1) }
+
+// Entries is the number of port entries in the distinct next-hop sets.
 func (r *Routes) Entries() int { return len(r.ports) }
 
-// computeRoutes builds the table. It runs a breadth-first search from each
-// destination host (hosts other than the source are reached but not
-// expanded), keeps the distances node-major, and then, node by node, keeps
-// the ports whose peer is one hop closer to the destination and is either a
-// switch or the destination itself. Distances are 16-bit when the fabric
-// has fewer than 65535 nodes (no path is longer), halving the memory the
-// second step streams through.
-func computeRoutes(ix *Index) (*Routes, error) {
-	if ix.nodes < 0xFFFF {
-		return fillRoutes[uint16](ix)
-	}
-	return fillRoutes[int32](ix)
+// Bytes is the memory the routes hold, in bytes (slices' lengths).
+func (r *Routes) Bytes() int {
+	return 12*len(r.dest) + 4*(len(r.row)+len(r.cells)+len(r.setOff)+len(r.ports))
 }
 
-func fillRoutes[D uint16 | int32](ix *Index) (*Routes, error) {
-	nn, nh := ix.nodes, ix.hosts
-	cells, ok := mulLimit(nn, nh, math.MaxInt32-1)
-	if !ok {
-		return nil, fmt.Errorf("topologies: a forwarding table of %d nodes x %d hosts is too large (2^31 cells or more)", nn, nh)
+// RouteBytes estimates the bytes Compile allocates for the routes of a
+// fabric of nodes nodes and hosts hosts, with rows switches built and cols
+// destination columns, not counting the distinct sets (a few KB in
+// fabrics built here). Scenario estimates use it.
+func RouteBytes(nodes, hosts, rows, cols int) int64 {
+	return 12*int64(hosts) + 4*int64(nodes) + 4*int64(rows)*int64(cols)
+}
+
+// maxCells bounds rows x columns (the cells are indexed by int32 arithmetic
+// in no place, but 2^31 cells is 8 GB).
+const maxCells = math.MaxInt32
+
+// setTable interns next-hop sets: equal sets share one id, ids in order of
+// first appearance (so deterministic).
+type setTable struct {
+	index map[string]int32
+	off   []int32
+	ports []int32
+	key   []byte
+}
+
+func newSetTable() *setTable {
+	return &setTable{index: map[string]int32{}, off: []int32{0, 0}}
+}
+
+func (s *setTable) intern(ps []int32) int32 {
+	if len(ps) == 0 {
+		return 0
 	}
-	unreach := ^D(0) // 0xFFFF or -1
-	// dist[n*nh+h] is the hop count from node n to host h, or unreach.
-	dist := make([]D, cells)
-	col := make([]int32, nn)
-	queue := make([]int32, 0, nn)
+	s.key = s.key[:0]
+	for _, p := range ps {
+		s.key = binary.LittleEndian.AppendUint32(s.key, uint32(p))
+	}
+	if id, ok := s.index[string(s.key)]; ok {
+		return id
+	}
+	id := int32(len(s.off) - 1)
+	s.ports = append(s.ports, ps...)
+	s.off = append(s.off, int32(len(s.ports)))
+	s.index[string(s.key)] = id
+	return id
+}
+
+// singleEdge returns the one switch every link of node u goes to, or -1
+// when u has no link, links to a host, or links to several nodes.
+func singleEdge(ix *Index, u int) int32 {
+	peers := ix.peer[ix.portStart[u]:ix.portStart[u+1]]
+	if len(peers) == 0 || ix.hostOf[peers[0]] >= 0 {
+		return -1
+	}
+	for _, q := range peers[1:] {
+		if q != peers[0] {
+			return -1
+		}
+	}
+	return peers[0]
+}
+
+// computeRoutes builds the routes: one breadth-first search per column
+// (from the edge switch, or from the host; hosts other than the source
+// are reached but not expanded), and for each built switch the ports whose
+// peer is one hop closer to the column's source and is a switch or the
+// destination host itself. rows selects the switches (nil: all). For each
+// of pairs it also returns the hop count from the source host to the
+// destination host (0 when unreachable or equal), from the same searches.
+func computeRoutes(ix *Index, rows func(node int) bool, pairs []HostPair) (*Routes, []int32, error) {
+	nn, nh := ix.nodes, ix.hosts
+	r := &Routes{numNodes: nn, numHosts: nh, dest: make([]hostRoute, nh), row: make([]int32, nn)}
+	sets := newSetTable()
+
+	// Columns: edge switches in order of their first host, and hosts that
+	// are their own column. src[c] is the node the search of c starts at.
+	colOf := make([]int32, nn) // edge switch -> column, or -1
+	for i := range colOf {
+		colOf[i] = -1
+	}
+	var src []int32
+	var scratch []int32
 	for h := 0; h < nh; h++ {
-		src := ix.hostNode[h]
-		if src < 0 {
-			for n := 0; n < nn; n++ {
-				dist[n*nh+h] = unreach
+		u := int(ix.hostNode[h])
+		d := hostRoute{edge: -1}
+		if u >= 0 {
+			d.edge = singleEdge(ix, u)
+		}
+		if d.edge >= 0 {
+			e := d.edge
+			if colOf[e] < 0 {
+				colOf[e] = int32(len(src))
+				src = append(src, e)
 			}
-			continue
+			d.col = colOf[e]
+			scratch = scratch[:0]
+			for i, q := range ix.peer[ix.portStart[e]:ix.portStart[e+1]] {
+				if int(q) == u {
+					scratch = append(scratch, int32(i))
+				}
+			}
+			d.last = sets.intern(scratch)
+		} else {
+			d.col = int32(len(src))
+			src = append(src, int32(u)) // -1 for a host out of range: unreachable
 		}
-		queue = bfs(ix, int(src), col, queue)
-		for n, d := range col {
-			dist[n*nh+h] = D(d) // -1 becomes unreach
+		r.dest[h] = d
+	}
+	ncol := len(src)
+	r.numCols = ncol
+
+	var rowNodes []int32
+	for n := 0; n < nn; n++ {
+		r.row[n] = -1
+		if ix.hostOf[n] < 0 && (rows == nil || rows(n)) {
+			r.row[n] = int32(len(rowNodes))
+			rowNodes = append(rowNodes, int32(n))
 		}
+	}
+	cells, ok := mulLimit(len(rowNodes), ncol, maxCells)
+	if !ok {
+		return nil, nil, fmt.Errorf("topologies: routes of %d switches x %d destination switches are too large (2^31 cells or more)", len(rowNodes), ncol)
+	}
+	r.cells = make([]int32, cells)
+
+	// Pairs by the column of their destination (counting sort).
+	hops := make([]int32, len(pairs))
+	pstart := make([]int32, ncol+1)
+	for _, p := range pairs {
+		pstart[r.dest[p.Dst].col+1]++
+	}
+	for c := 0; c < ncol; c++ {
+		pstart[c+1] += pstart[c]
+	}
+	byCol := make([]int32, len(pairs))
+	fill := append([]int32(nil), pstart[:ncol]...)
+	for i, p := range pairs {
+		c := r.dest[p.Dst].col
+		byCol[fill[c]] = int32(i)
+		fill[c]++
 	}
 
-	// One pass, node by node and destination by destination: the order of
-	// the flat table, so offsets follow the appends.
-	r := &Routes{numNodes: nn, numHosts: nh, offset: make([]int32, cells+1)}
-	ports := make([]int32, 0, 2*cells)
-	rows := make([]int, 0, 64) // dist row of each peer of the node
-	for n := 0; n < nn; n++ {
-		lo, hi := ix.portStart[n], ix.portStart[n+1]
-		peers := ix.peer[lo:hi]
-		rows = rows[:0]
-		for _, q := range peers {
-			rows = append(rows, int(q)*nh)
+	dist := make([]int32, nn)
+	queue := make([]int32, 0, nn)
+	for c, s := range src {
+		if s < 0 {
+			continue // every cell stays 0: no route
 		}
-		base := n * nh
-		row := dist[base : base+nh]
-		for h, d := range row {
-			if d != unreach && d != 0 {
-				want := d - 1
-				for i, q := range peers {
-					if dist[rows[i]+h] == want && (ix.hostOf[q] < 0 || int(ix.hostOf[q]) == h) {
-						ports = append(ports, int32(i))
-					}
-				}
-				if len(ports) > math.MaxInt32 {
-					return nil, fmt.Errorf("topologies: the forwarding table of %d nodes x %d hosts has more than 2^31 entries", nn, nh)
+		queue = bfs(ix, int(s), dist, queue)
+		hostCol := ix.hostOf[s] >= 0
+		for ri, n := range rowNodes {
+			d := dist[n]
+			if d <= 0 {
+				continue
+			}
+			lo, hi := ix.portStart[n], ix.portStart[n+1]
+			scratch = scratch[:0]
+			for i, q := range ix.peer[lo:hi] {
+				if dist[q] == d-1 && (ix.hostOf[q] < 0 || (hostCol && q == s)) {
+					scratch = append(scratch, int32(i))
 				}
 			}
-			r.offset[base+h+1] = int32(len(ports))
+			r.cells[ri*ncol+c] = sets.intern(scratch)
+		}
+		for _, pi := range byCol[pstart[c]:pstart[c+1]] {
+			p := pairs[pi]
+			from := ix.hostNode[p.Src]
+			if p.Src == p.Dst || from < 0 || dist[from] < 0 {
+				continue
+			}
+			hops[pi] = dist[from]
+			if !hostCol {
+				hops[pi]++ // the edge switch's last hop
+			}
 		}
 	}
-	if cap(ports) > len(ports)+len(ports)/4 {
-		ports = append([]int32(nil), ports...)
+	if len(sets.ports) > math.MaxInt32/2 {
+		return nil, nil, fmt.Errorf("topologies: the next-hop sets have more than 2^30 entries")
 	}
-	r.ports = ports
-	return r, nil
+	r.setOff, r.ports = sets.off, sets.ports
+	return r, hops, nil
 }

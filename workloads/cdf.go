@@ -74,14 +74,14 @@ func ParseCDF(name string, r io.Reader) (*CDF, error) {
 			return nil, errf("bytes: %v", err)
 		}
 		if x < 0 || x > maxCDFBytes {
-			return nil, errf("bytes must be in [0, %d], got %s", int64(maxCDFBytes), fields[0])
+			return nil, errf("bytes must be in [0, %d], got %s", int64(maxCDFBytes), clipTok(fields[0]))
 		}
 		p, err := parseNumber(fields[1])
 		if err != nil {
 			return nil, errf("percent: %v", err)
 		}
 		if p < 0 || p > 100 {
-			return nil, errf("percent must be in [0, 100], got %s", fields[1])
+			return nil, errf("percent must be in [0, 100], got %s", clipTok(fields[1]))
 		}
 		if n := len(c.bytes); n > 0 {
 			if x < c.bytes[n-1] {
@@ -117,7 +117,7 @@ func ParseCDF(name string, r io.Reader) (*CDF, error) {
 func parseNumber(s string) (float64, error) {
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("%q is not a number", s)
+		return 0, fmt.Errorf("%s is not a number", tokq(s))
 	}
 	return v, nil
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/lockstep-sim/lockstep/sim"
 )
@@ -121,9 +122,9 @@ func (p *cmParser) parseLine(text string) error {
 	case tok[0] == "Nodes" || tok[0] == "Connections" || tok[0] == "Triggers" || tok[0] == "Failures":
 		return p.parseHeader(tok)
 	case tok[0][0] >= '0' && tok[0][0] <= '9' || tok[0][0] == '-':
-		return p.errf("connection must look like \"<src>-><dst>\", got %q", tok[0])
+		return p.errf("connection must look like \"<src>-><dst>\", got %s", tokq(tok[0]))
 	}
-	return p.errf("unknown keyword %q", tok[0])
+	return p.errf("unknown keyword %s", tokq(tok[0]))
 }
 
 func (p *cmParser) parseHeader(tok []string) error {
@@ -179,7 +180,7 @@ func (p *cmParser) parseConnection(tok []string) error {
 	}
 	srcTok, dstTok, _ := strings.Cut(tok[0], "->")
 	if srcTok == "" || dstTok == "" {
-		return p.errf("connection must look like \"<src>-><dst>\", got %q", tok[0])
+		return p.errf("connection must look like \"<src>-><dst>\", got %s", tokq(tok[0]))
 	}
 	src, err := p.parseHostTok("src", srcTok)
 	if err != nil {
@@ -215,7 +216,7 @@ func (p *cmParser) parseConnection(tok []string) error {
 		case "prio":
 			return p.errf("flow priorities are not supported yet (prio)")
 		default:
-			return p.errf("unknown attribute %q (want start, size or id)", key)
+			return p.errf("unknown attribute %s (want start, size or id)", tokq(key))
 		}
 		if *given {
 			return p.errf("%s given twice", key)
@@ -230,10 +231,10 @@ func (p *cmParser) parseConnection(tok []string) error {
 		case "start":
 			ps, err := parseWholeDecimal(val)
 			if errors.Is(err, errFractional) {
-				return p.errf("start: %q is not a whole number of picoseconds", val)
+				return p.errf("start: %s is not a whole number of picoseconds", tokq(val))
 			}
 			if err != nil {
-				return p.errf("start: %q %v", val, err)
+				return p.errf("start: %s %v", tokq(val), err)
 			}
 			start = sim.Time(ps)
 		case "size":
@@ -319,13 +320,13 @@ func isDigits(s string) bool {
 func parseCount(s string) (int64, error) {
 	if !isDigits(s) {
 		if strings.HasPrefix(s, "-") && isDigits(s[1:]) {
-			return 0, fmt.Errorf("%q must not be negative", s)
+			return 0, fmt.Errorf("%s must not be negative", tokq(s))
 		}
-		return 0, fmt.Errorf("%q is not a whole number", s)
+		return 0, fmt.Errorf("%s is not a whole number", tokq(s))
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%q is too large", s)
+		return 0, fmt.Errorf("%s is too large", tokq(s))
 	}
 	return n, nil
 }
@@ -384,4 +385,33 @@ func parseWholeDecimal(s string) (int64, error) {
 		return 0, errNumTooLarge
 	}
 	return n, nil
+}
+
+// maxQuoted bounds how much of a token an error quotes: an error names the
+// token at fault, never more of a file's content (docs/decisions.md).
+const maxQuoted = 32
+
+// tokq quotes token s for an error, cut to maxQuoted bytes.
+func tokq(s string) string {
+	if len(s) > maxQuoted {
+		return strconv.Quote(s[:cutAt(s)]) + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// clipTok is s cut to maxQuoted bytes, unquoted (for a token already
+// known to be a number).
+func clipTok(s string) string {
+	if len(s) > maxQuoted {
+		return s[:cutAt(s)] + "..."
+	}
+	return s
+}
+
+func cutAt(s string) int {
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return cut
 }

@@ -173,3 +173,18 @@ func TestParseWholeDecimal(t *testing.T) {
 }
 
 const math64Max = 1<<63 - 1
+
+// TestParseCM_QuotesOnlyTheTokenAtFault: an error quotes at most
+// maxQuoted bytes of the token at fault and nothing else of the file.
+func TestParseCM_QuotesOnlyTheTokenAtFault(t *testing.T) {
+	long := strings.Repeat("secret", 20)
+	for _, text := range []string{long + " more words\n", "Nodes 4\nConnections 1\n0->1 id 1 start " + long + " size 10\n"} {
+		_, err := ParseCM("x.cm", strings.NewReader(text))
+		if err == nil {
+			t.Fatalf("ParseCM(%q) accepted it", text)
+		}
+		if msg := err.Error(); strings.Contains(msg, long[:maxQuoted+1]) || strings.Contains(msg, "more words") {
+			t.Errorf("error quotes more than the token's first %d bytes: %s", maxQuoted, msg)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package workloads
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -73,4 +74,40 @@ func FuzzParseCDF(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParse_AllocationBoundedByInput: counts in a header (Connections,
+// Nodes) allocate nothing by themselves, and an endless line is cut at the
+// scanner's 1 MiB: what a parser allocates is bounded by its input.
+func TestParse_AllocationBoundedByInput(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		parse      func(string) error
+	}{
+		{"cm with 2^31-1 connections", "Nodes 2147483647\nConnections 2147483647\n0->1 id 1 start 0 size 1\n", func(s string) error {
+			_, err := ParseCM("x.cm", strings.NewReader(s))
+			return err
+		}},
+		{"cm of zeros", string(make([]byte, 4<<20)), func(s string) error {
+			_, err := ParseCM("x.cm", strings.NewReader(s))
+			return err
+		}},
+		{"cdf of zeros", string(make([]byte, 4<<20)), func(s string) error {
+			_, err := ParseCDF("x.cdf", strings.NewReader(s))
+			return err
+		}},
+	} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		err := c.parse(c.text)
+		runtime.ReadMemStats(&after)
+		if err == nil {
+			t.Errorf("%s: accepted", c.name)
+		}
+		// 1 MiB of scanner buffer (grown by doubling) plus a little per byte.
+		if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(4<<20+2*len(c.text)); got > limit {
+			t.Errorf("%s: allocated %d KiB, want at most %d KiB (%v)", c.name, got>>10, limit>>10, err)
+		}
+	}
 }

@@ -61,6 +61,7 @@ these processes itself, each with the setup it built.`,
 	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long a node may be silent, or NATS unreachable, before the leader aborts the run naming the partition (exit 3)")
 	addOutputFlags(cmd)
 	addMetricsFlags(cmd)
+	addInputFlags(cmd)
 	addNATSAuthFlags(cmd)
 	for _, n := range []string{"nats", "run", "partitions", "seed", "id", "raft-addr", "peers", "raft-dir", "mark-every", "status-every", "log-level", "peer-timeout", "metrics", "metrics-linger"} {
 		_ = v.BindPFlag("coordinator."+n, f.Lookup(n))
@@ -93,6 +94,11 @@ func coordinatorSetup(cmd *cobra.Command, v *viper.Viper, args []string) (*wire.
 	if err != nil {
 		return nil, err
 	}
+	in, err := inputEdits(cmd)
+	if err != nil {
+		return nil, err
+	}
+	edits = append(in, edits...)
 	if cmd.Flags().Changed("seed") {
 		edits = append([]scenario.Edit{scenario.WithSeed(v.GetUint64("coordinator.seed"))}, edits...)
 	}
@@ -143,6 +149,10 @@ func runCoordinator(cmd *cobra.Command, v *viper.Viper, args []string, stderr io
 	if err != nil {
 		return badInput(err)
 	}
+	creds, auth, err := memberAuth(run, auth)
+	if err != nil {
+		return badInput(err)
+	}
 	id := v.GetString("coordinator.id")
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -152,7 +162,7 @@ func runCoordinator(cmd *cobra.Command, v *viper.Viper, args []string, stderr io
 		return fmt.Errorf("coordinator %s: connect to %s: %w", id, url, err)
 	}
 	defer nc.Close()
-	cfg := coordinator.Config{Conn: nc, Run: run, Setup: su, ID: id,
+	cfg := coordinator.Config{Conn: nc, Run: run, Setup: su, ID: id, Creds: creds,
 		Addr: v.GetString("coordinator.raft-addr"), Peers: peers, Dir: v.GetString("coordinator.raft-dir"),
 		MarkEvery: v.GetUint64("coordinator.mark-every"), StatusEvery: v.GetDuration("coordinator.status-every"),
 		PeerTimeout: v.GetDuration("coordinator.peer-timeout"), Logger: log, RaftLog: stderr}

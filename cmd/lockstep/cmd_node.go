@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockstep-sim/lockstep/internal/liveness"
 	"github.com/lockstep-sim/lockstep/internal/metrics"
+	"github.com/lockstep-sim/lockstep/internal/member"
 	"github.com/lockstep-sim/lockstep/node"
 )
 
@@ -73,6 +74,10 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 	if err != nil {
 		return badInput(err)
 	}
+	creds, auth, err := memberAuth(run, auth)
+	if err != nil {
+		return badInput(err)
+	}
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	nc, err := connectWait(url, v.GetDuration("node.setup-timeout"), stderr, fmt.Sprintf("node %d", part),
@@ -81,7 +86,7 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 		return fmt.Errorf("node %d: connect to %s: %w", part, url, err)
 	}
 	defer nc.Close()
-	cfg := node.Config{Conn: nc, Run: run, Partition: part,
+	cfg := node.Config{Conn: nc, Run: run, Partition: part, Creds: creds,
 		SetupTimeout: v.GetDuration("node.setup-timeout"), Logger: log,
 		PeerTimeout: v.GetDuration("node.peer-timeout"), StatusEvery: v.GetDuration("node.status-every")}
 	if addr := v.GetString("node.metrics"); addr != "" {
@@ -117,6 +122,24 @@ func lingerClose(ctx context.Context, srv *metrics.Server, d time.Duration) {
 		}
 	}
 	_ = srv.Close()
+}
+
+// memberAuth adds the member credentials the environment names
+// ($LOCKSTEP_CREDENTIALS, written by the launcher for its children) to the
+// NATS options auth; it returns nil credentials if there are none.
+func memberAuth(run string, auth []nats.Option) (*member.Creds, []nats.Option, error) {
+	c, err := member.FromEnv()
+	if err != nil || c == nil {
+		return nil, auth, err
+	}
+	if c.Run != run {
+		return nil, nil, fmt.Errorf("$%s: credentials of run %s, not %s", member.Env, c.Run, run)
+	}
+	opts, err := c.Options()
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, append(auth, opts...), nil
 }
 
 // cmdContext is the command's context, or Background outside Execute.

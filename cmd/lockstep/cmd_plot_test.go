@@ -36,6 +36,7 @@ func TestPlotCmd_DrawsAndReportsSkips(t *testing.T) {
 		p := filepath.Join(out, name)
 		want.WriteString("drew " + name + ": " + p + ".png " + p + ".svg\n")
 	}
+	want.WriteString("skipped slowdown_vs_size: no finished flows with a slowdown (fct.csv from an older lockstep?)\n")
 	want.WriteString("skipped cwnd: no cwnd.csv\nskipped queue_depth: no queue_depth.csv\n")
 	if got != want.String() {
 		t.Errorf("stdout:\nwant %q\ngot  %q", want.String(), got)

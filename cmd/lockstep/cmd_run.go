@@ -1,18 +1,24 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
+	"github.com/lockstep-sim/lockstep/cmd/lockstep/internal/ui"
+	"github.com/lockstep-sim/lockstep/fabric"
+	"github.com/lockstep-sim/lockstep/internal/yamlx"
+	"github.com/lockstep-sim/lockstep/partition"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/runner"
 	"github.com/lockstep-sim/lockstep/scenario"
@@ -46,7 +52,12 @@ environment: LOCKSTEP_OUT, LOCKSTEP_SEED, LOCKSTEP_PROGRESS.`,
 	cmd.Flags().Uint64("seed", 0, "seed of every random stream (default: the scenario's, else 1)")
 	cmd.Flags().Bool("progress", false, "show progress on stderr even when it is not a terminal")
 	cmd.Flags().Bool("quiet", false, "no progress and no closing line")
+	cmd.Flags().Int("cores", 0, "use at most this many cores (default: GOMAXPROCS): a large enough fabric is cut into one in-memory partition per core")
+	cmd.Flags().String("cpuprofile", "", "write a CPU profile of the run (go tool pprof) to this file")
+	cmd.Flags().String("ui", "", "serve the live view (docs/ui.md) on this loopback address while the run goes on, e.g. 127.0.0.1:8080")
+	cmd.Flags().Bool("ui-wait", false, "with --ui: keep serving after the run ends, until interrupted")
 	addOutputFlags(cmd)
+	addInputFlags(cmd)
 	addRunDistributedFlags(cmd, v)
 	for _, f := range []string{"out", "seed", "progress", "quiet"} {
 		_ = v.BindPFlag("run."+f, cmd.Flags().Lookup(f))
@@ -75,6 +86,26 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
+	// How the run is cut (the default cut, or one partition), then what the
+	// run builds is built before anything is written: a fabric it cannot
+	// build leaves no --out behind (and validate says the same).
+	cut, err := defaultCut(cmd, b)
+	if err != nil {
+		return badInput(err)
+	}
+	var f *fabric.Fabric
+	switch {
+	case cut != nil && cut.pl == nil:
+		// One partition, in this process.
+		if f, err = runner.Prepare(b); err != nil {
+			return badInput(err)
+		}
+	case cut == nil:
+		// Distributed as the flags or the scenario's placement ask.
+		if _, err := partition.ForScenario(b, v.GetInt("run.partitions")); err != nil {
+			return badInput(err)
+		}
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return badInput(fmt.Errorf("--out %s: %v", out, unwrapPathErr(err)))
 	}
@@ -82,21 +113,24 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	if testHook != nil {
 		testHook("run")
 	}
-	if handled, err := runDistributedIfAsked(cmd, v, b, out, stdout, stderr); handled {
+	if prof, _ := cmd.Flags().GetString("cpuprofile"); prof != "" {
+		stopProf, err := startCPUProfile(prof)
+		if err != nil {
+			return badInput(err)
+		}
+		defer stopProf()
+	}
+	if handled, err := runDistributedIfAsked(cmd, v, b, out, stdout, stderr, cut); handled {
 		return err
 	}
 	if _, err := runMetricsArgs(cmd, false, 1); err != nil {
 		return badInput(err) // --metrics without node processes
 	}
 	quiet := v.GetBool("run.quiet")
-	show := !quiet && (v.GetBool("run.progress") || isTerminal(stderr))
 	start := time.Now()
-	var peakHeap uint64
 	last := start
+	show := !quiet && (v.GetBool("run.progress") || isTerminal(stderr))
 	opt := runner.Options{Progress: func(p runner.Progress) {
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		peakHeap = max(peakHeap, ms.HeapInuse)
 		if !show || time.Since(last) < 200*time.Millisecond && p.FlowsDone != p.Flows {
 			return
 		}
@@ -124,26 +158,47 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	}()
 	opt.Stop = stopRun
 	opt.StopReason = "interrupted"
-	res, err := runner.Run(b, opt)
-	if err != nil {
-		// A fabric the scenario cannot build is bad input; a single part
-		// that does not merge is a broken invariant.
-		if se := (*scenario.Error)(nil); errors.As(err, &se) {
+	var live *ui.Live
+	if addr, _ := cmd.Flags().GetString("ui"); addr != "" {
+		live = ui.NewLive(b)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		at, wait, err := ui.Serve(ctx, addr, live.Model)
+		if err != nil {
 			return badInput(err)
 		}
-		return internal(err)
+		defer wait()
+		defer cancel()
+		fmt.Fprintf(stderr, "live view: http://%s/\n", at)
+		// Observe runs between event batches; smaller batches only make
+		// the view smoother (the events and their order do not change).
+		opt.Observe = live.Observe
+		if testObserveDelay > 0 {
+			opt.Observe = func(f *fabric.Fabric) { live.Observe(f); time.Sleep(testObserveDelay) }
+		}
+		opt.ProgressEvery = 1 << 14
 	}
-	wall := time.Since(start).Seconds()
-	if show {
-		fmt.Fprintln(stderr)
-	}
-	if !res.Complete {
-		res.Reason = stopWhy
-	}
-	perf := results.Perf{WallSeconds: wall, EventsPerSec: float64(res.Fabric.Engine().Stats.Events) / wall,
-		PeakRSSBytes: peakRSS(), PeakHeapBytes: peakHeap, Partitions: 1}
-	if err := res.WriteDir(out, perf, nil); err != nil {
+	res, perf, err := execute(b, f, cut.info, out, opt, func(r *runner.Result) {
+		if show {
+			fmt.Fprintln(stderr)
+		}
+		if !r.Complete {
+			r.Reason = stopWhy
+		}
+	})
+	if err != nil {
 		return err
+	}
+	wall := perf.WallSeconds
+	if live != nil {
+		live.Finish(res.End)
+		if wait, _ := cmd.Flags().GetBool("ui-wait"); wait {
+			fmt.Fprintln(stderr, "live view: the run has ended; serving until interrupted")
+			select {
+			case <-stopRun:
+			case <-cmd.Context().Done():
+			}
+		}
 	}
 	if !res.Complete {
 		s := res.Summary()
@@ -158,11 +213,65 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	return nil
 }
 
+// testObserveDelay, set by tests only, slows a run with --ui down (in wall
+// time) so that a browser can watch it.
+var testObserveDelay time.Duration
+
+// execute runs b in this process and writes its outputs into out (which
+// exists): what `lockstep run` does once the scenario is loaded, and what
+// `lockstep sweep` does for every run, so a sweep's run is the run alone.
+// before, if set, sees the result before it is written.
+func execute(b *scenario.Built, f *fabric.Fabric, cut *partition.DefaultCut, out string, opt runner.Options,
+	before func(*runner.Result)) (*runner.Result, results.Perf, error) {
+	start := time.Now()
+	var peakHeap uint64
+	var setup float64
+	progress := opt.Progress
+	opt.Progress = func(p runner.Progress) {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		peakHeap = max(peakHeap, ms.HeapInuse)
+		if progress != nil {
+			progress(p)
+		}
+	}
+	opt.Setup = func() { setup = time.Since(start).Seconds() }
+	var res *runner.Result
+	var err error
+	if f == nil {
+		f, err = runner.Prepare(b)
+	}
+	if err == nil {
+		res, err = runner.RunPrepared(b, f, opt)
+	}
+	if err != nil {
+		// A fabric the scenario cannot build is bad input; a single part
+		// that does not merge is a broken invariant.
+		if se := (*scenario.Error)(nil); errors.As(err, &se) {
+			return nil, results.Perf{}, badInput(err)
+		}
+		return nil, results.Perf{}, internal(err)
+	}
+	wall := time.Since(start).Seconds()
+	if before != nil {
+		before(res)
+	}
+	perf := results.Perf{WallSeconds: wall, SetupSeconds: setup, EventsPerSec: float64(res.Fabric.Engine().Stats.Events) / wall,
+		PeakRSSBytes: peakRSS(), PeakHeapBytes: peakHeap, Partitions: 1, Cut: cut}
+	if err := res.WriteDir(out, perf, nil); err != nil {
+		return nil, perf, err
+	}
+	return res, perf, nil
+}
+
 // runEdits are the changes the command line makes to the scenario before
 // it is built (--seed, --cwnd, --queues): every run, in one process or
 // many, builds the scenario after them.
 func runEdits(cmd *cobra.Command, v *viper.Viper) ([]scenario.Edit, error) {
-	var edits []scenario.Edit
+	edits, err := inputEdits(cmd)
+	if err != nil {
+		return nil, err
+	}
 	if cmd.Flags().Changed("seed") || v.IsSet("run.seed") && os.Getenv("LOCKSTEP_SEED") != "" {
 		edits = append(edits, scenario.WithSeed(v.GetUint64("run.seed")))
 	}
@@ -172,6 +281,38 @@ func runEdits(cmd *cobra.Command, v *viper.Viper) ([]scenario.Edit, error) {
 	}
 	return append(edits, more...), nil
 }
+
+// addInputFlags adds --allow-outside, which lets a scenario read files
+// outside its folder.
+func addInputFlags(cmd *cobra.Command) {
+	cmd.Flags().Bool("allow-outside", false, "let the scenario read files outside its folder (absolute names, ..)")
+	cmd.Flags().String("max-memory", "", "refuse a scenario whose memory estimate exceeds this, e.g. 8GiB; 0: no limit (default: 80% of this machine's memory)")
+}
+
+// inputEdits are the edits of --allow-outside and --max-memory.
+func inputEdits(cmd *cobra.Command) ([]scenario.Edit, error) {
+	var edits []scenario.Edit
+	if ok, _ := cmd.Flags().GetBool("allow-outside"); ok {
+		edits = append(edits, scenario.AllowOutside())
+	}
+	if v, _ := cmd.Flags().GetString("max-memory"); v != "" {
+		var sz yamlx.Size
+		switch err := sz.UnmarshalYAMLScalar(v); {
+		case v == "0":
+			edits = append(edits, scenario.WithMemoryLimit(0))
+		case err != nil || sz.Bytes() <= 0:
+			return nil, badInput(fmt.Errorf("--max-memory: want a size such as 8GiB, or 0 for no limit; got %q", v))
+		default:
+			edits = append(edits, scenario.WithMemoryLimit(sz.Bytes()))
+		}
+	}
+	return edits, nil
+}
+
+// defaultMemoryLimit is the share of the machine's memory a scenario may
+// need (docs/design.md §9: refused before allocation): 80%, leaving room
+// for the OS and the outputs. 0 (no limit) where the memory is unknown.
+func defaultMemoryLimit() int64 { return machineMemory() / 5 * 4 }
 
 // addOutputFlags adds --cwnd and --queues, which ask for optional outputs.
 func addOutputFlags(cmd *cobra.Command) {
@@ -195,6 +336,67 @@ func outputEdits(cmd *cobra.Command) ([]scenario.Edit, error) {
 		edits = append(edits, scenario.WithQueues(sim.Time(queues.Nanoseconds())*sim.Nanosecond))
 	}
 	return edits, nil
+}
+
+// cutModel decides the default cut (tests replace it).
+var cutModel = partition.DefaultCutModel
+
+// autoCut is the default cut of a run that asked for no distribution:
+// the placement when the model cuts (nil: one partition) and its reasons.
+type autoCut struct {
+	pl   *partition.Placement
+	info *partition.DefaultCut
+}
+
+// defaultCut decides how `lockstep run` without distributed flags cuts
+// b: one in-memory partition per core when the model says it pays
+// (design.md §9), one partition with --partitions 1. A run that asked for
+// a distributed execution (flags or a placement section) gets nil.
+func defaultCut(cmd *cobra.Command, b *scenario.Built) (*autoCut, error) {
+	cores := runtime.GOMAXPROCS(0)
+	if n, _ := cmd.Flags().GetInt("cores"); cmd.Flags().Changed("cores") {
+		if n < 1 {
+			return nil, fmt.Errorf("--cores %d: want at least 1", n)
+		}
+		cores = min(cores, n)
+	}
+	if p, _ := cmd.Flags().GetInt("partitions"); cmd.Flags().Changed("partitions") && p == 1 && onlyPartitionsFlag(cmd) &&
+		(b.Scenario == nil || b.Scenario.Placement == nil) {
+		return &autoCut{info: &partition.DefaultCut{Partitions: 1, Cores: cores, Reason: "--partitions 1"}}, nil
+	}
+	if distributedAsked(cmd, b) {
+		return nil, nil
+	}
+	pl, info, err := cutModel.Decide(b, cores)
+	if err != nil {
+		return nil, err
+	}
+	return &autoCut{pl: pl, info: &info}, nil
+}
+
+// onlyPartitionsFlag reports whether --partitions is the only distributed
+// flag given (so --partitions 1 means one plain partition).
+func onlyPartitionsFlag(cmd *cobra.Command) bool {
+	for _, n := range distFlags {
+		if n != "partitions" && cmd.Flags().Changed(n) {
+			return false
+		}
+	}
+	return true
+}
+
+// startCPUProfile starts a CPU profile into path; the returned function
+// stops it and closes the file.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %v", unwrapPathErr(err))
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %v", err)
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
 }
 
 // peakRSS is the process's peak resident set size in bytes (Linux: ru_maxrss in KiB).

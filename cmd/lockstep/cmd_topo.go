@@ -18,7 +18,11 @@ func newTopoCmd(stdout io.Writer) *cobra.Command {
 		Example: "  lockstep topo examples/fattree-k8-permutation.yaml",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := loadScenario(args[0])
+			edits, err := inputEdits(cmd)
+			if err != nil {
+				return err
+			}
+			b, err := loadScenario(args[0], edits...)
 			if err != nil {
 				return err
 			}
@@ -63,5 +67,6 @@ func newTopoCmd(stdout io.Writer) *cobra.Command {
 		},
 	}
 	addTopoPartitionFlags(c)
+	addInputFlags(c)
 	return c
 }

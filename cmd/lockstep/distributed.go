@@ -67,15 +67,20 @@ func distributedAsked(cmd *cobra.Command, b *scenario.Built) bool {
 // scenario's placement section) ask for it, writing the same files into
 // out as a single-process run. It returns handled=false, and does
 // nothing, otherwise.
-func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built, out string, stdout, stderr io.Writer) (handled bool, err error) {
-	if !distributedAsked(cmd, b) {
-		return false, nil
-	}
-	pl, err := partition.ForScenario(b, v.GetInt("run.partitions"))
-	if err != nil {
-		return true, badInput(err)
-	}
+func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built, out string, stdout, stderr io.Writer, cut *autoCut) (handled bool, err error) {
+	var pl *partition.Placement
 	transport := v.GetString("run.transport")
+	switch {
+	case cut != nil && cut.pl != nil:
+		// The default cut: in-memory partitions, one per core.
+		pl, transport = cut.pl, "memory"
+	case cut != nil || !distributedAsked(cmd, b):
+		return false, nil
+	default:
+		if pl, err = partition.ForScenario(b, v.GetInt("run.partitions")); err != nil {
+			return true, badInput(err)
+		}
+	}
 	coords := v.GetInt("run.coordinators")
 	procs := v.GetBool("run.procs")
 	switch {
@@ -177,6 +182,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 			return true, writePartial(res, out, time.Since(start).Seconds(), pl.P, err)
 		}
 		m, rs = res.Outputs, res.Results
+		stats.Rejected = res.Rejected
 		for _, l := range res.Leaders {
 			stats.Leaders = append(stats.Leaders, fmt.Sprintf("%s@%d", l.ID, l.Term))
 		}
@@ -187,12 +193,22 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 	}
 	ds := node.RunStats(pl, rs, m.End, wall)
 	ds.Transport, ds.Nodes, ds.Coordinators, ds.Leaders = stats.Transport, stats.Nodes, stats.Coordinators, stats.Leaders
+	ds.Rejected.NATS, ds.Rejected.Launcher, ds.Rejected.Coordinators = stats.Rejected.NATS, stats.Rejected.Launcher,
+		stats.Rejected.Coordinators
 	sum := m.Summary()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	perf := results.Perf{WallSeconds: wall, EventsPerSec: float64(sum.Events) / wall, PeakRSSBytes: peakRSS(),
 		PeakHeapBytes: ms.HeapInuse, Partitions: pl.P}
-	if err := m.WriteDir(out, perf, map[string]any{"distributed": ds}); err != nil {
+	var extra any
+	if cut != nil {
+		// A default cut is how this run executed, not what it asked for:
+		// its statistics go with the machine-dependent ones.
+		perf.Cut, perf.Distributed = cut.info, ds
+	} else {
+		extra = map[string]any{"distributed": ds}
+	}
+	if err := m.WriteDir(out, perf, extra); err != nil {
 		return true, err
 	}
 	if !quiet {

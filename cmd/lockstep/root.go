@@ -151,7 +151,7 @@ seed give byte-identical results. See docs/scenario.md for the format.
 		Version:       version.Get().String(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newVersionCmd(stdout), newRunCmd(v, stdout, stderr), newValidateCmd(stdout), newTopoCmd(stdout), newPlotCmd(stdout),
+	root.AddCommand(newVersionCmd(stdout), newRunCmd(v, stdout, stderr), newSweepCmd(stdout, stderr), newViewCmd(stderr), newValidateCmd(stdout), newTopoCmd(stdout), newPlotCmd(stdout),
 		newCCCmd(stdout, stderr), newExperimentCmd(stdout, stderr),
 		newNodeCmd(v, stdout, stderr), newCoordinatorCmd(v, stdout, stderr), newNATSCmd(stdout, stderr), newDeployCmd(stdout), newFetchResultsCmd(stdout))
 	return root
@@ -160,6 +160,9 @@ seed give byte-identical results. See docs/scenario.md for the format.
 // loadScenario reads and builds a scenario file with the edits the
 // command line asks for (scenario.LoadFile). Its errors are bad input.
 func loadScenario(path string, edits ...scenario.Edit) (*scenario.Built, error) {
+	// Refuse a scenario that cannot fit before building it (--max-memory,
+	// inputEdits, may change the limit: the last edit wins).
+	edits = append([]scenario.Edit{scenario.WithMemoryLimit(defaultMemoryLimit())}, edits...)
 	b, err := scenario.LoadFile(path, edits...)
 	if err != nil {
 		return nil, badInput(err)

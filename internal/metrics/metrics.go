@@ -259,13 +259,13 @@ func RegisterCoordinator(reg prometheus.Registerer, nc *nats.Conn, run, id strin
 	}); err != nil {
 		return nil, err
 	}
-	if _, err := nc.Subscribe(subj.NodeStatus(), func(msg *nats.Msg) {
+	if _, err := nc.Subscribe(subj.NodeStatuses(), func(msg *nats.Msg) {
 		d, err := wire.Decode(msg.Data)
 		if err != nil || d.Kind != wire.KindControl || d.Control.Type != wire.TypeNodeStatus {
 			return
 		}
 		var st wire.NodeStatus
-		if d.Control.UnmarshalBody(&st) == nil && st.Partition >= 0 {
+		if from, ok := subj.Sender(msg.Subject); d.Control.UnmarshalBody(&st) == nil && ok && from == st.Partition && st.Partition >= 0 {
 			p := strconv.Itoa(st.Partition)
 			m.parts.WithLabelValues(p).Set(float64(st.Window))
 			m.pvt.WithLabelValues(p).Set(float64(st.Now) * ps)

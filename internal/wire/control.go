@@ -1,6 +1,13 @@
 package wire
 
-import "fmt"
+import (
+	"crypto/sha256"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
 
 // Control message types (Control.Type).
 const (
@@ -22,7 +29,11 @@ const (
 	TypeError = "error"
 )
 
-// Subjects of a run. Every subject starts with "lockstep.<run>.".
+// Subjects of a run. Every subject starts with "lockstep.<run>.". A
+// subject that a node publishes on ends with the node's index, so that
+// NATS permissions can restrict each member to its own subjects (deploy's
+// per-member users) and a receiver can check that a message's body claims
+// the sender its subject names (Sender).
 type Subjects struct{ prefix string }
 
 // NewSubjects returns the subjects of run id run. Run ids are made of
@@ -39,8 +50,14 @@ func NewSubjects(run string) (Subjects, error) {
 	return Subjects{prefix: "lockstep." + run + "."}, nil
 }
 
-// Batch is node i's inbox for batches.
-func (s Subjects) Batch(i int) string { return fmt.Sprintf("%sbatch.%d", s.prefix, i) }
+// Prefix is "lockstep.<run>.", which every subject of the run starts with.
+func (s Subjects) Prefix() string { return s.prefix }
+
+// Batch is where node from sends its batches for node to.
+func (s Subjects) Batch(to, from int) string { return fmt.Sprintf("%sbatch.%d.%d", s.prefix, to, from) }
+
+// Batches matches node to's batches, from every node.
+func (s Subjects) Batches(to int) string { return fmt.Sprintf("%sbatch.%d.*", s.prefix, to) }
 
 // Grant carries grants to every node.
 func (s Subjects) Grant() string { return s.prefix + "grant" }
@@ -48,8 +65,11 @@ func (s Subjects) Grant() string { return s.prefix + "grant" }
 // Resync carries a new leader's resend requests to every node.
 func (s Subjects) Resync() string { return s.prefix + "resync" }
 
-// Report carries the nodes' reports to the leader.
-func (s Subjects) Report() string { return s.prefix + "report" }
+// Report is where node i sends its reports to the leader.
+func (s Subjects) Report(i int) string { return fmt.Sprintf("%sreport.%d", s.prefix, i) }
+
+// Reports matches every node's report subject.
+func (s Subjects) Reports() string { return s.prefix + "report.*" }
 
 // Setup is where nodes request the run's setup (request/reply).
 func (s Subjects) Setup() string { return s.prefix + "setup" }
@@ -63,11 +83,32 @@ func (s Subjects) Results() string { return s.prefix + "result.*" }
 // Status carries the leader's status.
 func (s Subjects) Status() string { return s.prefix + "status" }
 
-// NodeStatus carries the nodes' progress.
-func (s Subjects) NodeStatus() string { return s.prefix + "node-status" }
+// NodeStatus is where node i publishes its progress.
+func (s Subjects) NodeStatus(i int) string { return fmt.Sprintf("%snode-status.%d", s.prefix, i) }
+
+// NodeStatuses matches every node's progress subject.
+func (s Subjects) NodeStatuses() string { return s.prefix + "node-status.*" }
 
 // Abort tells every process of the run to stop.
 func (s Subjects) Abort() string { return s.prefix + "abort" }
+
+// Inbox is the prefix of member's reply subjects (nats.CustomInboxPrefix),
+// so that each member may subscribe to its own replies only.
+func (s Subjects) Inbox(member string) string { return s.prefix + "inbox." + member }
+
+// Sender returns the node index a node's subject ends with (Batch,
+// Report, Result, NodeStatus), or false if subject has none.
+func (s Subjects) Sender(subject string) (int, bool) {
+	if !strings.HasPrefix(subject, s.prefix) {
+		return 0, false
+	}
+	i := strings.LastIndexByte(subject, '.')
+	n, err := strconv.Atoi(subject[i+1:])
+	if err != nil || n < 0 || n >= MaxNodes || strconv.Itoa(n) != subject[i+1:] {
+		return 0, false
+	}
+	return n, true
+}
 
 // SetupRequest is a node's request for the setup.
 type SetupRequest struct {
@@ -81,10 +122,10 @@ type SetupRequest struct {
 // rebuilds exactly what the launcher built from Scenario and Files,
 // refuses it unless it gives Digest, and checks that Part gives Lookahead.
 type Setup struct {
-	File     string            // the scenario's file name (for messages)
-	Scenario []byte            // scenario.Built.Effective: the effective scenario, canonically encoded
-	Files    map[string][]byte // the files it reads (CDFs, .topo, .cm), by name
-	Seed     uint64            // the effective seed
+	File     string // the scenario's file name (for messages)
+	Scenario []byte // scenario.Built.Effective: the effective scenario, canonically encoded
+	Files    []File // the files it reads (CDFs, .topo, .cm), by name
+	Seed     uint64 // the effective seed
 	// Digest is scenario.Built.Digest: the effective scenario and every
 	// file it reads.
 	Digest    string
@@ -94,6 +135,38 @@ type Setup struct {
 	StopAt    int64 // ps: the barrier's exclusive end of virtual time
 	// Term is the raft term of the leader that answered.
 	Term uint64
+	// Sig is the launcher's signature of SetupMessage (nil when the run
+	// has no member keys, e.g. `lockstep coordinator FILE`).
+	Sig []byte
+}
+
+// File is one file a scenario reads. Setup carries a list, not a map: no
+// message decoded from the network has a Go map in it, so that decoding
+// allocates at most a constant per byte (a map pre-sizes by its header).
+type File struct {
+	Name string
+	Data []byte
+}
+
+// FilesOf lists m by name.
+func FilesOf(m map[string][]byte) []File {
+	fs := make([]File, 0, len(m))
+	for _, n := range slices.Sorted(maps.Keys(m)) {
+		fs = append(fs, File{Name: n, Data: m[n]})
+	}
+	return fs
+}
+
+// FileMap is the inverse of FilesOf; a name given twice is an error.
+func FileMap(fs []File) (map[string][]byte, error) {
+	m := make(map[string][]byte, len(fs))
+	for _, f := range fs {
+		if _, dup := m[f.Name]; dup {
+			return nil, fmt.Errorf("wire: setup lists file %q twice", f.Name)
+		}
+		m[f.Name] = f.Data
+	}
+	return m, nil
 }
 
 // ResultChunk is part Index of Total of node Partition's encoded result.
@@ -102,6 +175,9 @@ type ResultChunk struct {
 	Index     int
 	Total     int
 	Data      []byte
+	// Sig is the node's signature of ChunkMessage (nil without member
+	// keys).
+	Sig []byte
 }
 
 // Status is a coordinator leader's periodic status.
@@ -113,6 +189,10 @@ type Status struct {
 	Start  int64  // its start, ps
 	Phase  string
 	Grants uint64
+	// Rejected counts the reports this leader dropped (undecodable, or
+	// from a sender other than the one they claim) and the raft
+	// connections its replica refused (not from a coordinator of the run).
+	Rejected uint64
 }
 
 // NodeStatus is a node's periodic progress.
@@ -123,12 +203,35 @@ type NodeStatus struct {
 	Now       int64 // virtual time of its last event, ps
 }
 
-// Abort says why a run is abandoned.
+// Abort says why a run is abandoned. From names the member that sent it
+// and Sig is its signature of AbortMessage (nil without member keys).
 type Abort struct {
 	Reason string
+	From   string
+	Sig    []byte
 }
 
 // ErrorReply refuses a request.
 type ErrorReply struct {
 	Msg string
+}
+
+// SetupMessage is the canonical text the launcher signs for a run's
+// setup: the run id and every field but Term and Sig. The scenario and its
+// files are covered through Digest, which a node recomputes from them
+// (node.FromSetup).
+func SetupMessage(run string, su *Setup) []byte {
+	return fmt.Appendf(nil, "lockstep setup v1\x00%s\x00%q\x00%s\x00%d\x00%d\x00%v\x00%d\x00%d",
+		run, su.File, su.Digest, su.Seed, su.P, su.Part, su.Lookahead, su.StopAt)
+}
+
+// AbortMessage is the canonical text a member signs for an abort.
+func AbortMessage(run string, a *Abort) []byte {
+	return fmt.Appendf(nil, "lockstep abort v1\x00%s\x00%s\x00%s", run, a.From, a.Reason)
+}
+
+// ChunkMessage is the canonical text a node signs for a result chunk.
+func ChunkMessage(run string, ch *ResultChunk) []byte {
+	h := sha256.Sum256(ch.Data)
+	return fmt.Appendf(nil, "lockstep result v1\x00%s\x00%d\x00%d\x00%d\x00%x", run, ch.Partition, ch.Index, ch.Total, h)
 }

@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -212,8 +213,13 @@ type Control struct {
 	Body []byte
 }
 
-// UnmarshalBody decodes the control message's body into v.
+// UnmarshalBody decodes the control message's body into v. The body's
+// lengths are checked first (Bounded), so that decoding allocates at most
+// a constant times the body's size.
 func (c *Control) UnmarshalBody(v any) error {
+	if err := Bounded(c.Body); err != nil {
+		return fmt.Errorf("control %s: %w", c.Type, err)
+	}
 	if err := msgpack.Unmarshal(c.Body, v); err != nil {
 		return fmt.Errorf("%w: control %s: %v", ErrMalformed, c.Type, err)
 	}
@@ -312,8 +318,44 @@ func (d *decoder) time(what string) sim.Time {
 	return sim.Time(d.i(what, 0, math.MaxInt64))
 }
 
-// Decode decodes one message.
+// MaxControlType bounds a control message's type string.
+const MaxControlType = 64
+
+// blob reads a str or bin value of at most limit bytes. Its length is checked
+// against limit and the bytes left before anything is allocated.
+func (d *decoder) blob(what string, limit int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	n, err := d.d.DecodeBytesLen()
+	switch {
+	case err != nil:
+		d.fail("%s: %v", what, err)
+		return nil
+	case n < 0:
+		d.fail("%s: nil", what)
+		return nil
+	case n > limit || n > d.r.Len():
+		d.fail("%s: length %d with %d bytes left (limit %d)", what, n, d.r.Len(), limit)
+		return nil
+	}
+	b := make([]byte, n)
+	// The msgpack decoder reads d.r directly (a bytes.Reader is a
+	// ByteScanner: no buffering), so the value's bytes come next.
+	if _, err := io.ReadFull(d.r, b); err != nil {
+		d.fail("%s: %v", what, err)
+		return nil
+	}
+	return b
+}
+
+// Decode decodes one message. It allocates at most a small constant times
+// len(data) (the bound TestDecode_AllocationBound checks), and refuses
+// messages longer than MaxMessageBytes.
 func Decode(data []byte) (Message, error) {
+	if len(data) > MaxMessageBytes {
+		return Message{}, fmt.Errorf("%w: %d bytes (max %d)", ErrMalformed, len(data), MaxMessageBytes)
+	}
 	r := bytes.NewReader(data)
 	d := &decoder{r: r, d: msgpack.NewDecoder(r)}
 	n := d.arrayLen("message", 1)
@@ -340,18 +382,8 @@ func Decode(data []byte) (Message, error) {
 		m.Resync = &Resync{Term: d.u("term", math.MaxUint64)}
 	case KindControl:
 		c := &Control{}
-		if t, err := d.d.DecodeString(); err != nil {
-			d.fail("control type: %v", err)
-		} else {
-			c.Type = t
-		}
-		if d.err == nil {
-			if b, err := d.d.DecodeBytes(); err != nil {
-				d.fail("control body: %v", err)
-			} else {
-				c.Body = b
-			}
-		}
+		c.Type = string(d.blob("control type", MaxControlType))
+		c.Body = d.blob("control body", MaxMessageBytes)
 		m.Control = c
 	}
 	if d.err == nil && r.Len() != 0 {

@@ -38,26 +38,59 @@ const maxExpansion = 1 << 18
 //
 // Errors about the document are *Error; an unusable out is a plain error.
 func Decode(file string, data []byte, out any) error {
+	_, err := DecodePresent(file, data, out)
+	return err
+}
+
+// Present is the set of struct fields a document sets, by path as errors
+// spell it ("transport.mtu", "workload[1].load"): a field the document
+// writes, even as 0, is present; one it leaves out is not. It lets a caller
+// tell "absent, use the default" from "set to zero". The value says whether
+// the field decoded to its Go type's zero value (a pointer field is zero
+// only when the document writes null).
+type Present map[string]bool
+
+// Has reports whether the document sets the field at path.
+func (p Present) Has(path string) bool {
+	_, ok := p[path]
+	return ok
+}
+
+// Zero reports whether the document sets the field at path to its type's
+// zero value (0, "", false, an empty list, null).
+func (p Present) Zero(path string) bool { return p[path] }
+
+// DecodePresent is Decode that also returns the fields the document sets
+// (Present); on error the set is nil.
+func DecodePresent(file string, data []byte, out any) (Present, error) {
+	d, err := decodeDoc(file, data, out)
+	if err != nil {
+		return nil, err
+	}
+	return d.present, nil
+}
+
+func decodeDoc(file string, data []byte, out any) (*decoder, error) {
 	rv := reflect.ValueOf(out)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return fmt.Errorf("yamlx: Decode needs a non-nil pointer to a struct or map, got %T", out)
+		return nil, fmt.Errorf("yamlx: Decode needs a non-nil pointer to a struct or map, got %T", out)
 	}
 	if k := rv.Elem().Kind(); k != reflect.Struct && k != reflect.Map {
-		return fmt.Errorf("yamlx: Decode needs a non-nil pointer to a struct or map, got %T", out)
+		return nil, fmt.Errorf("yamlx: Decode needs a non-nil pointer to a struct or map, got %T", out)
 	}
 
 	docs, err := parse(data)
 	if err != nil {
-		return syntaxError(file, data, err)
+		return nil, syntaxError(file, data, err)
 	}
 	for _, doc := range docs[min(1, len(docs)):] {
 		// A trailing "---" makes an empty document; that is harmless.
 		if len(doc.Content) > 0 && !isNull(doc.Content[0]) {
-			return &Error{File: file, Line: doc.Line, Msg: "expected a single YAML document, found a second one"}
+			return nil, &Error{File: file, Line: doc.Line, Msg: "expected a single YAML document, found a second one"}
 		}
 	}
 	if len(docs) == 0 || len(docs[0].Content) == 0 || isNull(docs[0].Content[0]) {
-		return &Error{File: file, Msg: "empty scenario"}
+		return nil, &Error{File: file, Msg: "empty scenario"}
 	}
 	root := docs[0].Content[0]
 	d := &decoder{
@@ -66,11 +99,15 @@ func Decode(file string, data []byte, out any) error {
 		active:   make(map[*yaml.Node]bool),
 		merging:  make(map[*yaml.Node]bool),
 		structs:  make(map[reflect.Type]*structInfo),
+		present:  make(Present),
 	}
 	if root.Kind != yaml.MappingNode {
-		return d.errorf(root, "", "expected a mapping at the top level, got %s", describe(root))
+		return nil, d.errorf(root, "", "expected a mapping at the top level, got %s", describe(root))
 	}
-	return d.decode(rv.Elem(), root, "")
+	if err := d.decode(rv.Elem(), root, ""); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // parse reads every document in data. yaml.v3 reports malformed input as an
@@ -121,6 +158,7 @@ type decoder struct {
 	// merging holds the mappings whose merge keys are being resolved.
 	merging map[*yaml.Node]bool
 	structs map[reflect.Type]*structInfo
+	present Present // struct fields set, by path
 }
 
 func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) *Error {
@@ -393,9 +431,11 @@ func (d *decoder) decodeStruct(v reflect.Value, n *yaml.Node, path string) error
 				return d.errorf(e.val, fpath, "required field has no value")
 			}
 		}
-		if err := d.decode(v.FieldByIndex(f.index), e.val, fpath); err != nil {
+		fv := v.FieldByIndex(f.index)
+		if err := d.decode(fv, e.val, fpath); err != nil {
 			return err
 		}
+		d.present[fpath] = fv.IsZero()
 	}
 	for i, f := range info.fields {
 		if f.required && !seen[i] {

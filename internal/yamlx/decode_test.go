@@ -541,3 +541,31 @@ func TestDecode_AnyErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodePresent_TellsZeroFromAbsent: a field written as 0 is present,
+// one left out is not, through inline structs, lists and merge keys.
+func TestDecodePresent_TellsZeroFromAbsent(t *testing.T) {
+	doc := "seed: 0\nratio: 0\nworkload:\n  - &f {src: a, size: 0}\n  - <<: *f\n    start: 1us\n"
+	var s testScenario
+	p, err := DecodePresent(testFile, []byte(doc), &s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"seed", "ratio", "workload", "workload[0].src", "workload[0].size", "workload[1].size", "workload[1].start"} {
+		if !p.Has(path) {
+			t.Errorf("Has(%q) = false, want true", path)
+		}
+	}
+	for _, path := range []string{"name", "gain", "workload[0].start", "workload[1].loss", "topology"} {
+		if p.Has(path) {
+			t.Errorf("Has(%q) = true, want false", path)
+		}
+	}
+	if !p.Zero("seed") || !p.Zero("workload[1].size") || p.Zero("workload[1].start") || p.Zero("workload") {
+		t.Errorf("Zero: seed %v, workload[1].size %v, workload[1].start %v, workload %v; want true, true, false, false",
+			p.Zero("seed"), p.Zero("workload[1].size"), p.Zero("workload[1].start"), p.Zero("workload"))
+	}
+	if p, err := DecodePresent(testFile, []byte("seed: x\n"), &s); err == nil || p != nil {
+		t.Errorf("DecodePresent on a bad document = %v, %v; want nil and an error", p, err)
+	}
+}

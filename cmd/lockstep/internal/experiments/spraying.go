@@ -200,7 +200,7 @@ func spMeasure(r *runner.Result) spRun {
 	out := spRun{fct: f, unfinished: unfinished, t: sum(r)}
 	t := r.Fabric.Topology()
 	for _, i := range spTopUp(t) {
-		l := &r.Fabric.Engine().Links[fabric.DirID(i, true)]
+		l := r.Fabric.Engine().Links[fabric.DirID(i, true)]
 		out.util = append(out.util, float64(l.TxBytes*8)/(float64(t.Links[i].Rate)*r.End.Seconds()))
 		out.ends = append(out.ends, [2]string{t.Nodes[t.Links[i].A].Name, t.Nodes[t.Links[i].B].Name})
 	}

@@ -1,0 +1,99 @@
+package deploy
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/lockstep-sim/lockstep/internal/member"
+	"github.com/lockstep-sim/lockstep/internal/wire"
+)
+
+// Who may publish and subscribe on what (docs/decisions.md, "Members and
+// credentials"). A subject a node publishes on ends with its index, so
+// the server attributes every message: node i can speak only as node i,
+// and only coordinators publish grants. A new subject a member publishes
+// on must be added here, or the embedded server refuses it.
+
+// nodePermissions are node i's. Nodes hear the leader's status (its
+// heartbeat, internal/liveness); coordinators hear the nodes'.
+func nodePermissions(s wire.Subjects, i int) *server.Permissions {
+	return &server.Permissions{
+		Publish: &server.SubjectPermission{Allow: []string{
+			s.Prefix() + fmt.Sprintf("batch.*.%d", i), s.Report(i), s.Setup(), s.Result(i), s.NodeStatus(i)}},
+		Subscribe: &server.SubjectPermission{Allow: []string{
+			s.Batches(i), s.Grant(), s.Resync(), s.Abort(), s.Status(), s.Inbox(member.Node(i)) + ".>"}},
+	}
+}
+
+// coordinatorPermissions are coordinator replica id's: grants, resyncs,
+// status and aborts, and replies to setup requests; it hears reports, the
+// nodes' progress and the leader's status (a follower's --metrics).
+func coordinatorPermissions(s wire.Subjects, id string) *server.Permissions {
+	return &server.Permissions{
+		Publish: &server.SubjectPermission{Allow: []string{s.Grant(), s.Resync(), s.Status(), s.Abort()}},
+		Subscribe: &server.SubjectPermission{Allow: []string{
+			s.Reports(), s.NodeStatuses(), s.Status(), s.Setup(), s.Abort(), s.Inbox(member.Coordinator(id)) + ".>"}},
+		Response: &server.ResponsePermission{MaxMsgs: 1},
+	}
+}
+
+// launcherPermissions are the launcher's: aborts, and replies to result
+// chunks; it hears results and progress.
+func launcherPermissions(s wire.Subjects) *server.Permissions {
+	return &server.Permissions{
+		Publish: &server.SubjectPermission{Allow: []string{s.Abort()}},
+		Subscribe: &server.SubjectPermission{Allow: []string{
+			s.Results(), s.Status(), s.NodeStatuses(), s.Abort(), s.Inbox(member.Launcher) + ".>"}},
+		Response: &server.ResponsePermission{MaxMsgs: 1},
+	}
+}
+
+// ServerOptions are the embedded NATS server's options for run: on
+// loopback, with the wire's payload limit, and with set's members as its
+// only users (nil set: anyone may connect).
+func ServerOptions(run string, set *member.Set) (*server.Options, error) {
+	subj, err := wire.NewSubjects(run)
+	if err != nil {
+		return nil, err
+	}
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, MaxPayload: wire.MaxMessageBytes}
+	if set != nil {
+		opts.Nkeys = serverUsers(subj, set)
+	}
+	return opts, nil
+}
+
+// serverUsers are the embedded server's users: one nkey per member, with
+// its permissions. Nobody else may connect.
+func serverUsers(s wire.Subjects, set *member.Set) []*server.NkeyUser {
+	users := []*server.NkeyUser{{Nkey: set.Launcher.Public(), Permissions: launcherPermissions(s)}}
+	for id, c := range set.Coordinators {
+		users = append(users, &server.NkeyUser{Nkey: c.Public(), Permissions: coordinatorPermissions(s, id)})
+	}
+	for i, c := range set.Nodes {
+		users = append(users, &server.NkeyUser{Nkey: c.Public(), Permissions: nodePermissions(s, i)})
+	}
+	return users
+}
+
+// violationLog is the embedded server's logger: it counts the
+// connections it refused (authentication) and the messages and
+// subscriptions it refused (permissions), and logs nothing.
+type violationLog struct{ n atomic.Uint64 }
+
+func (v *violationLog) Errorf(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	if strings.Contains(s, "Violation") || strings.Contains(s, server.ErrAuthentication.Error()) {
+		v.n.Add(1)
+	}
+}
+func (v *violationLog) Noticef(string, ...any) {}
+func (v *violationLog) Warnf(string, ...any)   {}
+func (v *violationLog) Fatalf(string, ...any)  {}
+func (v *violationLog) Debugf(string, ...any)  {}
+func (v *violationLog) Tracef(string, ...any)  {}
+
+var _ server.Logger = (*violationLog)(nil)

@@ -1,0 +1,123 @@
+package scenario
+
+import (
+	"fmt"
+
+	"github.com/lockstep-sim/lockstep/topologies"
+)
+
+// Bytes a built scenario costs in one process, per item (measured on
+// fat-tree permutations: fabric/mem_test.go bounds the same quantities).
+const (
+	// EstimatePerLink covers both directions' link state, switch ports and
+	// index entries.
+	EstimatePerLink = 900
+	// EstimatePerNode covers a host or switch element.
+	EstimatePerNode = 200
+	// EstimatePerFlow covers a flow's spec, sender, receiver and record,
+	// and the workload's list while it is built.
+	EstimatePerFlow = 1600
+)
+
+// Estimate is what a scenario would need in memory, by part, computed
+// from the topology and the workload's sizes before any flow exists.
+type Estimate struct {
+	// Fabric is the elements, links and routes (4 B per switch and edge
+	// switch).
+	Fabric int64
+	// Flows and Bytes are per workload entry: its flow count (0 when not
+	// known beforehand: poisson without max_flows, cm) and its bytes.
+	Flows []int64
+	Bytes []int64
+}
+
+// Total is the sum of the parts.
+func (e *Estimate) Total() int64 {
+	t := e.Fabric
+	for _, b := range e.Bytes {
+		t += b
+	}
+	return t
+}
+
+// EstimateMemory estimates s on topo in O(links + workload entries).
+func EstimateMemory(s *Scenario, topo *topologies.Topology) *Estimate {
+	nh := int64(len(topo.Hosts))
+	switches := int64(topo.NumSwitches())
+	// Edge switches: switches with a host link.
+	edge := make([]bool, len(topo.Nodes))
+	var edges int64
+	for _, l := range topo.Links {
+		for _, end := range [2][2]int{{l.A, l.B}, {l.B, l.A}} {
+			a, b := end[0], end[1]
+			if a >= 0 && a < len(edge) && b >= 0 && b < len(edge) && topo.Nodes[a].Kind == topologies.Host &&
+				topo.Nodes[b].Kind == topologies.Switch && !edge[b] {
+				edge[b] = true
+				edges++
+			}
+		}
+	}
+	e := &Estimate{Fabric: EstimatePerLink*int64(len(topo.Links)) + EstimatePerNode*int64(len(topo.Nodes)) +
+		topologies.RouteBytes(len(topo.Nodes), len(topo.Hosts), int(switches), int(edges))}
+	for i := range s.Workload {
+		w := &s.Workload[i]
+		var n int64
+		switch w.Type {
+		case "flows":
+			n = int64(len(w.Flows))
+		case "permutation":
+			n = nh
+		case "incast":
+			n = int64(len(w.Senders))
+			if n == 0 {
+				n = int64(max(w.N, 0))
+			}
+		case "alltoall":
+			m := int64(len(w.Hosts))
+			if m == 0 {
+				m = nh
+			}
+			n = m * max(m-1, 0)
+		case "poisson":
+			n = int64(max(w.MaxFlows, 0))
+		}
+		e.Flows = append(e.Flows, n)
+		e.Bytes = append(e.Bytes, EstimatePerFlow*n)
+	}
+	return e
+}
+
+// Check refuses the estimate when its total exceeds limit bytes, with a
+// one-line error that names the largest part (file: path: message).
+func (e *Estimate) Check(file string, s *Scenario, limit int64) error {
+	total := e.Total()
+	if limit <= 0 || total <= limit {
+		return nil
+	}
+	path, what, part := "topology", fmt.Sprintf("the fabric needs about %s", gb(e.Fabric)), e.Fabric
+	for i, b := range e.Bytes {
+		if b > part {
+			part = b
+			path = fmt.Sprintf("workload[%d]", i)
+			what = fmt.Sprintf("%s makes %d flows, about %s", s.Workload[i].Type, e.Flows[i], gb(b))
+		}
+	}
+	return &Error{File: file, Path: path, Msg: fmt.Sprintf("%s; the scenario needs about %s in all, more than the %s this machine has",
+		what, gb(total), gb(limit))}
+}
+
+func gb(b int64) string {
+	switch {
+	case b >= 1<<40:
+		return fmt.Sprintf("%.1f TB", float64(b)/(1<<40))
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GB", float64(b)/(1<<30))
+	default:
+		return fmt.Sprintf("%.0f MB", float64(b)/(1<<20))
+	}
+}
+
+// WithMemoryLimit makes Build refuse a scenario whose estimate
+// (EstimateMemory) exceeds limit bytes, before it builds any flow (0: no
+// limit). The limit is not part of the scenario or its digest.
+func WithMemoryLimit(limit int64) Edit { return func(s *Scenario) { s.memLimit = limit } }
