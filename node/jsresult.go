@@ -45,9 +45,9 @@ var errNoJetStream = errors.New("no JetStream")
 // It is in addition to the request/reply upload, which stays the path the
 // launcher collects by.
 func storeResult(ctx context.Context, nc *nats.Conn, cfg Config, su *wire.Setup, res *PartResult) error {
-	if cfg.Creds != nil {
-		// A run with per-run member credentials: its members may use only
-		// the run's own subjects (deploy/members.go), not JetStream's API.
+	if on, _ := nc.ConnectedServerJetStream(); !on {
+		// The server says it has no JetStream (the launcher's embedded
+		// one, whose members may use only the run's own subjects).
 		return errNoJetStream
 	}
 	js, err := nc.JetStream(nats.MaxWait(cfg.RequestTimeout))

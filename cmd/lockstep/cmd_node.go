@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/lockstep-sim/lockstep/internal/liveness"
-	"github.com/lockstep-sim/lockstep/internal/metrics"
 	"github.com/lockstep-sim/lockstep/internal/member"
+	"github.com/lockstep-sim/lockstep/internal/metrics"
 	"github.com/lockstep-sim/lockstep/node"
 )
 
