@@ -71,6 +71,9 @@ type Config struct {
 	// RaftLog receives raft's own errors (nil: discard). Its warnings
 	// (elections, failed heartbeats) are routine in a failover.
 	RaftLog io.Writer
+	// OnStart, if set, is called by Run with the started replica (for
+	// metrics and probes: RaftState).
+	OnStart func(*Coordinator)
 }
 
 // DefaultMarkEvery is Config.MarkEvery's default.
@@ -392,6 +395,9 @@ func Run(ctx context.Context, cfg Config) error {
 	c, err := Start(cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.OnStart != nil {
+		cfg.OnStart(c)
 	}
 	select {
 	case <-ctx.Done():

@@ -123,6 +123,9 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	if handled, err := runDistributedIfAsked(cmd, v, b, out, stdout, stderr, cut); handled {
 		return err
 	}
+	if _, err := runMetricsArgs(cmd, false, 1); err != nil {
+		return badInput(err) // --metrics without node processes
+	}
 	quiet := v.GetBool("run.quiet")
 	start := time.Now()
 	last := start

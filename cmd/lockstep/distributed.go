@@ -46,6 +46,7 @@ func addRunDistributedFlags(cmd *cobra.Command, v *viper.Viper) {
 	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long a node or the coordinator leader may be silent, or the NATS server unreachable, before the run fails (exit 3); back within it, the run goes on unchanged")
 	f.Duration("join-timeout", deploy.DefaultJoinTimeout, "how long to wait for the coordinator leader and every node to be heard from (with --external: progress on stderr)")
 	addNATSAuthFlags(cmd)
+	addRunMetricsFlag(cmd)
 	for _, n := range distFlags {
 		_ = v.BindPFlag("run."+n, f.Lookup(n))
 	}
@@ -102,6 +103,11 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 	if err != nil {
 		return true, badInput(err)
 	}
+	margs, err := runMetricsArgs(cmd, procs, coords)
+	if err != nil {
+		return true, badInput(err)
+	}
+	childArgs = append(childArgs, margs...)
 	quiet := v.GetBool("run.quiet")
 	show := !quiet && (v.GetBool("run.progress") || isTerminal(stderr))
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
