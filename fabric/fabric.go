@@ -291,11 +291,13 @@ func (f *Fabric) dispatch(ev *sim.Event) {
 		s := f.switches[ev.Dst]
 		switch ev.Kind {
 		case sim.EvArrive:
-			s.OnArrive(e, ev.Pkt)
+			// The arrival's link is the direction into this switch; its
+			// reverse leaves by the ingress port.
+			s.OnArrive(e, ev.Pkt, int(f.linkPort[ev.Arg^1]))
 		case sim.EvTxDone:
 			s.OnTxDone(e, int(f.linkPort[ev.Arg]))
 		case sim.EvTimer:
-			s.OnTimer(e)
+			s.OnTimer(e, ev.Arg)
 		}
 	}
 }

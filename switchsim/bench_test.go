@@ -61,7 +61,7 @@ func (fb *forwardBench) forward(i int) {
 	pk := e.Pool.Get(p)
 	*pk = sim.Packet{Size: 4096, SrcHost: int32(i % 7), DstHost: int32(i % fb.hosts), SrcPort: uint16(i), DstPort: 80,
 		Entropy: uint16(i * 40503), Flags: sim.FlagECT}
-	fb.s.OnArrive(e, p)
+	fb.s.OnArrive(e, p, -1)
 	for {
 		ev, ok := e.Next(sim.Never)
 		if !ok {
