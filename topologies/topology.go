@@ -63,9 +63,9 @@ type ECNConfig struct {
 	// it, instead of on arrival (htsim's UEC queues do this).
 	Dequeue bool
 	K       int64   // ECNStep threshold, bytes
-	Min  int64   // ECNRED lower threshold, bytes
-	Max  int64   // ECNRED upper threshold, bytes
-	PMax float64 // ECNRED marking probability at Max
+	Min     int64   // ECNRED lower threshold, bytes
+	Max     int64   // ECNRED upper threshold, bytes
+	PMax    float64 // ECNRED marking probability at Max
 }
 
 // QueueConfig is the output queue of a switch port.
