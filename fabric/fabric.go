@@ -259,7 +259,8 @@ func (f *Fabric) RunUntil(horizon sim.Time) uint64 {
 }
 
 // RunUntilBatch is RunUntil with at most n events, so callers can report
-// progress. It returns false when nothing is left before horizon.
+// progress. It returns false when nothing is left before horizon, or when
+// a switch reported a failure (Failure).
 func (f *Fabric) RunUntilBatch(horizon sim.Time, n int) bool {
 	e := f.eng
 	for i := 0; i < n; i++ {
@@ -268,6 +269,10 @@ func (f *Fabric) RunUntilBatch(horizon sim.Time, n int) bool {
 			return false
 		}
 		f.dispatch(&ev)
+		if f.alarm.Err != nil {
+			// A run failure (PFC deadlock): stop at its event.
+			return false
+		}
 	}
 	return true
 }

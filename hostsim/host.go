@@ -213,7 +213,7 @@ func (h *Host) onPause(e *sim.Engine, pkt *sim.Packet) {
 		if pkt.Bitmap&(1<<uint(c)) == 0 {
 			continue
 		}
-		until := now + rate.TxTime(int(pkt.PauseQuanta(c))*64)
+		until := now + sim.Time(pkt.PauseQuanta(c))*rate.TxTime(64)
 		h.pausedUntil[c] = until
 		if until > now {
 			wake = min(wake, until)

@@ -17,7 +17,8 @@ import (
 
 // pauseTime is the time q quanta last on the link of port i.
 func (s *Switch) pauseTime(e *sim.Engine, i int, q uint16) sim.Time {
-	return e.Links[s.Ports[i].Link].Spec.Rate.TxTime(int(q) * 64)
+	// Per quantum: q × 512 bits at once would overflow TxTime.
+	return sim.Time(q) * e.Links[s.Ports[i].Link].Spec.Rate.TxTime(64)
 }
 
 // sendPause sends a PAUSE frame for class c with quanta q out of port in.
