@@ -81,6 +81,9 @@ type Shared struct {
 type Trim struct {
 	Enabled bool
 	Header  int32 // bytes of a trimmed packet (default 64)
+	// Queue is the bytes of trimmed headers a port may hold beyond its
+	// data buffer, in the control class (default 1024 headers).
+	Queue int64
 }
 
 // Check validates c for a switch.

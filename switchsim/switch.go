@@ -289,6 +289,9 @@ func (s *Switch) Configure(e *sim.Engine, c *Config) error {
 	if s.cfg.Trim.Enabled && s.cfg.Trim.Header == 0 {
 		s.cfg.Trim.Header = 64
 	}
+	if s.cfg.Trim.Enabled && s.cfg.Trim.Queue == 0 {
+		s.cfg.Trim.Queue = 1024 * int64(s.cfg.Trim.Header)
+	}
 	if c.lossless() {
 		if s.cfg.PFC.Quanta == 0 {
 			s.cfg.PFC.Quanta = 0xffff
@@ -435,7 +438,9 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet)
 		size = int64(pkt.Size)
 		c = s.cfg.ControlClass
 		cq = &pt.cls[c]
-		if !s.admit(pt, cq, c, size, occ) {
+		// The headers have their own allowance beside the data (NDP's
+		// separate header queue).
+		if cq.occ+size > s.cfg.Trim.Queue {
 			pt.Dropped++
 			if pt.portX != nil {
 				pt.cc[c].Dropped++
