@@ -37,6 +37,7 @@ func runSwitch(t *testing.T, topo *topologies.Topology, flows []hostsim.FlowSpec
 	cfg := hostsim.DefaultConfig()
 	cfg.MTU = 4096
 	cfg.RTO.Min = sim.Millisecond
+	cfg.RTO.Initial = 2 * sim.Millisecond // a lost first window waits 2ms, not 1s
 	f, err := fabric.New(fabric.Config{Topo: topo, Flows: flows, Transport: cfg, Seed: 1, Switch: sw, Forwarding: fwd})
 	if err != nil {
 		t.Fatal(err)
@@ -225,4 +226,109 @@ func TestPFC_DeadlockDetected(t *testing.T) {
 		t.Errorf("expected the ring to be stuck without the watchdog, but it delivered %d more bytes from 5ms to 10ms", at10-at5)
 	}
 	t.Logf("without the watchdog: %d bytes delivered by 5ms and none after", at5)
+}
+
+// TestTrim_IncastLosesNoPayload: under a 32-to-1 incast with drop-tail
+// buffers, trimming cuts the packets that do not fit to their headers
+// instead of dropping them; every header reaches the receiver and every
+// flow delivers every byte.
+func TestTrim_IncastLosesNoPayload(t *testing.T) {
+	const n, size = 32, 256 << 10
+	trim := switchsim.Config{Classes: []switchsim.Class{{Alpha: 1}, {Alpha: 1}}, ControlClass: 1, Trim: switchsim.Trim{Enabled: true}}
+	dt := runSwitch(t, leafSpine(t, 3, 4, 16, 128<<10), incastFlows(n, size), switchsim.Config{}, 0, sim.Second)
+	tr := runSwitch(t, leafSpine(t, 3, 4, 16, 128<<10), incastFlows(n, size), trim, 0, sim.Second)
+	timeouts := func(r *switchRun) (n uint64) {
+		for _, rec := range r.f.Transport().Records {
+			n += rec.Timeouts
+		}
+		return n
+	}
+	var recvTrimmed uint64
+	for h := 0; h < tr.f.NumHosts(); h++ {
+		recvTrimmed += tr.f.Host(h).Trimmed
+	}
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	t.Logf("32->1 incast: drop-tail %d drops, %d timeouts, max FCT %v; trimming %d drops, %d trimmed (%d seen by the receiver), %d timeouts, max FCT %v",
+		dt.drops, timeouts(dt), dt.maxFCT(all...), tr.drops, tr.trimmed, recvTrimmed, timeouts(tr), tr.maxFCT(all...))
+	if tr.drops != 0 || tr.trimmed == 0 || recvTrimmed != tr.trimmed {
+		t.Errorf("expected trims and no drops, every trimmed header delivered: drops %d, trimmed %d, received %d", tr.drops, tr.trimmed, recvTrimmed)
+	}
+	for i, rec := range tr.f.Transport().Records {
+		if !rec.Finished || rec.BytesReceived != size {
+			t.Fatalf("flow %d: finished %v, %d of %d bytes", i, rec.Finished, rec.BytesReceived, size)
+		}
+	}
+	// TCP answers a trimmed header with one duplicate ACK only (fast
+	// retransmit wants three), so trimming does not yet shorten its
+	// recovery: the timeouts are logged, not checked.
+}
+
+// slowUplink is two leaves of four hosts and two spines; leaf l0's uplink
+// to s1 runs at 25 Gb/s, the others at 100 Gb/s.
+func slowUplink(t *testing.T) *topologies.Topology {
+	t.Helper()
+	var nodes []topologies.GraphNode
+	var links []topologies.GraphLink
+	for i := 0; i < 8; i++ {
+		nodes = append(nodes, topologies.GraphNode{Name: fmt.Sprintf("h%d", i), Kind: "host"})
+		links = append(links, topologies.GraphLink{A: fmt.Sprintf("h%d", i), B: fmt.Sprintf("l%d", i/4)})
+	}
+	nodes = append(nodes, topologies.GraphNode{Name: "l0", Kind: "switch", Tier: 1}, topologies.GraphNode{Name: "l1", Kind: "switch", Tier: 1},
+		topologies.GraphNode{Name: "s0", Kind: "switch", Tier: 2}, topologies.GraphNode{Name: "s1", Kind: "switch", Tier: 2})
+	links = append(links, topologies.GraphLink{A: "l0", B: "s0"}, topologies.GraphLink{A: "l0", B: "s1", Rate: 25 * sim.GbitPerSecond},
+		topologies.GraphLink{A: "l1", B: "s0"}, topologies.GraphLink{A: "l1", B: "s1"})
+	topo, err := topologies.Graph(topologies.GraphConfig{Nodes: nodes, Links: links,
+		Defaults: topologies.TierConfig{Rate: 100 * sim.GbitPerSecond, Delay: sim.Microsecond, Queue: topologies.QueueConfig{Buffer: 1 << 20}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo
+}
+
+// TestAdaptive_SteersAwayFromASlowLink: four flows cross from l0 to l1 by
+// s0 (100 Gb/s) or s1 (25 Gb/s). ECMP hashes them regardless of the rates;
+// per-packet adaptive routing and flowlets send the slow link a share near
+// its share of the capacity (1/5).
+func TestAdaptive_SteersAwayFromASlowLink(t *testing.T) {
+	var flows []hostsim.FlowSpec
+	for i := 0; i < 4; i++ {
+		for k := 0; k < 4; k++ {
+			flows = append(flows, hostsim.FlowSpec{ID: int32(len(flows)), Src: i, Dst: 4 + (i+k)%4, Size: 1 << 20})
+		}
+	}
+	share := func(fwd switchsim.Forwarding) (float64, sim.Time) {
+		topo := slowUplink(t)
+		r := runSwitch(t, topo, append([]hostsim.FlowSpec(nil), flows...), switchsim.Config{FlowletGap: 10 * sim.Microsecond}, fwd, sim.Second)
+		var fast, slow uint64
+		l0 := r.f.Switch(8)
+		for i := range l0.Ports {
+			switch topo.Nodes[l0.Ports[i].Peer].Name {
+			case "s0":
+				fast = l0.Ports[i].TxPackets
+			case "s1":
+				slow = l0.Ports[i].TxPackets
+			}
+		}
+		var m sim.Time
+		for _, d := range r.fct {
+			if d == 0 {
+				t.Fatalf("%v: a flow did not finish", fwd)
+			}
+			m = max(m, d)
+		}
+		return float64(slow) / float64(fast+slow), m
+	}
+	ecmp, fe := share(switchsim.ECMP)
+	ad, fa := share(switchsim.Adaptive)
+	fl, ff := share(switchsim.Flowlet)
+	t.Logf("share of l0's packets on the 25G uplink: ecmp %.3f (max FCT %v), adaptive %.3f (%v), flowlet %.3f (%v)", ecmp, fe, ad, fa, fl, ff)
+	if ad > 0.3 || fl > 0.35 {
+		t.Errorf("expected adaptive and flowlet forwarding to give the slow link at most 0.3 / 0.35 of the packets, got %.3f, %.3f", ad, fl)
+	}
+	if fa >= fe {
+		t.Errorf("expected adaptive routing to finish sooner than ECMP: %v vs %v", fa, fe)
+	}
 }

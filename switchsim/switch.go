@@ -423,8 +423,16 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet)
 			e.Pool.Free(p)
 			return
 		}
+	} else if pkt.Flags&sim.FlagTrimmed != 0 && s.cfg.Trim.Enabled {
+		// A header trimmed upstream: the header allowance admits it.
+		if cq.occ+size > s.cfg.Trim.Queue {
+			pt.Dropped++
+			pt.cc[c].Dropped++
+			e.Pool.Free(p)
+			return
+		}
 	} else if !s.admit(pt, cq, c, size, occ) {
-		if !s.cfg.Trim.Enabled || pkt.Flags&(sim.FlagData|sim.FlagTrimmed) != sim.FlagData {
+		if !s.cfg.Trim.Enabled || pkt.Flags&sim.FlagData == 0 {
 			pt.Dropped++
 			if pt.portX != nil {
 				pt.cc[c].Dropped++
