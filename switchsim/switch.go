@@ -146,6 +146,10 @@ func (p *Port) Queued() int {
 	return n
 }
 
+// HasClassCounters reports whether the port keeps per-class counters
+// (with classes, PFC or trimming).
+func (p *Port) HasClassCounters() bool { return p.portX != nil }
+
 // NumClasses is the number of class queues of the port.
 func (p *Port) NumClasses() int { return len(p.cls) }
 
@@ -507,6 +511,15 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet)
 // drop-tail on the port's own buffer.
 func (s *Switch) admit(pt *Port, cq *classQ, c int, size, occ int64) bool {
 	if s.cfg.Shared.Size == 0 {
+		if s.ing != nil {
+			// Lossless bytes live in PFC's accounting, not the port's
+			// lossy buffer.
+			for k := 0; k < s.nc; k++ {
+				if s.lossless[k] {
+					occ -= pt.cls[k].occ
+				}
+			}
+		}
 		return occ+size <= pt.Queue.Buffer
 	}
 	// Choudhury-Hahne dynamic threshold: beyond its reserve a queue may
