@@ -655,7 +655,7 @@ func (s *Switch) pick(e *sim.Engine, pt *Port) int {
 		}
 		return 0
 	}
-	any := false
+	weighted := false
 	for c := s.nc - 1; c >= 0; c-- {
 		cq := &pt.cls[c]
 		if cq.q.Len() == 0 || s.paused(e, pt, c) {
@@ -664,9 +664,9 @@ func (s *Switch) pick(e *sim.Engine, pt *Port) int {
 		if s.strict[c] {
 			return c
 		}
-		any = true
+		weighted = true
 	}
-	if !any {
+	if !weighted {
 		return -1
 	}
 	// DWRR: the class whose turn it is sends while its deficit covers its
