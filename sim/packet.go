@@ -98,10 +98,6 @@ type Packet struct {
 	Hops    uint8
 	Flags   Flags
 	Entropy uint16 // per-packet path choice for spraying switches
-	// Ingress is switch-local scratch: the port by which the packet entered
-	// the switch that holds it (PFC accounting). It is not carried between
-	// elements; every switch writes it on arrival.
-	Ingress int16
 	Size    int32  // bytes on the wire, headers included
 	Payload int32  // payload bytes
 	Seq     uint64 // first payload byte (data); echoed sequence (acks)

@@ -34,9 +34,9 @@ func multiSwitch(t *testing.T, n int, q topologies.QueueConfig, cfg Config) (*Sw
 func put(s *Switch, e *sim.Engine, port int, size int32, class int, in int) sim.PktRef {
 	p := e.Pool.Alloc()
 	pk := e.Pool.Get(p)
-	pk.Size, pk.Payload, pk.Flags, pk.Ingress = size, size-64, sim.FlagData, int16(in)
+	pk.Size, pk.Payload, pk.Flags = size, size-64, sim.FlagData
 	pk.SetClass(class)
-	s.enqueue(e, &s.Ports[port], p, pk)
+	s.enqueue(e, &s.Ports[port], p, pk, in)
 	return p
 }
 
@@ -115,8 +115,8 @@ func TestSwitch_ControlPacketsInTheControlClass(t *testing.T) {
 	}
 	p := e.Pool.Alloc()
 	ack := e.Pool.Get(p)
-	ack.Size, ack.Flags, ack.Ingress = 64, sim.FlagAck, -1
-	s.enqueue(e, &s.Ports[0], p, ack)
+	ack.Size, ack.Flags = 64, sim.FlagAck
+	s.enqueue(e, &s.Ports[0], p, ack, -1)
 	out := drain(s, e, sim.Never)
 	if out[1].pkt.Flags&sim.FlagAck == 0 {
 		t.Fatalf("expected the ACK to leave right after the packet in service, got order %+v", out)

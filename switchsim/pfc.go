@@ -29,7 +29,6 @@ func (s *Switch) sendPause(e *sim.Engine, in, c int, q uint16) {
 	pkt.Flow, pkt.SrcHost, pkt.DstHost = -1, -1, -1
 	pkt.Flags = sim.FlagPause
 	pkt.Size = sim.PauseFrameSize
-	pkt.Ingress = -1
 	pkt.SetPauseQuanta(c, q)
 	s.CtlCreated++
 	pt := &s.Ports[in]

@@ -103,6 +103,9 @@ type portX struct {
 	cc  []ClassCounters      // per class
 	cx  []classX             // per class
 	ctl sim.Ring[sim.PktRef] // PAUSE frames, sent before any class
+	// in holds, beside each class queue, the ingress port of each packet
+	// (PFC accounting; only with PFC).
+	in []sim.Ring[int16]
 }
 
 // classX is the scheduling and pause state of a class queue, kept only
@@ -340,6 +343,9 @@ func (s *Switch) Configure(e *sim.Engine, c *Config) error {
 		pt.portX = nil
 		if cc != nil {
 			pt.portX = &portX{cc: cc[i*s.nc : (i+1)*s.nc : (i+1)*s.nc], cx: cx[i*s.nc : (i+1)*s.nc : (i+1)*s.nc]}
+			if c.lossless() {
+				pt.in = make([]sim.Ring[int16], s.nc)
+			}
 		}
 		pt.svcClass = -1
 	}
@@ -391,8 +397,7 @@ func (s *Switch) OnArrive(e *sim.Engine, p sim.PktRef, in int) {
 			port = next[h%uint64(len(next))]
 		}
 	}
-	pkt.Ingress = int16(in)
-	s.enqueue(e, &s.Ports[port], p, pkt)
+	s.enqueue(e, &s.Ports[port], p, pkt, in)
 }
 
 // classOf is the queue a packet goes to.
@@ -409,16 +414,15 @@ func (s *Switch) classOf(pkt *sim.Packet) int {
 // enqueue admits pkt to port pt (drop-tail or the shared buffer's dynamic
 // threshold, PFC ingress accounting for lossless classes, trimming, ECN on
 // admission) and starts the transmitter if it is idle.
-func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet) {
+func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet, in int) {
 	c := s.classOf(pkt)
 	cq := &pt.cls[c]
 	size := int64(pkt.Size)
 	occ := pt.Occupancy()
 	pfcIdx := -1
-	if s.lossless[c] && pkt.Ingress >= 0 && s.ing != nil {
+	if s.lossless[c] && in >= 0 && s.ing != nil {
 		// Lossless: admitted while the ingress counter is within XOFF plus
 		// headroom, whatever the egress occupancy.
-		in := int(pkt.Ingress)
 		pfcIdx = in*s.nc + c
 		if s.ing[pfcIdx]+size > s.cfg.PFC.XOFF+s.headroom[in] {
 			pt.Dropped++
@@ -492,16 +496,19 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet)
 		s.ing[pfcIdx] += size
 		if !s.xoff[pfcIdx] && s.ing[pfcIdx] > s.cfg.PFC.XOFF {
 			s.xoff[pfcIdx] = true
-			s.sendPause(e, int(pkt.Ingress), c, s.cfg.PFC.Quanta)
+			s.sendPause(e, in, c, s.cfg.PFC.Quanta)
 		}
 	} else {
-		pkt.Ingress = -1
+		in = -1 // nothing to account when it leaves
 	}
 	if !pt.busy && cq.q.Len() == 0 && (pt.portX == nil || pt.ctl.Len() == 0) && !s.paused(e, pt, c) {
-		s.start(e, pt, p, c, size)
+		s.start(e, pt, p, c, size, int16(in))
 		return
 	}
 	cq.q.Push(p)
+	if s.ing != nil {
+		pt.in[c].Push(int16(in))
+	}
 	cq.q.Bytes += size
 	pt.queued += size
 	s.kick(e, pt)
@@ -573,12 +580,12 @@ func (s *Switch) mark(e *sim.Engine, c *topologies.ECNConfig, occ int64) bool {
 }
 
 // start transmits packet p of class c.
-func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64) {
+func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64, in int16) {
 	pt.busy = true
 	pt.inService = size
 	pt.svcClass = int8(c)
 	pkt := e.Pool.Get(p)
-	pt.svcIn = pkt.Ingress
+	pt.svcIn = in
 	if pt.Queue.ECN.Dequeue && pkt.Flags&sim.FlagECT != 0 {
 		// ECN on dequeue (as htsim's UEC queues): the backlog left behind.
 		behind := pt.queued
@@ -641,10 +648,14 @@ func (s *Switch) kick(e *sim.Engine, pt *Port) {
 	}
 	cq := &pt.cls[c]
 	p := cq.q.Pop()
+	in := int16(-1)
+	if s.ing != nil {
+		in = pt.in[c].Pop()
+	}
 	size := int64(e.Pool.Get(p).Size)
 	cq.q.Bytes -= size
 	pt.queued -= size
-	s.start(e, pt, p, c, size)
+	s.start(e, pt, p, c, size, in)
 }
 
 // pick chooses the class to serve, or -1.
