@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -92,6 +93,9 @@ type Coordinator struct {
 	// credentials).
 	raftAuth *authStream
 	store    io.Closer // the BoltDB store, if any
+	// final is the raft state just before raft shut down (RaftState
+	// reports it afterwards, for a replica that lingers for its metrics).
+	final atomic.Pointer[RaftInfo]
 
 	notify chan bool
 	props  chan Command
@@ -310,6 +314,8 @@ func (c *Coordinator) Close() error {
 func (c *Coordinator) closeRaft() error {
 	var errs []error
 	if c.raft != nil {
+		in := c.RaftState()
+		c.final.Store(&in)
 		errs = append(errs, c.raft.Shutdown().Error())
 	}
 	if c.trans != nil {

@@ -16,8 +16,13 @@ type RaftInfo struct {
 	Finished bool   // the run's end is applied
 }
 
-// RaftState reads the replica's raft state; it changes nothing.
+// RaftState reads the replica's raft state; it changes nothing. After
+// raft shut down it is the last state before (a replica that lingers to
+// be scraped still says which term it was in and whether it led).
 func (c *Coordinator) RaftState() RaftInfo {
+	if in := c.final.Load(); in != nil {
+		return *in
+	}
 	st := c.raft.Stats()
 	term, _ := strconv.ParseUint(st["term"], 10, 64)
 	_, id := c.raft.LeaderWithID()

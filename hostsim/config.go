@@ -192,6 +192,9 @@ type FlowSpec struct {
 	// Hops is the number of links on the flow's path (set by the fabric;
 	// STrack's target delay scales with it).
 	Hops int
+	// Class is the traffic class (0-7) of the flow's data packets, which
+	// switches with classes queue by.
+	Class int
 }
 
 // FlowRecord is what a run reports per flow. The sender fills the send-side

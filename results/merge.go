@@ -23,12 +23,14 @@ type Outputs struct {
 	Built   *scenario.Built
 	Records []hostsim.FlowRecord // by flow, in b.Fabric.Flows order
 	// Ideal is every flow's ideal FCT (IdealFCT), in the same order.
-	Ideal  []sim.Time
-	Ports  []QueueRow
-	Cwnd   []hostsim.CwndRow
-	Depths []DepthRow
-	Pcaps  []HostPcap // in the scenario's output.pcap order
-	End    sim.Time
+	Ideal []sim.Time
+	Ports []QueueRow
+	// Classes is queues_class.csv (empty without per-class counters).
+	Classes []ClassRow
+	Cwnd    []hostsim.CwndRow
+	Depths  []DepthRow
+	Pcaps   []HostPcap // in the scenario's output.pcap order
+	End     sim.Time
 	// StoppedBy is summary.json's stopped_by: "flows-done", "stop_at",
 	// "max_time" or "no-events".
 	StoppedBy string
@@ -191,22 +193,28 @@ func MergePartial(b *scenario.Built, p int, parts []*Part, reason string) *Outpu
 	return o
 }
 
-// mergeSeries fills the port rows (by switch node, each switch's ports in
-// order), the cwnd samples (stably by time, then flow: a flow's samples
+// mergeSeries fills the port rows and the per-class rows (by switch node,
+// each switch's ports in order), the cwnd samples (stably by time, then flow: a flow's samples
 // all come from its sender's part, in time order) and the queue samples
 // (switch by switch in node order, then stably by time) of parts, in an
 // order that does not depend on the cut.
 func (o *Outputs) mergeSeries(parts []*Part) {
 	var ports []PortRow
+	var classes []ClassPart
 	var depths []DepthPart
 	for _, r := range parts {
 		ports = append(ports, r.Ports...)
+		classes = append(classes, r.Classes...)
 		o.Cwnd = append(o.Cwnd, r.Cwnd...)
 		depths = append(depths, r.Depths...)
 	}
 	slices.SortStableFunc(ports, func(a, b PortRow) int { return cmp.Compare(a.Node, b.Node) })
 	for _, r := range ports {
 		o.Ports = append(o.Ports, r.Row)
+	}
+	slices.SortStableFunc(classes, func(a, b ClassPart) int { return cmp.Compare(a.Node, b.Node) })
+	for _, r := range classes {
+		o.Classes = append(o.Classes, r.Row)
 	}
 	slices.SortStableFunc(o.Cwnd, func(a, b hostsim.CwndRow) int {
 		return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.Flow, b.Flow))
@@ -328,6 +336,13 @@ func (o *Outputs) WriteDir(dir string, perf Perf, extra any) error {
 		return WriteQueues(w, o.Ports)
 	}); err != nil {
 		return err
+	}
+	if len(o.Classes) > 0 {
+		if err := WriteFileAtomic(filepath.Join(dir, "queues_class.csv"), func(w io.Writer) error {
+			return WriteClasses(w, o.Classes)
+		}); err != nil {
+			return err
+		}
 	}
 	if len(o.Cwnd) > 0 {
 		if err := WriteFileAtomic(filepath.Join(dir, "cwnd.csv"), func(w io.Writer) error {

@@ -128,6 +128,36 @@ func WriteQueues(w io.Writer, rows []QueueRow) error {
 	return bw.Flush()
 }
 
+// ClassRow is one class queue of one switch port.
+type ClassRow struct {
+	Switch                 string
+	Port                   int
+	Peer                   string
+	Class                  int
+	Enqueued, Dropped      uint64
+	Marked, TxPackets      uint64
+	Trimmed, TrimBytes     uint64
+	PausesSent, PausesRecv uint64
+	Paused                 sim.Time // time the peer kept the class paused
+	HeadroomDrops          uint64
+	PeakBytes              int64
+}
+
+// ClassHeader is the first line of queues_class.csv.
+const ClassHeader = "switch,port,peer,class,enqueued,dropped,marked,tx_packets,trimmed,trim_bytes,pauses_sent,pauses_recv,paused_ns,headroom_drops,peak_bytes"
+
+// WriteClasses writes queues_class.csv.
+func WriteClasses(w io.Writer, rows []ClassRow) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, ClassHeader)
+	for _, r := range rows {
+		fmt.Fprintf(bw, "%s,%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d\n", r.Switch, r.Port, r.Peer, r.Class,
+			r.Enqueued, r.Dropped, r.Marked, r.TxPackets, r.Trimmed, r.TrimBytes, r.PausesSent, r.PausesRecv,
+			r.Paused.NsString(), r.HeadroomDrops, r.PeakBytes)
+	}
+	return bw.Flush()
+}
+
 // Summary is summary.json. Fields under Perf depend on the machine; all
 // others are a function of the scenario and the seed.
 type Summary struct {

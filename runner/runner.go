@@ -94,6 +94,9 @@ func RunPrepared(b *scenario.Built, f *fabric.Fabric, opt Options) (*Result, err
 		opt.Setup()
 	}
 	for f.RunUntilBatch(limit, every) {
+		if err := f.Failure(); err != nil {
+			return nil, err
+		}
 		report()
 		select {
 		case <-opt.Stop:
@@ -105,6 +108,9 @@ func RunPrepared(b *scenario.Built, f *fabric.Fabric, opt Options) (*Result, err
 			return &Result{Outputs: results.MergePartial(b, 1, []*results.Part{rec.Part(0, 0)}, why), Fabric: f}, nil
 		default:
 		}
+	}
+	if err := f.Failure(); err != nil {
+		return nil, err
 	}
 	report()
 	return finish(b, f, rec)
