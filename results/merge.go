@@ -260,12 +260,13 @@ func partOf(r *Part) any {
 }
 
 // Summary is summary.json's machine-independent part. Events, packets and
-// losses are sums over the parts; PeakEventQueue is the largest part's and
-// PacketPool the sum of the parts' pools.
+// losses are sums over the parts; Perf.PeakEventQueue is the largest part's
+// and Perf.PacketPool the sum of the parts' pools (the rest of Perf is the
+// caller's: WriteDir).
 func (o *Outputs) Summary() Summary {
 	b := o.Built
 	s := Summary{Scenario: filepath.Base(b.File), Name: b.Name, Digest: b.Digest(), Seed: b.Seed(),
-		EndNs: o.End.NsString(), Flows: len(b.Fabric.Flows), StoppedBy: o.StoppedBy, Complete: o.Complete,
+		EndPs: int64(o.End), EndNs: json.Number(o.End.NsString()), Flows: len(b.Fabric.Flows), StoppedBy: o.StoppedBy, Complete: o.Complete,
 		Reason: o.Reason, MissingPartitions: o.Missing, Build: version.Get()}
 	for _, r := range o.Parts {
 		if r == nil {
@@ -274,8 +275,8 @@ func (o *Outputs) Summary() Summary {
 		s.Events += r.Stats.Events
 		s.PacketsSent += r.Stats.Sent
 		s.LinkLost += r.Stats.LinkLost
-		s.PeakEventQueue = max(s.PeakEventQueue, r.Stats.PeakQueue)
-		s.PacketPool += r.PoolSlots
+		s.Perf.PeakEventQueue = max(s.Perf.PeakEventQueue, r.Stats.PeakQueue)
+		s.Perf.PacketPool += r.PoolSlots
 		s.HostPackets += r.HostPackets
 	}
 	var fcts []sim.Time
@@ -378,6 +379,7 @@ func (o *Outputs) WriteDir(dir string, perf Perf, extra any) error {
 		}
 	}
 	s := o.Summary()
+	perf.PeakEventQueue, perf.PacketPool = s.Perf.PeakEventQueue, s.Perf.PacketPool
 	s.Perf = perf
 	s.Extra = extra
 	return WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error {
