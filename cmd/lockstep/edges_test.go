@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/lockstep-sim/lockstep/sim"
@@ -41,5 +43,53 @@ func TestRun_LastProgressLineIsTheRunsEnd(t *testing.T) {
 		if got, want := m[len(m)-1][1], sim.Time(sum.EndPs).String(); got != want || sum.EndPs == 0 {
 			t.Errorf("%s: last progress line at virtual %s, want the run's end %s", c.name, got, want)
 		}
+	}
+}
+
+// lockstep topo prints the node names (by tier for a small fabric, every
+// node with --nodes), and they are the names an impairment's link takes.
+func TestTopo_NodesAreTheNamesImpairmentsTake(t *testing.T) {
+	const topo = `topology:
+  type: fattree
+  fattree: {k: 4, host: {rate: 10Gbps, delay: 1us}, agg: {rate: 10Gbps, delay: 1us}, core: {rate: 10Gbps, delay: 1us}}
+workload:
+  - type: permutation
+    size: 10KB
+`
+	dir := write(t, map[string]string{"s.yaml": topo})
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"topo", filepath.Join(dir, "s.yaml")}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, w := range []string{"tier 0 nodes: h0 h1 ", "tier 3 nodes: core0 core1 core2 core3\n"} {
+		if !strings.Contains(stdout.String(), w) {
+			t.Errorf("topo (36 nodes) lacks %q:\n%s", w, stdout.String())
+		}
+	}
+	stdout.Reset()
+	if code := run([]string{"topo", filepath.Join(dir, "s.yaml"), "--nodes"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("--nodes: exit %d: %s", code, stderr.String())
+	}
+	lines := regexp.MustCompile(`(?m)^  (\S+) (host|switch) (\d+): (.*)$`).FindAllStringSubmatch(stdout.String(), -1)
+	if len(lines) != 16+20 {
+		t.Fatalf("--nodes: %d node lines, want 36:\n%s", len(lines), stdout.String())
+	}
+	// Every switch and its first neighbour make a link an impairment accepts.
+	var imp strings.Builder
+	imp.WriteString("impairments:\n")
+	for _, l := range lines {
+		if l[2] == "switch" {
+			fmt.Fprintf(&imp, "  - {link: [%s, %s], loss: 0.1%%}\n", l[1], strings.Fields(l[4])[0])
+		}
+	}
+	dir2 := write(t, map[string]string{"s.yaml": topo + imp.String()})
+	if code := run([]string{"validate", filepath.Join(dir2, "s.yaml")}, &stdout, &stderr); code != 0 {
+		t.Errorf("the names topo --nodes prints are not link names: exit %d: %s", code, stderr.String())
+	}
+	// A large fabric says how to list them.
+	stdout.Reset()
+	if code := run([]string{"topo", "../../examples/fattree-k8-permutation.yaml"}, &stdout, &stderr); code != 0 ||
+		!strings.Contains(stdout.String(), "nodes: 208 (lockstep topo --nodes lists their names)") {
+		t.Errorf("k=8 topo: exit %d, want the --nodes hint:\n%s", code, stdout.String())
 	}
 }
