@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -91,5 +92,48 @@ workload:
 	if code := run([]string{"topo", "../../examples/fattree-k8-permutation.yaml"}, &stdout, &stderr); code != 0 ||
 		!strings.Contains(stdout.String(), "nodes: 208 (lockstep topo --nodes lists their names)") {
 		t.Errorf("k=8 topo: exit %d, want the --nodes hint:\n%s", code, stdout.String())
+	}
+}
+
+// lockstep experiment without a name lists the experiments and their
+// pages; with one it writes into out/experiments (not the checked-in
+// docs/experiments, which --docs asks for), under the page name the help
+// and the list give (multi_loss.md for multi-loss).
+func TestExperiment_ListsAndWritesOutsideTheDocs(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"experiment"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("experiment: exit %d: %s", code, stderr.String())
+	}
+	for _, w := range []string{"multi-loss   multi_loss.md", "hystart", "scalable", "spraying"} {
+		if !strings.Contains(stdout.String(), w) {
+			t.Errorf("experiment (no name) lacks %q:\n%s", w, stdout.String())
+		}
+	}
+	stdout.Reset()
+	if code := run([]string{"experiment", "--help"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "multi_loss.md") ||
+		!strings.Contains(stdout.String(), "out/experiments") {
+		t.Errorf("experiment --help: exit %d, want multi_loss.md and out/experiments in:\n%s", code, stdout.String())
+	}
+	examples, err := filepath.Abs(filepath.Join("..", "..", "examples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if code := run([]string{"experiment", "multi-loss", "--examples", examples, "--quiet"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("experiment multi-loss: exit %d: %s", code, stderr.String())
+	}
+	for _, f := range []string{"out/experiments/multi_loss.md", "out/experiments/multi_loss/fct.csv"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("experiment multi-loss wrote no %s: %v", f, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "docs")); err == nil {
+		t.Errorf("experiment multi-loss wrote into docs/ without --docs")
+	}
+	stderr.Reset()
+	if code := run([]string{"experiment", "multi-loss", "--docs", "--out", "x"}, &stdout, &stderr); code != exitUsage ||
+		!strings.Contains(stderr.String(), "--docs and --out") {
+		t.Errorf("--docs with --out: exit %d %q, want %d naming both", code, stderr.String(), exitUsage)
 	}
 }
