@@ -2,13 +2,16 @@ package docs
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/runner"
 	"github.com/lockstep-sim/lockstep/scenario"
+	"github.com/lockstep-sim/lockstep/sweep"
 )
 
 // TestScenarioDoc_ExamplesRun validates and runs every ```yaml block of
@@ -54,6 +57,7 @@ var fieldTables = map[string]reflect.Type{
 	"switch":           reflect.TypeFor[scenario.Switch](),
 	"impairments":      reflect.TypeFor[scenario.Impairment](),
 	"placement":        reflect.TypeFor[scenario.Placement](),
+	"Sweeps":           reflect.TypeFor[sweep.Spec](),
 }
 
 // yamlFields returns the yaml names of t's fields (t a struct, or a
@@ -199,5 +203,67 @@ func TestScenarioDoc_FieldTablesMatchTheStructs(t *testing.T) {
 	}
 	if tables < len(fieldTables)+1 {
 		t.Errorf("checked %d tables, want at least %d", tables, len(fieldTables)+1)
+	}
+}
+
+// TestScenarioDoc_SweepExampleRuns runs the ```yaml sweep block of
+// scenario.md's "Sweeps" (from this folder, as the page says) and checks
+// the folders and CSV files the section describes.
+func TestScenarioDoc_SweepExampleRuns(t *testing.T) {
+	text, err := os.ReadFile("scenario.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```yaml sweep\n(.*?)```").FindStringSubmatch(string(text))
+	if m == nil {
+		t.Fatal("no ```yaml sweep block in scenario.md")
+	}
+	f, err := os.CreateTemp(".", ".sweep-example-*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(f.Name()) })
+	if _, err := f.WriteString(m[1]); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	l, err := sweep.Load(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	rep, err := sweep.Run(l, sweep.Options{Out: out, Parallel: 2, Run: func(b *scenario.Built, dir string) error {
+		r, err := runner.Run(b, runner.Options{})
+		if err != nil {
+			return err
+		}
+		return r.WriteDir(dir, results.Perf{}, nil)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Runs != 8 || len(rep.Failed) != 0 {
+		t.Errorf("%d runs, failed %v; the page says 8 runs", rep.Runs, rep.Failed)
+	}
+	for _, name := range []string{"sweep.csv", "sweep-summary.csv", "cc=dctcp,buffer=128KiB/seed=2/summary.json",
+		"cc=reno,buffer=512KiB/seed=1/fct.csv"} {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Errorf("the sweep wrote no %s: %v", name, err)
+		}
+	}
+	sec := string(text)[strings.Index(string(text), "## Sweeps"):]
+	for _, m := range sweep.Metrics {
+		if !strings.Contains(sec, "`"+m.Name+"`") {
+			t.Errorf("the Sweeps section does not list the metric %s", m.Name)
+		}
+	}
+	sum, err := os.ReadFile(filepath.Join(out, "sweep-summary.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, col := range []string{"point,transport.cc,topology.dumbbell.bottleneck.buffer,runs,fct_p50_ns_mean,fct_p50_ns_ci95"} {
+		if !strings.HasPrefix(string(sum), col) {
+			t.Errorf("sweep-summary.csv starts %q, want %q", strings.SplitN(string(sum), "\n", 2)[0], col)
+		}
 	}
 }

@@ -260,9 +260,8 @@ func partOf(r *Part) any {
 }
 
 // Summary is summary.json's machine-independent part. Events, packets and
-// losses are sums over the parts; Perf.PeakEventQueue is the largest part's
-// and Perf.PacketPool the sum of the parts' pools (the rest of Perf is the
-// caller's: WriteDir).
+// losses are sums over the parts; PeakEventQueue is the largest part's and
+// PacketPool the sum of the parts' pools (WriteDir writes both under perf).
 func (o *Outputs) Summary() Summary {
 	b := o.Built
 	s := Summary{Scenario: filepath.Base(b.File), Name: b.Name, Digest: b.Digest(), Seed: b.Seed(),
@@ -275,8 +274,8 @@ func (o *Outputs) Summary() Summary {
 		s.Events += r.Stats.Events
 		s.PacketsSent += r.Stats.Sent
 		s.LinkLost += r.Stats.LinkLost
-		s.Perf.PeakEventQueue = max(s.Perf.PeakEventQueue, r.Stats.PeakQueue)
-		s.Perf.PacketPool += r.PoolSlots
+		s.PeakEventQueue = max(s.PeakEventQueue, r.Stats.PeakQueue)
+		s.PacketPool += r.PoolSlots
 		s.HostPackets += r.HostPackets
 	}
 	var fcts []sim.Time
@@ -379,7 +378,7 @@ func (o *Outputs) WriteDir(dir string, perf Perf, extra any) error {
 		}
 	}
 	s := o.Summary()
-	perf.PeakEventQueue, perf.PacketPool = s.Perf.PeakEventQueue, s.Perf.PacketPool
+	perf.PeakEventQueue, perf.PacketPool = s.PeakEventQueue, s.PacketPool
 	s.Perf = perf
 	s.Extra = extra
 	return WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error {

@@ -161,6 +161,11 @@ type Summary struct {
 	Complete          bool   `json:"complete"`
 	Reason            string `json:"incomplete_reason,omitempty"`
 	MissingPartitions []int  `json:"missing_partitions,omitempty"`
+	// PeakEventQueue (the largest part's) and PacketPool (the sum of the
+	// parts') depend on how the run was cut: WriteDir writes them under
+	// perf (Perf.PeakEventQueue, Perf.PacketPool), not here.
+	PeakEventQueue int `json:"-"`
+	PacketPool     int `json:"-"`
 	// Build is the binary that wrote the file (lockstep version).
 	Build version.Info `json:"build"`
 	Perf  Perf         `json:"perf"`
