@@ -249,11 +249,11 @@ func partOf(r *Part) any {
 
 // Summary is summary.json's machine-independent part. Events, packets and
 // losses are sums over the parts; PeakEventQueue is the largest part's and
-// PacketPool the sum of the parts' pools.
+// PacketPool the sum of the parts' pools (WriteDir writes both under perf).
 func (o *Outputs) Summary() Summary {
 	b := o.Built
 	s := Summary{Scenario: filepath.Base(b.File), Name: b.Name, Digest: b.Digest(), Seed: b.Seed(),
-		EndNs: o.End.NsString(), Flows: len(b.Fabric.Flows), StoppedBy: o.StoppedBy, Complete: o.Complete,
+		EndPs: int64(o.End), EndNs: json.Number(o.End.NsString()), Flows: len(b.Fabric.Flows), StoppedBy: o.StoppedBy, Complete: o.Complete,
 		Reason: o.Reason, MissingPartitions: o.Missing, Build: version.Get()}
 	for _, r := range o.Parts {
 		if r == nil {
@@ -373,6 +373,7 @@ func (o *Outputs) WriteDir(dir string, perf Perf, extra any) error {
 		}
 	}
 	s := o.Summary()
+	perf.PeakEventQueue, perf.PacketPool = s.PeakEventQueue, s.PacketPool
 	s.Perf = perf
 	s.Extra = extra
 	return WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error {

@@ -873,6 +873,9 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 			if w.CDF == "" {
 				return nil, l.errf(path+".cdf", "required for poisson arrivals")
 			}
+			if w.Duration <= 0 {
+				return nil, l.errf(path+".duration", "required for poisson arrivals and positive: how long flows arrive after start (e.g. 1ms)")
+			}
 			data, rerr := l.read(path+".cdf", w.CDF)
 			if rerr != nil {
 				return nil, rerr

@@ -131,7 +131,7 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	last := start
 	show := !quiet && (v.GetBool("run.progress") || isTerminal(stderr))
 	opt := runner.Options{Progress: func(p runner.Progress) {
-		if !show || time.Since(last) < 200*time.Millisecond && p.FlowsDone != p.Flows {
+		if !show || time.Since(last) < 200*time.Millisecond && p.FlowsDone != p.Flows && !p.Final {
 			return
 		}
 		last = time.Now()
