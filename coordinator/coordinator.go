@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/nats-io/nats.go"
 
+	"github.com/lockstep-sim/lockstep/coordinator/barrier"
 	"github.com/lockstep-sim/lockstep/internal/liveness"
 	"github.com/lockstep-sim/lockstep/internal/member"
 	"github.com/lockstep-sim/lockstep/internal/wire"
@@ -65,6 +66,11 @@ type Config struct {
 	// publishes its last grant again and asks the nodes to resend their
 	// reports and batches (messages lost in a NATS outage; default 500ms).
 	StallAfter time.Duration
+	// JoinTimeout bounds how long a replica that has never known a raft
+	// leader waits for one (its peers starting, an election) before it
+	// fails (default 60s). Once it has known one, PeerTimeout bounds a
+	// time without a leader and without a leader's status.
+	JoinTimeout time.Duration
 	// Election is raft's heartbeat and election timeout (default 300ms,
 	// for a loopback or LAN cluster; 50ms for a single replica).
 	Election time.Duration
@@ -99,8 +105,17 @@ type Coordinator struct {
 
 	notify chan bool
 	props  chan Command
-	done   chan struct{} // closed by Close
-	wg     sync.WaitGroup
+	// finishSeen says a leader's status said the run finished; over is
+	// closed when, besides, there is no raft leader any more: a follower
+	// that has not applied the finish (the leader may exit before it sends
+	// the commit index) and has nothing left to wait for. statusSub hears
+	// the status, and heard is when a leader's status last came (unix ns).
+	finishSeen atomic.Bool
+	over       chan struct{}
+	statusSub  *nats.Subscription
+	heard      atomic.Int64
+	done       chan struct{} // closed by Close
+	wg         sync.WaitGroup
 
 	mu      sync.Mutex
 	lead    *leader // guarded by mu; nil unless leading
@@ -137,6 +152,9 @@ func Start(cfg Config) (*Coordinator, error) {
 	if cfg.PeerTimeout <= 0 {
 		cfg.PeerTimeout = liveness.DefaultTimeout
 	}
+	if cfg.JoinTimeout <= 0 {
+		cfg.JoinTimeout = DefaultJoinTimeout
+	}
 	if cfg.StallAfter <= 0 {
 		cfg.StallAfter = 500 * time.Millisecond
 	}
@@ -155,15 +173,85 @@ func Start(cfg Config) (*Coordinator, error) {
 	su := cfg.Setup
 	c := &Coordinator{cfg: cfg, log: log.With("coordinator", cfg.ID), subj: subj, fsm: &FSM{},
 		rcfg:   RunConfig{Digest: su.Digest, Seed: seedOf(su), P: su.P, Part: su.Part, Lookahead: su.Lookahead, StopAt: su.StopAt},
-		notify: make(chan bool, 16), props: make(chan Command, 64), done: make(chan struct{}), failed: make(chan struct{})}
+		notify: make(chan bool, 16), props: make(chan Command, 64), done: make(chan struct{}), failed: make(chan struct{}),
+		over: make(chan struct{})}
+	sub, err := cfg.Conn.Subscribe(subj.Status(), c.onStatus)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator %s: subscribe to the leader's status: %w", cfg.ID, err)
+	}
+	c.statusSub = sub
 	if err := c.startRaft(); err != nil {
+		_ = sub.Unsubscribe()
 		c.closeRaft()
 		return nil, err
 	}
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go c.watch()
 	go c.propose()
+	go c.deadline()
 	return c, nil
+}
+
+// DefaultJoinTimeout is Config.JoinTimeout's default.
+const DefaultJoinTimeout = 60 * time.Second
+
+// onStatus hears the leader's status: a heartbeat (progress, for
+// deadline), and the end of the run when it says finished.
+func (c *Coordinator) onStatus(msg *nats.Msg) {
+	m, err := wire.Decode(msg.Data)
+	if err != nil || m.Kind != wire.KindControl || m.Control.Type != wire.TypeStatus {
+		return
+	}
+	var st wire.Status
+	if m.Control.UnmarshalBody(&st) != nil {
+		return
+	}
+	c.heard.Store(time.Now().UnixNano())
+	if st.Phase == barrier.PhaseFinished.String() {
+		c.finishSeen.Store(true)
+	}
+}
+
+// deadline is the replica's own liveness check (docs/design.md §10: every
+// wait has a deadline). A replica with neither a raft leader nor a
+// leader's status for PeerTimeout (JoinTimeout until it first knew a
+// leader) fails: the others are gone, or it is cut off from them, and the
+// run cannot go on through it. Without it a follower that missed the end
+// of the run would stand for election for ever. A replica that has heard
+// a leader say the run finished stops as soon as there is no leader (it
+// does not stop while there is one: the leader may need it to commit the
+// finish).
+func (c *Coordinator) deadline() {
+	defer c.wg.Done()
+	every := liveness.Interval(c.cfg.PeerTimeout, time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last, known := time.Now(), false
+	for {
+		select {
+		case <-c.done:
+			return
+		case now := <-t.C:
+			heard := time.Unix(0, c.heard.Load())
+			addr, _ := c.raft.LeaderWithID()
+			if addr == "" && c.finishSeen.Load() {
+				close(c.over)
+				return
+			}
+			if addr != "" || now.Sub(heard) < 2*liveness.Interval(c.cfg.PeerTimeout, c.cfg.StatusEvery)+every {
+				last, known = now, true
+				continue
+			}
+			wait, what := c.cfg.PeerTimeout, "no raft leader and no leader status"
+			if !known {
+				wait, what = c.cfg.JoinTimeout, "no raft leader elected"
+			}
+			if now.Sub(last) > wait {
+				c.fail(fmt.Errorf("coordinator %s: %s for %v (the other coordinators are gone or unreachable)", c.cfg.ID, what, wait))
+				return
+			}
+		}
+	}
 }
 
 func seedOf(su *wire.Setup) uint64 { return su.Seed }
@@ -306,6 +394,9 @@ func (c *Coordinator) Close() error {
 		l.stop()
 	}
 	close(c.done)
+	if c.statusSub != nil {
+		_ = c.statusSub.Unsubscribe()
+	}
 	err := c.closeRaft()
 	c.wg.Wait()
 	return err
@@ -410,6 +501,18 @@ func Run(ctx context.Context, cfg Config) error {
 	case <-c.Failed():
 	case <-c.fsm.Finished():
 		c.log.Info("run finished")
+		// Say so, so that a follower that has not applied the finish
+		// (this replica may exit before raft tells it the entry is
+		// committed) does not wait for a leader that is gone.
+		c.mu.Lock()
+		l := c.lead
+		c.mu.Unlock()
+		if l != nil {
+			l.status()
+			_ = cfg.Conn.FlushTimeout(time.Second)
+		}
+	case <-c.over:
+		c.log.Info("run finished (the last leader's status said so; it is gone)")
 	}
 	_ = c.Close() // shutting down raft mid-run may report closed transports
 	return c.Err()

@@ -26,6 +26,11 @@ type K8s struct {
 	Image        string // default lockstep:dev
 	Run          string // run id (default: lockstep)
 	PeerTimeout  string // default 20s
+	// Token is the run's NATS token, in the Secret lockstep-credentials:
+	// the NATS StatefulSet requires it of every client and every member
+	// presents it ("": none, no authentication). lockstep deploy k8s
+	// makes a random one per rendering.
+	Token string
 	// Resource requests of a node and of a coordinator.
 	NodeCPU, NodeMemory   string
 	CoordCPU, CoordMemory string
@@ -159,8 +164,10 @@ data:
 {{.Indented}}
 `,
 	"secret.yaml": `# The run's NATS credentials. A token here (nats-token) is required by
-# the NATS StatefulSet and presented by every member; per-run credentials
-# (nkeys, creds files) plug in here too. Empty: no authentication.
+# the NATS StatefulSet and presented by every member ($LOCKSTEP_NATS_TOKEN,
+# never argv). 'lockstep deploy k8s' puts a random one here for every
+# rendering; this base's is empty (no authentication): patch a token in
+# from an overlay, or render the run with 'lockstep deploy k8s'.
 apiVersion: v1
 kind: Secret
 metadata:
@@ -169,7 +176,7 @@ metadata:
 ` + k8sLabels + `
 type: Opaque
 stringData:
-  nats-token: ""
+  nats-token: "{{.Token}}"
 `,
 	"nats.yaml": `apiVersion: v1
 kind: Service

@@ -17,7 +17,7 @@ import (
 )
 
 // exampleK8s is what deploy/k8s/base is rendered from:
-// lockstep deploy k8s examples/fattree-k8-permutation.yaml --partitions 4 --run-id example --out deploy/k8s/base
+// lockstep deploy k8s examples/fattree-k8-permutation.yaml --partitions 4 --run-id example --no-auth --out deploy/k8s/base
 func exampleK8s(t *testing.T) K8s {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "examples", "fattree-k8-permutation.yaml"))

@@ -704,7 +704,8 @@ func (l *launch) startCoordinators(ctx context.Context, su *wire.Setup) error {
 		id := fmt.Sprintf("c%d", i+1)
 		args := []string{"coordinator", "--setup", setup, "--nats", l.url, "--run", l.o.RunID, "--id", id,
 			"--raft-addr", fmt.Sprintf("127.0.0.1:%d", p), "--peers", strings.Join(peers, ","),
-			"--raft-dir", filepath.Join(dir, id), "--peer-timeout", l.o.PeerTimeout.String()}
+			"--raft-dir", filepath.Join(dir, id), "--peer-timeout", l.o.PeerTimeout.String(),
+			"--join-timeout", l.o.JoinTimeout.String()}
 		if l.o.MarkEvery > 0 {
 			args = append(args, "--mark-every", strconv.FormatUint(l.o.MarkEvery, 10))
 		}

@@ -58,12 +58,13 @@ these processes itself, each with the setup it built.`,
 	f.Duration("status-every", 0, "how often the leader publishes its status (default 250ms)")
 	f.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	f.String("setup", "", "serve this setup file (written by 'lockstep run') instead of building FILE")
-	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long a node may be silent, or NATS unreachable, before the leader aborts the run naming the partition (exit 3)")
+	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long a node may be silent, or NATS unreachable, before the leader aborts the run naming the partition (exit 3); also how long this replica waits without a raft leader or a leader's status before it gives up (exit 3; 0 if the last leader said the run finished)")
+	f.Duration("join-timeout", coordinator.DefaultJoinTimeout, "how long this replica waits for the first raft leader (its peers starting) before it gives up (exit 3)")
 	addOutputFlags(cmd)
 	addMetricsFlags(cmd)
 	addInputFlags(cmd)
 	addNATSAuthFlags(cmd)
-	for _, n := range []string{"nats", "run", "partitions", "seed", "id", "raft-addr", "peers", "raft-dir", "mark-every", "status-every", "log-level", "peer-timeout", "metrics", "metrics-linger"} {
+	for _, n := range []string{"nats", "run", "partitions", "seed", "id", "raft-addr", "peers", "raft-dir", "mark-every", "status-every", "log-level", "peer-timeout", "join-timeout", "metrics", "metrics-linger"} {
 		_ = v.BindPFlag("coordinator."+n, f.Lookup(n))
 	}
 	return cmd
@@ -157,7 +158,7 @@ func runCoordinator(cmd *cobra.Command, v *viper.Viper, args []string, stderr io
 	cfg := coordinator.Config{Conn: nc, Run: run, Setup: su, ID: id, Creds: creds,
 		Addr: v.GetString("coordinator.raft-addr"), Peers: peers, Dir: v.GetString("coordinator.raft-dir"),
 		MarkEvery: v.GetUint64("coordinator.mark-every"), StatusEvery: v.GetDuration("coordinator.status-every"),
-		PeerTimeout: v.GetDuration("coordinator.peer-timeout"), Logger: log, RaftLog: stderr}
+		PeerTimeout: v.GetDuration("coordinator.peer-timeout"), JoinTimeout: v.GetDuration("coordinator.join-timeout"), Logger: log, RaftLog: stderr}
 	if addr := v.GetString("coordinator.metrics"); addr != "" {
 		var cm *metrics.Coordinator
 		srv, err := metrics.Listen(addr, func() bool { return cm.Ready() })

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -26,7 +28,8 @@ func newDeployCmd(stdout io.Writer) *cobra.Command {
 with stable raft peer names behind a headless Service, and a
 PodDisruptionBudget), the P nodes (an Indexed Job: the completion index is
 the partition), the scenario and the run's settings (ConfigMaps) and a
-Secret for the run's NATS credentials. Without --out they go to stdout as
+Secret for the run's NATS credentials: a random token per rendering, which
+NATS requires of every client and every member presents (--no-auth: none). Without --out they go to stdout as
 one stream ('kubectl apply -f -'); with --out, DIR gets one file each and a
 kustomization.yaml, a base for overlays (see deploy/k8s/overlays and
 docs/deploy.md). The scenario must be self-contained (no files it refers
@@ -44,6 +47,7 @@ to are shipped).`,
 	f.String("run-id", "lockstep", "run id (a DNS label): names the run on NATS and labels every object")
 	f.String("peer-timeout", "20s", "every member's --peer-timeout")
 	f.String("out", "", "write one file per manifest and a kustomization.yaml into this directory")
+	f.Bool("no-auth", false, "leave the Secret's NATS token empty (default: a random per-run token that NATS requires of every member)")
 	cmd.AddCommand(k8s)
 	return cmd
 }
@@ -68,6 +72,13 @@ func runDeployK8s(cmd *cobra.Command, file string, stdout io.Writer) error {
 	k.Image, _ = f.GetString("image")
 	k.Run, _ = f.GetString("run-id")
 	k.PeerTimeout, _ = f.GetString("peer-timeout")
+	if noAuth, _ := f.GetBool("no-auth"); !noAuth {
+		var tok [24]byte
+		if _, err := rand.Read(tok[:]); err != nil {
+			return err
+		}
+		k.Token = hex.EncodeToString(tok[:])
+	}
 	files, err := k.Render()
 	if err != nil {
 		return badInput(err)

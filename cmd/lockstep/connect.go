@@ -1,6 +1,9 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -19,6 +22,10 @@ func connectWait(url string, wait time.Duration, stderr io.Writer, who string, o
 		if err == nil {
 			return nc, nil
 		}
+		if refused(err) {
+			// The server is up and says no: waiting will not change it.
+			return nil, err
+		}
 		if time.Now().After(deadline) {
 			return nil, err
 		}
@@ -28,4 +35,18 @@ func connectWait(url string, wait time.Duration, stderr io.Writer, who string, o
 		}
 		time.Sleep(200 * time.Millisecond) // retrying against the deadline
 	}
+}
+
+// refused says whether err is the server refusing the client's
+// credentials or the client refusing the server's certificate, rather than
+// a server that is not up yet.
+func refused(err error) bool {
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var certInvalid x509.CertificateInvalidError
+	var alert tls.AlertError
+	return errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) ||
+		errors.Is(err, nats.ErrAuthRevoked) || errors.Is(err, nats.ErrAccountAuthExpired) ||
+		errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &certInvalid) ||
+		errors.As(err, &alert)
 }

@@ -4,6 +4,8 @@ package cluster
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -153,12 +155,15 @@ type launcher struct {
 	out    string
 }
 
-func startLauncher(t testing.TB, file, natsURL, run string, p int, extra ...string) *launcher {
+// token is the run's NATS token: the launcher gets it in its environment
+// ($LOCKSTEP_NATS_TOKEN), never in its argv.
+func startLauncher(t testing.TB, file, natsURL, run, token string, p int, extra ...string) *launcher {
 	t.Helper()
 	l := &launcher{done: make(chan struct{}), out: filepath.Join(t.TempDir(), "out")}
 	args := append([]string{"run", file, "--partitions", fmt.Sprint(p), "--external", "--nats", natsURL,
 		"--run-id", run, "--out", l.out, "--quiet"}, extra...)
 	l.cmd = exec.Command(lockstepHost(t), args...)
+	l.cmd.Env = append(os.Environ(), "LOCKSTEP_NATS_TOKEN="+token)
 	l.cmd.Stderr = &l.stderr
 	if err := l.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -207,14 +212,14 @@ type grantSeen struct {
 	window uint64
 }
 
-func watch(t testing.TB, url, run string) *watcher {
+func watch(t testing.TB, url, run, token string) *watcher {
 	t.Helper()
 	subj, err := wire.NewSubjects(run)
 	if err != nil {
 		t.Fatal(err)
 	}
 	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond),
-		nats.RetryOnFailedConnect(true))
+		nats.RetryOnFailedConnect(true), nats.Token(token))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +294,9 @@ func (w *watcher) firstGrantAfter(at time.Time, term uint64) (grantSeen, bool) {
 // deployment is one run across containers, as deploy/compose/ describes
 // it: NATS (lockstep nats, JetStream on), three coordinators with raft
 // between them, P nodes, all on e's network; the launcher on this host
-// reaches NATS through a loopback port.
+// reaches NATS through a loopback port. NATS requires the run's own
+// token, which every member gets from an env file (docker run
+// --env-file: not in any argv, on the host or in the containers).
 type deployment struct {
 	e       *env
 	run     string
@@ -298,23 +305,59 @@ type deployment struct {
 	port    int
 	natsURL string // from this host
 	peerTO  time.Duration
+	token   string
+	envFile string // LOCKSTEP_NATS_TOKEN=token, mode 0600
 }
 
 func (e *env) deploy(t testing.TB, file string, p int, peerTimeout time.Duration) *deployment {
-	d := &deployment{e: e, run: "r" + e.id, file: file, p: p, port: freePort(t), peerTO: peerTimeout}
+	d := &deployment{e: e, run: "r" + e.id, file: file, p: p, port: freePort(t), peerTO: peerTimeout, token: newToken(t)}
+	d.envFile = tokenEnvFile(t, d.token)
 	d.natsURL = fmt.Sprintf("nats://127.0.0.1:%d", d.port)
-	e.run(container{member: "nats", opts: []string{"-p", fmt.Sprintf("127.0.0.1:%d:4222", d.port)},
+	e.run(container{member: "nats", opts: []string{"-p", fmt.Sprintf("127.0.0.1:%d:4222", d.port), "--env-file", d.envFile},
 		args: []string{"nats", "--addr", "0.0.0.0:4222", "--store", "/tmp/js"}})
-	waitNATS(t, d.natsURL)
+	waitNATS(t, d.natsURL, d.token)
 	return d
 }
 
-// waitNATS waits until a NATS server answers on url.
-func waitNATS(t testing.TB, url string) {
+// newToken is a random per-run NATS token.
+func newToken(t testing.TB) string {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// tokenEnvFile writes a docker --env-file giving LOCKSTEP_NATS_TOKEN.
+func tokenEnvFile(t testing.TB, token string) string {
+	p := filepath.Join(t.TempDir(), "credentials.env")
+	if err := os.WriteFile(p, []byte("LOCKSTEP_NATS_TOKEN="+token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// refusesAnonymous checks that the NATS server on url refuses a client
+// without the token, and one with a wrong token.
+func refusesAnonymous(t testing.TB, url string) {
+	t.Helper()
+	for what, opts := range map[string][]nats.Option{"no token": nil, "a wrong token": {nats.Token("wrong")}} {
+		nc, err := nats.Connect(url, append(opts, nats.MaxReconnects(0), nats.Timeout(5*time.Second))...)
+		if err == nil {
+			nc.Close()
+			t.Errorf("NATS on %s accepted a client with %s", url, what)
+		} else if !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+			t.Errorf("NATS on %s, a client with %s: %v; want an authorization violation", url, what, err)
+		}
+	}
+}
+
+// waitNATS waits until a NATS server answers on url (with token).
+func waitNATS(t testing.TB, url, token string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		nc, err := nats.Connect(url, nats.Timeout(time.Second))
+		nc, err := nats.Connect(url, nats.Timeout(time.Second), nats.Token(token))
 		if err == nil {
 			nc.Close()
 			return
@@ -334,18 +377,18 @@ func (d *deployment) common() []string {
 func (d *deployment) start() {
 	peers := "c1=c1:7000,c2=c2:7000,c3=c3:7000"
 	for _, id := range []string{"c1", "c2", "c3"} {
-		d.e.run(container{member: id, opts: []string{"-v", d.file + ":/scenario.yaml:ro"},
+		d.e.run(container{member: id, opts: []string{"-v", d.file + ":/scenario.yaml:ro", "--env-file", d.envFile},
 			args: append([]string{"coordinator", "/scenario.yaml", "--partitions", fmt.Sprint(d.p), "--id", id,
 				"--raft-addr", id + ":7000", "--peers", peers}, d.common()...)})
 	}
 	for i := 0; i < d.p; i++ {
-		d.e.run(container{member: fmt.Sprintf("n%d", i),
+		d.e.run(container{member: fmt.Sprintf("n%d", i), opts: []string{"--env-file", d.envFile},
 			args: append([]string{"node", "--partition", fmt.Sprint(i)}, d.common()...)})
 	}
 }
 
 func (d *deployment) launcher(t testing.TB, extra ...string) *launcher {
-	return startLauncher(t, d.file, d.natsURL, d.run, d.p, append([]string{"--peer-timeout", d.peerTO.String()}, extra...)...)
+	return startLauncher(t, d.file, d.natsURL, d.run, d.token, d.p, append([]string{"--peer-timeout", d.peerTO.String()}, extra...)...)
 }
 
 // dump logs every container's output (on failure).
@@ -368,7 +411,8 @@ func (d *deployment) nodes() []string {
 }
 
 // Case (a): the k=8 permutation across 4 node containers, 3 coordinator
-// containers and a NATS container is byte-identical to one process.
+// containers and a NATS container is byte-identical to one process. NATS
+// requires the run's token: a client without it is refused.
 func TestCluster_A_SameAsOneProcess(t *testing.T) {
 	file := scenarioFile(t, func() string {
 		b, err := os.ReadFile(filepath.Join(repoRoot(), "examples", "fattree-k8-permutation.yaml"))
@@ -380,6 +424,7 @@ func TestCluster_A_SameAsOneProcess(t *testing.T) {
 	ref := reference(t, file)
 	e := newEnv(t)
 	d := e.deploy(t, file, 4, 20*time.Second)
+	refusesAnonymous(t, d.natsURL)
 	start := time.Now()
 	l := d.launcher(t)
 	defer d.dump(t, l)
@@ -413,7 +458,9 @@ func TestCluster_A_SameAsOneProcess(t *testing.T) {
 	// The nodes stored their results in JetStream too (lockstep nats has
 	// it on): fetched back, they are the same bytes.
 	fetched := filepath.Join(t.TempDir(), "fetched")
-	if b, err := exec.Command(lockstepHost(t), "fetch-results", d.run, "--nats", d.natsURL, "--out", fetched).CombinedOutput(); err != nil {
+	fetch := exec.Command(lockstepHost(t), "fetch-results", d.run, "--nats", d.natsURL, "--out", fetched)
+	fetch.Env = append(os.Environ(), "LOCKSTEP_NATS_TOKEN="+d.token)
+	if b, err := fetch.CombinedOutput(); err != nil {
 		t.Fatalf("fetch-results: %v: %s", err, b)
 	} else {
 		t.Logf("%s", bytes.TrimSpace(b))
@@ -424,11 +471,12 @@ func TestCluster_A_SameAsOneProcess(t *testing.T) {
 			t.Errorf("%s: exit %d, %v", m, code, err)
 		}
 	}
-	// A coordinator exits once it has applied the run's end; a follower
-	// that had not when the others left stays (the cleanup removes it).
+	// No coordinator lingers: each exits once it has applied the run's
+	// end, or heard the last leader say so and found no leader left.
 	for _, m := range []string{"c1", "c2", "c3"} {
-		st, _ := docker("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", e.name(m))
-		t.Logf("coordinator %s after the run: %s", m, st)
+		if code, err := e.exitCode(m, 30*time.Second); err != nil || code != 0 {
+			t.Errorf("coordinator %s: exit %d, %v", m, code, err)
+		}
 	}
 }
 
@@ -439,7 +487,7 @@ func TestCluster_B_LeaderKilled(t *testing.T) {
 	ref := reference(t, file)
 	e := newEnv(t)
 	d := e.deploy(t, file, 4, 20*time.Second)
-	w := watch(t, d.natsURL, d.run)
+	w := watch(t, d.natsURL, d.run, d.token)
 	l := d.launcher(t)
 	defer d.dump(t, l)
 	d.start()
@@ -471,7 +519,7 @@ func TestCluster_C_NodeCutOff(t *testing.T) {
 	e := newEnv(t)
 	const peerTO = 3 * time.Second
 	d := e.deploy(t, file, 4, peerTO)
-	w := watch(t, d.natsURL, d.run)
+	w := watch(t, d.natsURL, d.run, d.token)
 	l := d.launcher(t)
 	defer func() {
 		if t.Failed() {
@@ -519,7 +567,7 @@ func TestCluster_D_NATSRestarted(t *testing.T) {
 	ref := reference(t, file)
 	e := newEnv(t)
 	d := e.deploy(t, file, 4, 20*time.Second)
-	w := watch(t, d.natsURL, d.run)
+	w := watch(t, d.natsURL, d.run, d.token)
 	l := d.launcher(t)
 	defer d.dump(t, l)
 	d.start()

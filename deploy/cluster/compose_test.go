@@ -27,9 +27,10 @@ func TestCompose_SameAsOneProcess(t *testing.T) {
 	ref := reference(t, file)
 	e := newEnv(t) // its network is unused: compose makes its own, labelled for the cleanup
 	port := freePort(t)
+	token := newToken(t) // docker-compose passes it on from its environment, never argv
 	yml := filepath.Join(repoRoot(), "deploy", "compose", "docker-compose.yml")
 	env := append(os.Environ(), "LOCKSTEP_IMAGE="+e.image, "LOCKSTEP_SCENARIO="+file, "LOCKSTEP_RUN=compose-"+e.id,
-		fmt.Sprintf("LOCKSTEP_NATS_PORT=%d", port), "LOCKSTEP_TEST_ID="+e.id)
+		fmt.Sprintf("LOCKSTEP_NATS_PORT=%d", port), "LOCKSTEP_TEST_ID="+e.id, "LOCKSTEP_NATS_TOKEN="+token)
 	dc := func(args ...string) ([]byte, error) {
 		c := exec.Command(compose, append([]string{"-f", yml, "-p", e.id}, args...)...)
 		c.Env = env
@@ -44,9 +45,10 @@ func TestCompose_SameAsOneProcess(t *testing.T) {
 		t.Fatalf("docker-compose up: %v: %s", err, out)
 	}
 	natsURL := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	waitNATS(t, natsURL)
+	waitNATS(t, natsURL, token)
+	refusesAnonymous(t, natsURL)
 	start := time.Now()
-	l := startLauncher(t, file, natsURL, "compose-"+e.id, 4)
+	l := startLauncher(t, file, natsURL, "compose-"+e.id, token, 4)
 	if code := l.wait(t, 3*time.Minute); code != 0 {
 		out, _ := dc("logs", "--no-color")
 		t.Fatalf("launcher exit %d:\n%s\n%s", code, l.stderr.String(), out)

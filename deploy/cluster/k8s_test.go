@@ -71,7 +71,9 @@ func TestK8s_PodsAsRenderedRunAsContainers(t *testing.T) {
 	ref := reference(t, file)
 	e := newEnvSubnet(t)
 	run := "k" + e.id
-	files, err := deploy.K8s{Scenario: text, ScenarioName: "scenario.yaml", Partitions: 4, Image: e.image, Run: run}.Render()
+	token := newToken(t) // what lockstep deploy k8s puts in the Secret
+	files, err := deploy.K8s{Scenario: text, ScenarioName: "scenario.yaml", Partitions: 4, Image: e.image, Run: run,
+		Token: token}.Render()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,10 +207,21 @@ func TestK8s_PodsAsRenderedRunAsContainers(t *testing.T) {
 				t.Fatalf("%s: env %s from an unsupported source", p.name, ev.Name)
 			}
 		}
-		var opts []string
+		// The environment goes in an env file (0600), as the kubelet puts
+		// it in the container's environment: the Secret's token shows in
+		// no argv, on the host or in the container.
+		var envText strings.Builder
 		for _, k := range order {
-			opts = append(opts, "-e", k+"="+env[k])
+			if strings.ContainsAny(env[k], "\n\r") {
+				t.Fatalf("%s: env %s has a line break", p.name, k)
+			}
+			fmt.Fprintf(&envText, "%s=%s\n", k, env[k])
 		}
+		envFile := filepath.Join(t.TempDir(), p.name+".env")
+		if err := os.WriteFile(envFile, []byte(envText.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		opts := []string{"--env-file", envFile}
 		if sc := p.spec.SecurityContext; sc != nil && sc.RunAsUser != nil {
 			opts = append(opts, "--user", fmt.Sprint(*sc.RunAsUser))
 		}
@@ -267,8 +280,9 @@ func TestK8s_PodsAsRenderedRunAsContainers(t *testing.T) {
 			k++
 		}
 	}
-	waitNATS(t, natsURL)
-	l := startLauncher(t, file, natsURL, run, 4)
+	waitNATS(t, natsURL, token)
+	refusesAnonymous(t, natsURL)
+	l := startLauncher(t, file, natsURL, run, token, 4)
 	defer func() {
 		if t.Failed() {
 			t.Logf("launcher:\n%s", l.stderr.String())
