@@ -192,12 +192,24 @@ type FlowSpec struct {
 	// Hops is the number of links on the flow's path (set by the fabric;
 	// STrack's target delay scales with it).
 	Hops int
+	// Dependencies (docs/design.md §11). A flow with Need > 0 does not
+	// start at Start: it starts when it has been activated Need times,
+	// each activation arriving Delay after its cause. OnRecvDone lists the
+	// flows this flow activates when its receiver has every byte
+	// (receiver-side completion), OnSendDone those it activates when its
+	// sender has every ACK. An activation of a flow that already started
+	// changes nothing.
+	Need       int32
+	Delay      sim.Time
+	OnRecvDone []int32
+	OnSendDone []int32
 }
 
 // FlowRecord is what a run reports per flow. The sender fills the send-side
 // fields and the receiver Finish, so partitions can merge their records.
 type FlowRecord struct {
 	Started       bool
+	StartAt       sim.Time // when the flow started (sender side)
 	Finished      bool     // the receiver has every byte
 	Finish        sim.Time // when the last byte arrived
 	AckedAt       sim.Time // when the sender saw everything acknowledged (0 if not)

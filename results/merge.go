@@ -284,7 +284,7 @@ func (o *Outputs) Summary() Summary {
 		rec := &o.Records[i]
 		if rec.Finished {
 			s.FlowsFinished++
-			fct := rec.Finish - b.Fabric.Flows[i].Start
+			fct := rec.Finish - FlowStart(&b.Fabric.Flows[i], rec)
 			fcts = append(fcts, fct)
 			if i < len(o.Ideal) && o.Ideal[i] > 0 {
 				slows = append(slows, Slowdown(fct, o.Ideal[i]))
