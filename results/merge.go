@@ -356,6 +356,19 @@ func (o *Outputs) WriteDir(dir string, perf Perf, extra any) error {
 			return err
 		}
 	}
+	if len(o.Built.Collectives) > 0 {
+		rows := o.Collectives()
+		if err := WriteFileAtomic(filepath.Join(dir, "collectives.csv"), func(w io.Writer) error {
+			return WriteCollectives(w, rows)
+		}); err != nil {
+			return err
+		}
+		if err := WriteFileAtomic(filepath.Join(dir, "jobs.csv"), func(w io.Writer) error {
+			return WriteJobs(w, rows)
+		}); err != nil {
+			return err
+		}
+	}
 	if len(o.Depths) > 0 {
 		if err := WriteFileAtomic(filepath.Join(dir, "queue_depth.csv"), func(w io.Writer) error {
 			return WriteDepth(w, o.Depths)

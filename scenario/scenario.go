@@ -246,7 +246,8 @@ type Switch struct {
 // Workload is one group of flows; a scenario concatenates its groups and
 // numbers the flows 0..n-1 in that order.
 type Workload struct {
-	// Type: flows, permutation, incast, alltoall, poisson or cm.
+	// Type: flows, permutation, incast, alltoall, poisson, cm or
+	// collective.
 	Type  string         `yaml:"type" lockstep:"required"`
 	Flows []FlowEntry    `yaml:"flows"` // flows
 	Size  yamlx.Size     `yaml:"size"`  // permutation, incast, alltoall
@@ -264,8 +265,39 @@ type Workload struct {
 	CDF      string         `yaml:"cdf"`
 	Duration yamlx.Duration `yaml:"duration"`
 	MaxFlows int            `yaml:"max_flows"`
-	// CM: an htsim connection-matrix file.
-	File string `yaml:"file"`
+	// CM: an htsim connection-matrix file. TriggerDelay is the delay of
+	// its triggers (htsim: none).
+	File         string         `yaml:"file"`
+	TriggerDelay yamlx.Duration `yaml:"trigger_delay"`
+	// Collective: a collective (or a job of them) over ranks on Hosts (or
+	// the ranks of Collective.Ranks), of Size bytes, from Start.
+	Collective *CollectiveSpec `yaml:"collective"`
+}
+
+// CollectiveSpec is a collective of ML training, repeated as a job.
+type CollectiveSpec struct {
+	// Job names it in collectives.csv and jobs.csv (default w<index>).
+	Job string `yaml:"job"`
+	// Op: allreduce, reduce_scatter, allgather or alltoall.
+	Op string `yaml:"op" lockstep:"required"`
+	// Algorithm: ring (default), halving_doubling or double_binary_tree
+	// (allreduce); direct (alltoall, the default there).
+	Algorithm string `yaml:"algorithm"`
+	// Ranks: with no hosts, this many ranks, one per host in order from
+	// FirstHost, or rail-aware (Placement rail).
+	Ranks     int    `yaml:"ranks"`
+	FirstHost int    `yaml:"first_host"`
+	Placement string `yaml:"placement"` // in_order (default) or rail
+	// GPUsPerServer: for placement rail, hosts are NICs and every
+	// GPUsPerServer consecutive hosts are one server (NIC i on rail i).
+	GPUsPerServer int `yaml:"gpus_per_server"`
+	Chunks        int `yaml:"chunks"`
+	Pipeline      int `yaml:"pipeline"`
+	// Delay of every dependency between steps (a reduction's cost).
+	Delay yamlx.Duration `yaml:"delay"`
+	// Iterations of compute then collective (default 1), Compute long.
+	Iterations int            `yaml:"iterations"`
+	Compute    yamlx.Duration `yaml:"compute"`
 }
 
 // FlowEntry is one explicit flow.
