@@ -214,7 +214,7 @@ func perPiece(chunks int, deps ...[]int32) [][]int32 {
 func (g *collGen) ring(steps int) {
 	n := g.n
 	seg := (g.c.Size + int64(n) - 1) / int64(n) // the last segment may be padded
-	prev := make([][]int32, n) // by sending rank: the pieces of the last step
+	prev := make([][]int32, n)                  // by sending rank: the pieces of the last step
 	for s := 0; s < steps; s++ {
 		cur := make([][]int32, n)
 		for r := 0; r < n; r++ {
