@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math/bits"
 	"strconv"
 
 	"github.com/lockstep-sim/lockstep/hostsim"
@@ -120,7 +121,24 @@ func IdealCCT(rate sim.Bandwidth, cfg hostsim.Config, flows []hostsim.FlowSpec, 
 			nic = max(nic, v)
 		}
 	}
-	return max(path, rate.TxTime(int(min(nic, int64(^uint(0)>>1)))))
+	return max(path, longTxTime(rate, nic))
+}
+
+// longTxTime is the time rate takes for n bytes, rounded up, without the
+// overflow of sim.Bandwidth.TxTime above about 1 MB.
+func longTxTime(rate sim.Bandwidth, n int64) sim.Time {
+	if rate <= 0 || n <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(n)*8, uint64(sim.Second))
+	if hi >= uint64(rate) {
+		return sim.Never
+	}
+	q, r := bits.Div64(hi, lo, uint64(rate))
+	if r > 0 {
+		q++
+	}
+	return sim.Time(min(q, uint64(sim.Never)))
 }
 
 func fmtGB(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }

@@ -413,8 +413,8 @@ func (l *loader) topology(t *Topology) (*topologies.Topology, error) {
 	}
 	// Exactly the section Type names may be present.
 	present := map[string]bool{"dumbbell": t.Dumbbell != nil, "leafspine": t.LeafSpine != nil,
-		"fattree": t.FatTree != nil, "htsim": t.Htsim != nil, "graph": t.Graph != nil}
-	for _, k := range []string{"dumbbell", "leafspine", "fattree", "htsim", "graph"} {
+		"fattree": t.FatTree != nil, "htsim": t.Htsim != nil, "graph": t.Graph != nil, "rail": t.Rail != nil}
+	for _, k := range []string{"dumbbell", "leafspine", "fattree", "htsim", "graph", "rail"} {
 		if present[k] && k != t.Type {
 			return nil, l.errf("topology."+k, "present, but topology.type is %q", t.Type)
 		}
@@ -434,6 +434,23 @@ func (l *loader) topology(t *Topology) (*topologies.Topology, error) {
 			return nil, err
 		}
 		topo, err := topologies.Dumbbell(topologies.DumbbellConfig{Senders: d.Senders, Receivers: d.Receivers, Host: host, Bottleneck: bn})
+		return topo, wrap(err)
+	case "rail":
+		d := t.Rail
+		if d == nil {
+			return nil, missing("rail")
+		}
+		host, err := l.tier("topology.rail.host", &d.Host)
+		if err != nil {
+			return nil, err
+		}
+		fab, err := l.tier("topology.rail.fabric", &d.Fabric)
+		if err != nil {
+			return nil, err
+		}
+		joined := d.Joined == nil || *d.Joined
+		topo, err := topologies.Rail(topologies.RailConfig{Servers: d.Servers, GPUs: d.GPUsPerServer, ServersPerLeaf: d.ServersPerLeaf,
+			Spines: d.Spines, Joined: joined, Host: host, Fabric: fab, SwitchLatency: sim.Time(d.SwitchLatency)})
 		return topo, wrap(err)
 	case "leafspine":
 		d := t.LeafSpine
@@ -535,7 +552,7 @@ func (l *loader) topology(t *Topology) (*topologies.Topology, error) {
 		topo, err := topologies.Graph(gc)
 		return topo, wrap(err)
 	}
-	return nil, l.errf("topology.type", "unknown topology %q (known: dumbbell, leafspine, fattree, htsim, graph)", t.Type)
+	return nil, l.errf("topology.type", "unknown topology %q (known: dumbbell, leafspine, fattree, htsim, graph, rail)", t.Type)
 }
 
 func (l *loader) transport(t *Transport) (hostsim.Config, error) {

@@ -50,6 +50,21 @@ type Topology struct {
 	FatTree   *FatTree   `yaml:"fattree"`
 	Htsim     *Htsim     `yaml:"htsim"`
 	Graph     *Graph     `yaml:"graph"`
+	Rail      *Rail      `yaml:"rail"`
+}
+
+// Rail is a rail-optimised fabric: servers of GPUsPerServer NICs, NIC g of
+// every server on rail g, each rail a leaf-spine (Joined: the rails share
+// their spines; default true).
+type Rail struct {
+	Servers        int            `yaml:"servers" lockstep:"required"`
+	GPUsPerServer  int            `yaml:"gpus_per_server" lockstep:"required"`
+	ServersPerLeaf int            `yaml:"servers_per_leaf" lockstep:"required"`
+	Spines         int            `yaml:"spines" lockstep:"required"`
+	Joined         *bool          `yaml:"joined"`
+	Host           Tier           `yaml:"host"`
+	Fabric         Tier           `yaml:"fabric"`
+	SwitchLatency  yamlx.Duration `yaml:"switch_latency"`
 }
 
 // Tier is the settings of a group of links: rate, propagation delay, and
