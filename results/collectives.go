@@ -84,9 +84,10 @@ func (o *Outputs) Collectives() []CollectiveRow {
 // IdealCCT is a collective's completion time on an empty fabric: the
 // longer of its critical path (every flow taking its ideal FCT, each
 // dependency its delay) and the busiest NIC's time to send or receive
-// the instance's bytes with their headers at rate (docs/decisions.md,
-// "Ideal CCT"). With pipelining the NIC term dominates: for a ring
-// all-reduce it is 2(n-1)/n x size on the wire over the NIC rate.
+// the instance's bytes with their headers, and the ACKs it sends for what
+// it receives, at rate (docs/decisions.md, "Ideal CCT"). With pipelining
+// the NIC term dominates: for a ring all-reduce with an ACK per packet it
+// is 2(n-1)/n x size x (MTU + ACK size) / MSS over the NIC rate.
 func IdealCCT(rate sim.Bandwidth, cfg hostsim.Config, flows []hostsim.FlowSpec, in *scenario.CollectiveInstance, ideal []sim.Time) sim.Time {
 	first, n := in.First, in.Count
 	est := make([]sim.Time, n) // earliest start, relative to the collective's
@@ -108,12 +109,21 @@ func IdealCCT(rate sim.Bandwidth, cfg hostsim.Config, flows []hostsim.FlowSpec, 
 				}
 			}
 		}
-		wire := f.Size
+		wire, acks := f.Size, int64(0)
 		if mss > 0 {
-			wire += (f.Size + mss - 1) / mss * cfg.Header
+			pkts := (f.Size + mss - 1) / mss
+			wire += pkts * cfg.Header
+			acks = pkts
+			if cfg.DelAck.Enabled && cfg.DelAck.Count > 1 {
+				acks = (pkts + int64(cfg.DelAck.Count) - 1) / int64(cfg.DelAck.Count)
+			}
+			acks *= cfg.AckSize
 		}
+		// The receiver's NIC also sends the ACKs.
 		tx[f.Src] += wire
 		rx[f.Dst] += wire
+		tx[f.Dst] += acks
+		rx[f.Src] += acks
 	}
 	var nic int64
 	for _, m := range []map[int]int64{tx, rx} {
