@@ -20,10 +20,10 @@ type arFabric struct {
 var arFabrics = []arFabric{
 	{"rail", `  type: rail
   rail: {servers: 16, gpus_per_server: 8, servers_per_leaf: 4, spines: 4,
-         host: {rate: 100Gbps, delay: 500ns, buffer: 2MiB}, fabric: {rate: 100Gbps, delay: 1us, buffer: 2MiB}}`, true},
+         host: {rate: 100Gbps, delay: 500ns, buffer: 2MiB, ecn: {mode: step, k: 100KiB}}, fabric: {rate: 100Gbps, delay: 1us, buffer: 2MiB, ecn: {mode: step, k: 100KiB}}}`, true},
 	{"fat-tree", `  type: fattree
-  fattree: {k: 8, host: {rate: 100Gbps, delay: 500ns, buffer: 2MiB}, agg: {rate: 100Gbps, delay: 1us, buffer: 2MiB},
-            core: {rate: 100Gbps, delay: 1us, buffer: 2MiB}}`, false},
+  fattree: {k: 8, host: {rate: 100Gbps, delay: 500ns, buffer: 2MiB, ecn: {mode: step, k: 100KiB}}, agg: {rate: 100Gbps, delay: 1us, buffer: 2MiB, ecn: {mode: step, k: 100KiB}},
+            core: {rate: 100Gbps, delay: 1us, buffer: 2MiB, ecn: {mode: step, k: 100KiB}}}`, false},
 }
 
 // arAlgs are the algorithms with their chunking: a step's transfer in
@@ -32,7 +32,7 @@ var arFabrics = []arFabric{
 var arAlgs = []struct {
 	name           string
 	chunks, inPipe int
-}{{"ring", 4, 4}, {"halving_doubling", 8, 8}, {"double_binary_tree", 64, 64}}
+}{{"ring", 4, 4}, {"halving_doubling", 8, 4}, {"double_binary_tree", 32, 4}}
 
 type arRow struct {
 	fabric, fwd, alg string
@@ -48,7 +48,7 @@ func arScenario(f arFabric, fwd, alg string, chunks, pipe int, size string, rank
 		place = "rail"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "name: allreduce-%s-%s-%s\ntopology:\n%s\ntransport: {init_cwnd: 256}\nswitch: {forwarding: %s}\nworkload:\n", f.label, fwd, alg, f.topo, fwd)
+	fmt.Fprintf(&b, "name: allreduce-%s-%s-%s\ntopology:\n%s\ntransport: {cc: dctcp, ecn: true, init_cwnd: 64, rto: {min: 1ms}}\nswitch: {forwarding: %s}\nworkload:\n", f.label, fwd, alg, f.topo, fwd)
 	fmt.Fprintf(&b, "  - {type: collective, size: %s, collective: {job: main, op: allreduce, algorithm: %s, ranks: %d, placement: %s, gpus_per_server: 8, chunks: %d, pipeline: %d}}\n",
 		size, alg, ranks, place, chunks, pipe)
 	if background {
@@ -104,11 +104,11 @@ func arReport(env *Env, rows []arRow, size int64, n int) error {
 	csv.WriteString("fabric,forwarding,algorithm,background,cct_us,ideal_cct_us,algbw_GBps,busbw_GBps,cct_over_ideal,events\n")
 	fmt.Fprintf(&md, "# All-reduce: ring vs halving-doubling vs double binary tree\n\n")
 	fmt.Fprintf(&md, "`lockstep experiment allreduce` (this file is its output). One all-reduce of %d bytes over %d ranks "+
-		"(NICs at 100 Gb/s; MTU 1500, 64-byte headers and ACKs, Reno with an initial window of 256 segments) on two fabrics "+
+		"(NICs at 100 Gb/s; MTU 1500, 64-byte headers and ACKs, DCTCP with an initial window of 64 segments, ECN marking above 100 KiB, a 1 ms minimum RTO) on two fabrics "+
 		"of 128 NICs: a rail-optimised one (16 servers of 8 NICs, each rail a leaf-spine of 4 leaves, the rails joined at "+
 		"4 spines; ranks placed rail by rail) and a k=8 fat-tree (ranks on hosts 0..63 in order). Forwarding is ECMP "+
 		"(per flow) or packet spraying. \"background\" adds a second ring all-reduce of the same size on the other 64 NICs. "+
-		"Each step of an algorithm is cut into chunks (ring 4, halving-doubling 8, tree 64), all in flight; a step starts "+
+		"Each step of an algorithm is cut into chunks (ring 4, all in flight; halving-doubling 8 and tree 32, 4 in flight per transfer); a step starts "+
 		"when its data has arrived (receiver-side completion). Bus bandwidth is NCCL's: algbw x 2(n-1)/n. The ideal CCT is "+
 		"the longer of the dependency graph's critical path and the busiest NIC's bytes (data, headers, ACKs) at line rate "+
 		"(docs/decisions.md, \"Ideal CCT\").\n\n", size, n)
@@ -155,4 +155,3 @@ func arReport(env *Env, rows []arRow, size int64, n int) error {
 	}
 	return writeFile(env.Out, "allreduce.md", md.String())
 }
-
