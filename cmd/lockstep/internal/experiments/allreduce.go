@@ -32,7 +32,7 @@ var arFabrics = []arFabric{
 var arAlgs = []struct {
 	name           string
 	chunks, inPipe int
-}{{"ring", 4, 4}, {"halving_doubling", 8, 4}, {"double_binary_tree", 32, 4}}
+}{{"ring", 16, 4}, {"halving_doubling", 16, 4}, {"double_binary_tree", 32, 4}}
 
 type arRow struct {
 	fabric, fwd, alg string
@@ -108,7 +108,7 @@ func arReport(env *Env, rows []arRow, size int64, n int) error {
 		"of 128 NICs: a rail-optimised one (16 servers of 8 NICs, each rail a leaf-spine of 4 leaves, the rails joined at "+
 		"4 spines; ranks placed rail by rail) and a k=8 fat-tree (ranks on hosts 0..63 in order). Forwarding is ECMP "+
 		"(per flow) or packet spraying. \"background\" adds a second ring all-reduce of the same size on the other 64 NICs. "+
-		"Each step of an algorithm is cut into chunks (ring 4, all in flight; halving-doubling 8 and tree 32, 4 in flight per transfer); a step starts "+
+		"Each step of an algorithm is cut into chunks (ring and halving-doubling 16, tree 32), 4 of them in flight per transfer; a step starts "+
 		"when its data has arrived (receiver-side completion). Bus bandwidth is NCCL's: algbw x 2(n-1)/n. The ideal CCT is "+
 		"the longer of the dependency graph's critical path and the busiest NIC's bytes (data, headers, ACKs) at line rate "+
 		"(docs/decisions.md, \"Ideal CCT\").\n\n", size, n)
