@@ -58,7 +58,8 @@ type cmFlowTrig struct {
 //	attribute  = "start" ps | "size" bytes | "id" n
 //	           | "prio" n | "trigger" n | "send_done_trigger" n
 //	           | "recv_done_trigger" n | "addon"
-//	trigger    = "trigger" ...       failure = "failure" ...
+//	trigger    = "trigger" { "id" n | "oneshot" | "multishot" | "barrier" | "count" n }
+//	failure    = "failure" ...
 //
 // Header lines come before the first connection, as in htsim; Nodes and
 // Connections are required (htsim falls back to its own node count and to
@@ -71,24 +72,30 @@ type cmFlowTrig struct {
 // reads it with stof, but must be a whole number of picoseconds; we keep it
 // exact where htsim rounds it to a 32-bit float (24 significant bits).
 //
-// We honour Nodes, Connections, start, size and id, plus "Triggers 0" and
-// "Failures 0". Everything else htsim accepts is rejected with an error
-// naming it, never ignored: triggers (trigger lines, the trigger,
-// send_done_trigger, recv_done_trigger and addon attributes, a non-zero
-// Triggers count), flow priorities (prio), link failures (failure lines, a
-// non-zero Failures count) and unbounded flows (size 0, or no size: htsim
-// then sends until the run ends). We are stricter than htsim where it
-// silently misreads: unknown header keywords (htsim skips them), a
-// repeated header or attribute (htsim keeps the last), trailing junk after
-// a number (stoi stops at it), negative hosts, hosts outside Nodes, src ==
-// dst and duplicate ids (htsim checks none of these in load). We are
+// We honour Nodes, Connections, Triggers, start, size and id, and
+// triggers with htsim's semantics (sim/trigger.cpp; linkTriggers): a flow
+// with "trigger n" starts on trigger n instead of at a time, one with
+// "send_done_trigger n" or "recv_done_trigger n" activates trigger n when
+// its sender has every ACK or its receiver every byte; the flows'
+// Need/OnSendDone/OnRecvDone carry the result (docs/decisions.md, "Traffic
+// with dependencies"). Everything else htsim accepts is rejected with an
+// error naming it, never ignored: addon, flow priorities (prio), link
+// failures (failure lines, a non-zero Failures count) and unbounded flows
+// (size 0, or no size: htsim then sends until the run ends). We are
+// stricter than htsim where it silently misreads: unknown header keywords
+// (htsim skips them), a repeated header or attribute (htsim keeps the
+// last), trailing junk after a number (stoi stops at it), negative hosts,
+// hosts outside Nodes, src == dst and duplicate ids (htsim checks none of
+// these in load), and what htsim only aborts on when it runs (a oneshot
+// activated twice, a barrier activated more than its count). We are
 // looser only where no meaning changes: '#' comments and blank lines are
-// allowed anywhere (htsim allows them in the header), and any run of blanks
-// or tabs separates tokens (htsim splits on single spaces).
+// allowed anywhere (htsim allows them in the header), any run of blanks
+// or tabs separates tokens (htsim splits on single spaces), and a
+// triggered connection needs no id.
 //
 // name is used in errors, which are one line with the file, line and field:
 //
-//	x.cm:12: triggers are not supported yet (send_done_trigger)
+//	x.cm:12: trigger 7 is used but no trigger line defines it
 func ParseCM(name string, r io.Reader) (*ConnMatrix, error) {
 	p := cmParser{name: name, ids: map[int64]int{}, trigs: map[int64]int{}, trigCount: -1}
 	sc := bufio.NewScanner(r)
