@@ -195,3 +195,9 @@ func WriteJobs(w io.Writer, rows []CollectiveRow) error {
 	}
 	return bw.Flush()
 }
+
+// WriteCollectivesCSV writes collectives.csv of the run.
+func (o *Outputs) WriteCollectivesCSV(w io.Writer) error { return WriteCollectives(w, o.Collectives()) }
+
+// WriteJobsCSV writes jobs.csv of the run.
+func (o *Outputs) WriteJobsCSV(w io.Writer) error { return WriteJobs(w, o.Collectives()) }

@@ -11,9 +11,10 @@ import (
 // a leaf-spine of its own: leaves of ServersPerLeaf servers' NIC g, every
 // leaf of the rail on every one of the rail's Spines. With Joined the
 // rails share their spines instead (Spines in all, every leaf of every
-// rail on each), so traffic between rails crosses a spine; without it a
-// flow between rails has no path (the servers' NVLink, over which NCCL
-// moves such data, is not modelled: docs/decisions.md).
+// rail on each), so traffic between rails crosses a spine. Without it the
+// rails would be disconnected (the servers' NVLink, over which NCCL moves
+// such data, is not modelled: docs/decisions.md), so it is an error unless
+// the servers have one NIC.
 type RailConfig struct {
 	Servers, GPUs, ServersPerLeaf, Spines int
 	Joined                                bool
@@ -39,6 +40,9 @@ func Rail(cfg RailConfig) (*Topology, error) {
 		return nil, fmt.Errorf("rail.spines: must be at least 1, got %d", cfg.Spines)
 	case cfg.SwitchLatency < 0:
 		return nil, fmt.Errorf("rail.switch_latency: must not be negative, got %v", cfg.SwitchLatency)
+	case !cfg.Joined && cfg.GPUs > 1:
+		return nil, fmt.Errorf("rail.joined: separate rails leave the NICs of one server unconnected " +
+			"(lockstep does not model NVLink, over which NCCL crosses rails): join the rails at the spines")
 	}
 	if err := checkTier("rail.host", cfg.Host, false); err != nil {
 		return nil, err
