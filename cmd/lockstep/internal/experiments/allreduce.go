@@ -114,7 +114,7 @@ func arReport(env *Env, rows []arRow, size int64, n int) error {
 		"(docs/decisions.md, \"Ideal CCT\").\n\n", size, n)
 	md.WriteString("| fabric | forwarding | algorithm | background | CCT (us) | ideal (us) | algbw (GB/s) | busbw (GB/s) | CCT / ideal |\n|---|---|---|---|---|---|---|---|---|\n")
 	labels := []string{}
-	var vals [][]float64 = [][]float64{{}, {}}
+	vals := [][]float64{{}, {}}
 	for _, r := range rows {
 		c := &r.res
 		ratio := float64(c.CCT()) / float64(c.Ideal)
