@@ -1075,6 +1075,9 @@ func (l *loader) collective(path string, idx int, w *Workload, nh int, base int3
 			return nil, nil, l.errf(path+".hosts", "rank %d: host %d does not exist (fabric has %d hosts)", r, h, nh)
 		}
 	}
+	if n := collectiveFlows(w, int64(nh)); n > MaxFlows {
+		return nil, nil, l.errf(cp, "makes about %d flows, more than the limit of %d flows", n, MaxFlows)
+	}
 	iters := c.Iterations
 	if iters == 0 {
 		iters = 1
