@@ -2,6 +2,7 @@ package partition
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/lockstep-sim/lockstep/fabric"
@@ -88,6 +89,15 @@ func dropDeps(pl *Placement, t *topologies.Topology) *Placement {
 // cut zero-delay dependency is an error, and the lookahead is at most the
 // smallest delay of a cut dependency.
 func MakeFlows(t *topologies.Topology, imps []fabric.LinkImpairment, flows []hostsim.FlowSpec, part []int) (*Placement, error) {
+	if len(part) == len(t.Nodes) {
+		for _, e := range depEdges(t, flows) {
+			if part[e.a] != part[e.b] && e.delay-max(t.Nodes[e.a].Latency, t.Nodes[e.b].Latency) <= 0 {
+				return nil, fmt.Errorf("partition: %s and %s depend on each other with a delay of %v, which cannot be cut "+
+					"(the lookahead would be zero): put them in one partition or give the dependency a delay "+
+					"(docs/design.md §11)", t.Nodes[e.a].Name, t.Nodes[e.b].Name, e.delay)
+			}
+		}
+	}
 	pl, err := Make(withDeps(t, flows), imps, part)
 	if err != nil {
 		return nil, err
