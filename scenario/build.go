@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -882,7 +883,7 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 			}
 		case "collective":
 			var inst []CollectiveInstance
-			flows, inst, err = l.collective(path, i, w, nh, int32(len(out)))
+			flows, inst, err = l.collective(path, i, w, nh, int32(len(out)), rng)
 			if err != nil {
 				return nil, err
 			}
@@ -1029,7 +1030,7 @@ func shiftIDs(ids []int32, by int32) []int32 {
 
 // collective builds a collective workload group: its flows (numbered
 // from 0) and its instances (numbered from base, the group's first flow).
-func (l *loader) collective(path string, idx int, w *Workload, nh int, base int32) ([]workloads.Flow, []CollectiveInstance, error) {
+func (l *loader) collective(path string, idx int, w *Workload, nh int, base int32, rng *rand.Rand) ([]workloads.Flow, []CollectiveInstance, error) {
 	c := w.Collective
 	if c == nil {
 		return nil, nil, l.errf(path+".collective", "required for type collective")
@@ -1084,7 +1085,8 @@ func (l *loader) collective(path string, idx int, w *Workload, nh int, base int3
 	}
 	cfg := workloads.CollectiveConfig{Op: c.Op, Algorithm: c.Algorithm, Hosts: hosts, Size: int64(w.Size),
 		Chunks: c.Chunks, Pipeline: c.Pipeline, Start: sim.Time(w.Start), Delay: sim.Time(c.Delay)}
-	jf, err := workloads.Job(workloads.JobConfig{Collective: cfg, Iterations: iters, Compute: sim.Time(c.Compute)})
+	jf, err := workloads.Job(workloads.JobConfig{Collective: cfg, Iterations: iters, Compute: sim.Time(c.Compute),
+		ComputeMax: sim.Time(c.ComputeMax)}, rng)
 	if err != nil {
 		return nil, nil, &Error{File: l.file, Path: cp, Msg: err.Error()}
 	}

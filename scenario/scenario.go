@@ -313,6 +313,9 @@ type CollectiveSpec struct {
 	// Iterations of compute then collective (default 1), Compute long.
 	Iterations int            `yaml:"iterations"`
 	Compute    yamlx.Duration `yaml:"compute"`
+	// ComputeMax: every rank's compute of every iteration is uniform in
+	// [Compute, ComputeMax] (stragglers), from the workload's random stream.
+	ComputeMax yamlx.Duration `yaml:"compute_max"`
 }
 
 // FlowEntry is one explicit flow.

@@ -3,6 +3,7 @@ package workloads
 import (
 	"fmt"
 	"math/bits"
+	"math/rand/v2"
 
 	"github.com/lockstep-sim/lockstep/sim"
 )
@@ -337,6 +338,25 @@ type JobConfig struct {
 	Collective CollectiveConfig
 	Iterations int
 	Compute    sim.Time
+	// ComputeMax, when above Compute, makes every rank's compute phase of
+	// every iteration uniform in [Compute, ComputeMax], drawn from rng in
+	// (iteration, rank) order: stragglers.
+	ComputeMax sim.Time
+}
+
+// computeTimes draws the compute phase of every (iteration, rank).
+func (j *JobConfig) computeTimes(n int, rng *rand.Rand) [][]sim.Time {
+	out := make([][]sim.Time, j.Iterations)
+	for it := range out {
+		out[it] = make([]sim.Time, n)
+		for r := range out[it] {
+			out[it][r] = j.Compute
+			if j.ComputeMax > j.Compute && rng != nil {
+				out[it][r] += sim.Time(rng.Int64N(int64(j.ComputeMax-j.Compute) + 1))
+			}
+		}
+	}
+	return out
 }
 
 // JobFlows are a job's flows, numbered from 0, and where each iteration's
@@ -350,20 +370,23 @@ type JobFlows struct {
 // FlowRange is a contiguous range of flows.
 type FlowRange struct{ First, Count int32 }
 
-// Job expands a job: iteration 0's collective starts at Start+Compute;
+// Job expands a job: iteration 0's collective starts at Start plus the
+// rank's compute;
 // iteration i+1's flows from rank r start Compute after rank r has
 // received the last of its data of iteration i (its end flows), so ranks
 // run ahead or behind as the fabric lets them, as they do in a
 // data-parallel job without a global barrier.
-func Job(j JobConfig) (*JobFlows, error) {
+func Job(j JobConfig, rng *rand.Rand) (*JobFlows, error) {
 	if j.Iterations < 1 {
 		return nil, fmt.Errorf("iterations must be at least 1, got %d", j.Iterations)
 	}
 	if j.Compute < 0 {
 		return nil, fmt.Errorf("compute must not be negative")
 	}
+	if j.ComputeMax != 0 && j.ComputeMax < j.Compute {
+		return nil, fmt.Errorf("compute_max %v is less than compute %v", j.ComputeMax, j.Compute)
+	}
 	c := j.Collective
-	c.Start += j.Compute
 	one, err := Collective(c)
 	if err != nil {
 		return nil, err
@@ -376,6 +399,7 @@ func Job(j JobConfig) (*JobFlows, error) {
 	for r, h := range c.Hosts {
 		rankOf[h] = r
 	}
+	compute := j.computeTimes(len(c.Hosts), rng)
 	out := &JobFlows{Flows: make([]Flow, 0, per*j.Iterations)}
 	for it := 0; it < j.Iterations; it++ {
 		base := int32(it * per)
@@ -387,6 +411,10 @@ func Job(j JobConfig) (*JobFlows, error) {
 			out.Flows = append(out.Flows, f)
 		}
 		if it == 0 {
+			for _, st := range one.Starts {
+				f := &out.Flows[st]
+				f.Start += compute[0][rankOf[f.Src]]
+			}
 			continue
 		}
 		prev := base - int32(per)
@@ -397,7 +425,7 @@ func Job(j JobConfig) (*JobFlows, error) {
 			if len(ends) == 0 {
 				return nil, fmt.Errorf("rank %d receives nothing, so iteration %d cannot follow it", r, it)
 			}
-			f.Need, f.Delay = int32(len(ends)), j.Compute
+			f.Need, f.Delay = int32(len(ends)), compute[it][r]
 			for _, e := range ends {
 				pe := &out.Flows[prev+e]
 				pe.OnRecvDone = append(pe.OnRecvDone, base+s)

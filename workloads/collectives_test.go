@@ -128,7 +128,7 @@ func TestCollective_Shapes(t *testing.T) {
 func TestJob_IterationsChain(t *testing.T) {
 	cc := CollectiveConfig{Op: OpAllReduce, Hosts: hostsN(4), Size: 4000, Chunks: 2}
 	one, _ := Collective(cc)
-	jf, err := Job(JobConfig{Collective: cc, Iterations: 3, Compute: 7 * sim.Microsecond})
+	jf, err := Job(JobConfig{Collective: cc, Iterations: 3, Compute: 7 * sim.Microsecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,5 +159,33 @@ func TestBusFactor_NCCL(t *testing.T) {
 	}
 	if f := BusFactor(OpAllGather, 4); f != 0.75 {
 		t.Errorf("allgather 4 ranks: %v, want 3/4", f)
+	}
+}
+
+func TestJob_StragglersDrawnPerRankAndIteration(t *testing.T) {
+	cc := CollectiveConfig{Op: OpAllReduce, Hosts: hostsN(4), Size: 4000}
+	jf, err := Job(JobConfig{Collective: cc, Iterations: 2, Compute: sim.Microsecond, ComputeMax: 50 * sim.Microsecond}, sim.NewRand(1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[sim.Time]bool{}
+	per := len(jf.Flows) / 2
+	for _, f := range jf.Flows[:4] { // iteration 0's first step: one per rank
+		if f.Start < sim.Microsecond || f.Start > 50*sim.Microsecond {
+			t.Errorf("iteration 0 rank start %v outside [1us, 50us]", f.Start)
+		}
+		seen[f.Start] = true
+	}
+	for _, f := range jf.Flows[per : per+4] {
+		if f.Delay < sim.Microsecond || f.Delay > 50*sim.Microsecond {
+			t.Errorf("iteration 1 compute %v outside [1us, 50us]", f.Delay)
+		}
+		seen[f.Delay] = true
+	}
+	if len(seen) < 6 {
+		t.Errorf("%d distinct compute times of 8: not drawn per rank and iteration", len(seen))
+	}
+	if _, err := Job(JobConfig{Collective: cc, Iterations: 1, Compute: 5, ComputeMax: 4}, nil); err == nil {
+		t.Error("compute_max below compute: want an error")
 	}
 }
