@@ -1086,7 +1086,7 @@ func (l *loader) collective(path string, idx int, w *Workload, nh int, base int3
 	cfg := workloads.CollectiveConfig{Op: c.Op, Algorithm: c.Algorithm, Hosts: hosts, Size: int64(w.Size),
 		Chunks: c.Chunks, Pipeline: c.Pipeline, Start: sim.Time(w.Start), Delay: sim.Time(c.Delay)}
 	jf, err := workloads.Job(workloads.JobConfig{Collective: cfg, Iterations: iters, Compute: sim.Time(c.Compute),
-		ComputeMax: sim.Time(c.ComputeMax)}, rng)
+		ComputeMax: sim.Time(c.ComputeMax), Buckets: c.Buckets}, rng)
 	if err != nil {
 		return nil, nil, &Error{File: l.file, Path: cp, Msg: err.Error()}
 	}

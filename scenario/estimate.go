@@ -158,5 +158,5 @@ func collectiveFlows(w *Workload, nh int64) int64 {
 	default:
 		steps = (r - 1) * r
 	}
-	return steps * int64(max(c.Chunks, 1)) * int64(max(c.Iterations, 1))
+	return steps * int64(max(c.Chunks, 1)) * int64(max(c.Iterations, 1)) * int64(max(c.Buckets, 1))
 }

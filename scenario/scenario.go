@@ -316,6 +316,8 @@ type CollectiveSpec struct {
 	// ComputeMax: every rank's compute of every iteration is uniform in
 	// [Compute, ComputeMax] (stragglers), from the workload's random stream.
 	ComputeMax yamlx.Duration `yaml:"compute_max"`
+	// Buckets: the collective in this many pieces overlapped with compute.
+	Buckets int `yaml:"buckets"`
 }
 
 // FlowEntry is one explicit flow.

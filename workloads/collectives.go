@@ -342,6 +342,11 @@ type JobConfig struct {
 	// every iteration uniform in [Compute, ComputeMax], drawn from rng in
 	// (iteration, rank) order: stragglers.
 	ComputeMax sim.Time
+	// Buckets (default 1) cuts the collective into this many of
+	// size/Buckets, overlapped with compute: bucket b of a rank starts
+	// when (b+1)/Buckets of its compute is done, as data-parallel training
+	// all-reduces gradient buckets during the backward pass.
+	Buckets int
 }
 
 // computeTimes draws the compute phase of every (iteration, rank).
@@ -386,49 +391,62 @@ func Job(j JobConfig, rng *rand.Rand) (*JobFlows, error) {
 	if j.ComputeMax != 0 && j.ComputeMax < j.Compute {
 		return nil, fmt.Errorf("compute_max %v is less than compute %v", j.ComputeMax, j.Compute)
 	}
+	nb := max(j.Buckets, 1)
 	c := j.Collective
+	if c.Size < int64(nb) {
+		return nil, fmt.Errorf("%d bytes cannot be cut into %d buckets", c.Size, nb)
+	}
+	c.Size = (c.Size + int64(nb) - 1) / int64(nb)
 	one, err := Collective(c)
 	if err != nil {
 		return nil, err
 	}
 	per := len(one.Flows)
-	if int64(per)*int64(j.Iterations) > maxFlows {
-		return nil, fmt.Errorf("%d iterations of %d flows is more than the %d flows a list can hold", j.Iterations, per, maxFlows)
+	if int64(per)*int64(nb)*int64(j.Iterations) > maxFlows {
+		return nil, fmt.Errorf("%d iterations of %d flows is more than the %d flows a list can hold", j.Iterations, per*nb, maxFlows)
 	}
 	rankOf := make(map[int]int, len(c.Hosts))
 	for r, h := range c.Hosts {
 		rankOf[h] = r
 	}
+	for r, e := range one.Ends {
+		if len(e) == 0 && j.Iterations > 1 {
+			return nil, fmt.Errorf("rank %d receives nothing, so no iteration can follow", r)
+		}
+	}
 	compute := j.computeTimes(len(c.Hosts), rng)
-	out := &JobFlows{Flows: make([]Flow, 0, per*j.Iterations)}
+	// bucketAt is when bucket b of a rank's compute is ready: buckets of
+	// the gradients come out evenly through the backward pass.
+	bucketAt := func(d sim.Time, b int) sim.Time { return d * sim.Time(b+1) / sim.Time(nb) }
+	out := &JobFlows{Flows: make([]Flow, 0, per*nb*j.Iterations)}
 	for it := 0; it < j.Iterations; it++ {
-		base := int32(it * per)
-		out.Iters = append(out.Iters, FlowRange{First: base, Count: int32(per)})
-		for _, f := range one.Flows {
-			f.ID += base
-			f.OnRecvDone = shift(f.OnRecvDone, base)
-			f.OnSendDone = shift(f.OnSendDone, base)
-			out.Flows = append(out.Flows, f)
-		}
-		if it == 0 {
+		first := int32(it * nb * per)
+		out.Iters = append(out.Iters, FlowRange{First: first, Count: int32(nb * per)})
+		for b := 0; b < nb; b++ {
+			base := first + int32(b*per)
+			for _, f := range one.Flows {
+				f.ID += base
+				f.OnRecvDone = shift(f.OnRecvDone, base)
+				f.OnSendDone = shift(f.OnSendDone, base)
+				out.Flows = append(out.Flows, f)
+			}
 			for _, st := range one.Starts {
-				f := &out.Flows[st]
-				f.Start += compute[0][rankOf[f.Src]]
-			}
-			continue
-		}
-		prev := base - int32(per)
-		for _, s := range one.Starts {
-			f := &out.Flows[base+s]
-			r := rankOf[f.Src]
-			ends := one.Ends[r]
-			if len(ends) == 0 {
-				return nil, fmt.Errorf("rank %d receives nothing, so iteration %d cannot follow it", r, it)
-			}
-			f.Need, f.Delay = int32(len(ends)), compute[it][r]
-			for _, e := range ends {
-				pe := &out.Flows[prev+e]
-				pe.OnRecvDone = append(pe.OnRecvDone, base+s)
+				f := &out.Flows[base+st]
+				r := rankOf[f.Src]
+				if it == 0 {
+					f.Start += bucketAt(compute[0][r], b)
+					continue
+				}
+				// Wait for the rank's last data of every bucket of the
+				// previous iteration.
+				f.Need, f.Delay = int32(nb*len(one.Ends[r])), bucketAt(compute[it][r], b)
+				for pb := 0; pb < nb; pb++ {
+					prev := first - int32(nb*per) + int32(pb*per)
+					for _, e := range one.Ends[r] {
+						pe := &out.Flows[prev+e]
+						pe.OnRecvDone = append(pe.OnRecvDone, base+st)
+					}
+				}
 			}
 		}
 	}

@@ -189,3 +189,29 @@ func TestJob_StragglersDrawnPerRankAndIteration(t *testing.T) {
 		t.Error("compute_max below compute: want an error")
 	}
 }
+
+// TestJob_BucketsOverlapCompute: bucket b of size/B starts when (b+1)/B of
+// the rank's compute is done; the next iteration waits on every bucket.
+func TestJob_BucketsOverlapCompute(t *testing.T) {
+	cc := CollectiveConfig{Op: OpAllReduce, Hosts: hostsN(4), Size: 8000}
+	jf, err := Job(JobConfig{Collective: cc, Iterations: 2, Compute: 10 * sim.Microsecond, Buckets: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := cc
+	half.Size = 4000
+	one, _ := Collective(half)
+	per := int32(len(one.Flows))
+	if len(jf.Flows) != 4*int(per) || jf.Iters[1].First != 2*per || jf.Iters[1].Count != 2*per {
+		t.Fatalf("%d flows, iterations %+v; want 4 buckets' worth, 2 per iteration", len(jf.Flows), jf.Iters)
+	}
+	for _, s := range one.Starts {
+		if a, b := jf.Flows[s].Start, jf.Flows[per+s].Start; a != 5*sim.Microsecond || b != 10*sim.Microsecond {
+			t.Errorf("iteration 0 buckets start at %v and %v, want 5us and 10us", a, b)
+		}
+		f := jf.Flows[3*per+s]
+		if r := f.Src - 10; f.Need != int32(2*len(one.Ends[r])) || f.Delay != 10*sim.Microsecond {
+			t.Errorf("iteration 1 bucket 1: need %d delay %v", f.Need, f.Delay)
+		}
+	}
+}

@@ -24,7 +24,7 @@ transport: {cc: dctcp, ecn: true, rto: {min: 500us}}
 switch: {forwarding: spray}
 workload:
   - {type: cm, file: chain.cm, trigger_delay: 5us}
-  - {type: collective, size: 400KB, collective: {job: ring, op: allreduce, ranks: 8, chunks: 3, pipeline: 2, iterations: 2, compute: 10us, compute_max: 30us}}
+  - {type: collective, size: 400KB, collective: {job: ring, op: allreduce, ranks: 8, chunks: 3, pipeline: 2, iterations: 2, compute: 10us, compute_max: 30us, buckets: 2}}
   - {type: collective, size: 256KB, collective: {job: hd, op: allreduce, algorithm: halving_doubling, ranks: 4, first_host: 4}}
   - {type: collective, size: 300KB, hosts: [7, 2, 5, 0, 3], collective: {job: tree, op: allreduce, algorithm: double_binary_tree, chunks: 2}}
   - {type: collective, size: 80KB, collective: {job: moe, op: alltoall, ranks: 6, delay: 2us}}
