@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 # tools/go.mod or tools/go.sum change.
 GOLANGCI_LINT ?= bin/golangci-lint
 
-.PHONY: help build run deps test test-race test-slow bench bench-smoke bench-scale fuzz verify fmt vet lint tidy-check ci
+.PHONY: help build run deps test test-race test-slow bench bench-smoke bench-scale fuzz verify fmt vet lint tidy-check ci image test-cluster
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -21,21 +21,44 @@ LDFLAGS := -X github.com/lockstep-sim/lockstep/internal/version.Version=$(VERSIO
 build: ## build bin/lockstep (version and commit stamped: bin/lockstep version)
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/lockstep ./cmd/lockstep
 
+# The image: the static binary (no cgo, -trimpath, no VCS stamp but the
+# ldflags') FROM scratch, assembled by deploy/image (no Dockerfile, no
+# registry) with its creation time SOURCE_DATE_EPOCH (the commit's time):
+# the same source gives the same image ID. IMAGE_TAR is what docker loads.
+IMAGE     ?= lockstep:$(VERSION)
+IMAGE_TAR ?= bin/lockstep-image.tar
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+export SOURCE_DATE_EPOCH
+
+image: ## build the container image lockstep:VERSION (FROM scratch, reproducible) and docker load it
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS) -s -w' -o bin/lockstep-static ./cmd/lockstep
+	$(GO) run ./deploy/image/mkimage --binary bin/lockstep-static --tag $(IMAGE) --out $(IMAGE_TAR) --version $(VERSION) --commit $(COMMIT)
+	docker load -i $(IMAGE_TAR) >/dev/null
+	@docker image inspect --format '{{.RepoTags}} {{.Id}} {{.Size}} bytes' $(IMAGE)
+
+# The cluster tests (deploy/cluster, build tag cluster) run NATS,
+# coordinators and nodes as containers of $(IMAGE) on private Docker
+# networks: they need a Docker daemon (.ci/run starts one if none answers).
+test-cluster: image ## containers: identical runs, leader killed, node cut off, NATS restarted; k8s pod specs as rendered
+	LOCKSTEP_IMAGE=$(IMAGE) $(GO) test -tags cluster -count=1 -v -timeout 15m ./deploy/cluster/
+
 run: ## run the main example (examples/dumbbell.yaml) into out/dumbbell
 	$(GO) run ./cmd/lockstep run examples/dumbbell.yaml --out out/dumbbell
 
 # tshark reads the pcap captures in runner/pcap_test.go; chromium runs the live
 # view's browser test (cmd/lockstep/ui_browser_test.go, which fails without it
-# when CI=true). Debian's tshark asks whether non-root users may capture:
-# preseed "no" so the install never waits. apt-get waits up to 120 s for a
-# lock another apt holds instead of failing at once.
+# when CI=true); prometheus scrapes a running multi-process run in
+# cmd/lockstep/metrics_test.go (which fails without it when CI=true). Debian's
+# tshark asks whether non-root users may capture: preseed "no" so the install
+# never waits. apt-get waits up to 120 s for a lock another apt holds instead
+# of failing at once.
 APT_GET := DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120
-deps: ## install what the tests need beyond Go: tshark and chromium (apt-get; needs root)
-	@command -v tshark >/dev/null && [ -x /usr/bin/chromium ] && exit 0; \
+deps: ## install what the tests need beyond Go: tshark, chromium and prometheus (apt-get; needs root)
+	@command -v tshark >/dev/null && [ -x /usr/bin/chromium ] && command -v prometheus >/dev/null && exit 0; \
 	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
-	  echo "make deps: tshark or /usr/bin/chromium is missing and installing them needs root and apt-get: run 'sudo make deps' or install tshark (Wireshark's CLI) and chromium yourself" >&2; exit 1; fi; \
+	  echo "make deps: tshark, /usr/bin/chromium or prometheus is missing and installing them needs root and apt-get: run 'sudo make deps' or install tshark (Wireshark's CLI), chromium and prometheus yourself" >&2; exit 1; fi; \
 	echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null || true; \
-	$(APT_GET) update -qq && $(APT_GET) install -y -qq tshark chromium >/dev/null && command -v tshark >/dev/null && [ -x /usr/bin/chromium ]
+	$(APT_GET) update -qq && $(APT_GET) install -y -qq tshark chromium prometheus >/dev/null && command -v tshark >/dev/null && [ -x /usr/bin/chromium ] && command -v prometheus >/dev/null
 
 test: deps ## the README's test command: tools (deps), verify, then every test with -race and -shuffle
 	$(MAKE) verify

@@ -54,14 +54,9 @@ import "github.com/lockstep-sim/lockstep/sim"
 // I > FlightSize (duplicated ACKs), where the RFC would let
 // cwnd_rfc - FlightSize > ssthresh bytes out.
 type NewRenoLossRecovery struct {
-	SeqSpace
-	dupThresh   int
-	dupAcks     int
-	ltBytes     int64 // new data sent by limited transmit since the last new ACK
-	inRecovery  bool
-	recover     uint64 // RFC 6582's recover, plus one (exclusive end); 0 = ISN
-	inflation   int64  // I above, in bytes
-	retxPending bool   // the retransmission of [Una, Una+MSS) is due
+	dupAckRecovery
+	recover   uint64 // RFC 6582's recover, plus one (exclusive end); 0 = ISN
+	inflation int64  // I above, in bytes
 }
 
 var _ Recovery = (*NewRenoLossRecovery)(nil)
@@ -70,18 +65,7 @@ var _ Recovery = (*NewRenoLossRecovery)(nil)
 // bytes. RFC 6582 §3.2 step 1: recover starts at the initial send sequence
 // number, so the first three duplicates may always start fast retransmit.
 func NewNewRenoRecovery(mss int64, size uint64, dupThresh int) *NewRenoLossRecovery {
-	return &NewRenoLossRecovery{SeqSpace: SeqSpace{MSS: mss, End: size}, dupThresh: dupThresh}
-}
-
-// onSent is OnSent's work.
-func (r *NewRenoLossRecovery) onSent(now sim.Time, seg Segment) {
-	if r.retxPending && seg.Seq == r.Una {
-		r.retxPending = false
-	}
-	if seg.Seq == r.Nxt && r.dupAcks > 0 && !r.inRecovery {
-		r.ltBytes += seg.Len // limited transmit (RFC 3042)
-	}
-	r.sent(seg)
+	return &NewRenoLossRecovery{dupAckRecovery: dupAckRecovery{SeqSpace: SeqSpace{MSS: mss, End: size}, dupThresh: dupThresh}}
 }
 
 // onAck is OnAck's work.
@@ -115,7 +99,7 @@ func (r *NewRenoLossRecovery) onAck(ai *AckInfo) AckVerdict {
 		}
 		return v
 	}
-	if min(ai.Ack, r.HighSent) != r.Una || !ai.DupCandidate || r.Una >= r.Nxt {
+	if !r.isDup(ai) {
 		return v
 	}
 	r.dupAcks++
@@ -137,7 +121,7 @@ func (r *NewRenoLossRecovery) onAck(ai *AckInfo) AckVerdict {
 		v.EnterRecovery = true
 		// RFC 5681 §3.2 step 2 (via RFC 6582 §3.2 step 2): data sent by
 		// limited transmit is not part of eq. 4's FlightSize.
-		v.LossFlightSize = r.FlightSize() - r.ltBytes
+		v.LossFlightSize = r.lossFlight()
 	}
 	// Otherwise step 1 refused fast retransmit (the duplicates belong to
 	// data sent before an RTO): no inflation beyond limited transmit.
@@ -148,21 +132,8 @@ func (r *NewRenoLossRecovery) onAck(ai *AckInfo) AckVerdict {
 // records the highest sequence number sent in recover.
 func (r *NewRenoLossRecovery) onRTO(now sim.Time) {
 	r.recover = r.HighSent
-	r.Nxt = r.Una
-	r.dupAcks = 0
-	r.ltBytes = 0
 	r.inflation = 0
-	r.inRecovery = false
-	r.retxPending = false
-}
-
-// Next implements Recovery.Next.
-func (r *NewRenoLossRecovery) Next() (Segment, bool) {
-	if r.retxPending {
-		n := min(int64(r.End-r.Una), r.MSS)
-		return Segment{Seq: r.Una, Len: n, Retx: true, Force: true}, true
-	}
-	return r.nextNew()
+	r.goBackN()
 }
 
 // Pipe implements Recovery.Pipe: FlightSize less the RFC's window

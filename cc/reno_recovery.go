@@ -20,30 +20,14 @@ import "github.com/lockstep-sim/lockstep/sim"
 //
 // After an RTO, sending restarts at SndUna (go-back-N).
 type RenoRecovery struct {
-	SeqSpace
-	dupThresh   int
-	dupAcks     int
-	inRecovery  bool
-	retxPending bool  // the fast retransmission of [Una, Una+MSS) is due
-	ltBytes     int64 // new data sent by limited transmit since the last new ACK
+	dupAckRecovery
 }
 
 var _ Recovery = (*RenoRecovery)(nil)
 
 // NewRenoRecovery returns the recovery state for a flow of size bytes.
 func NewRenoRecovery(mss int64, size uint64, dupThresh int) *RenoRecovery {
-	return &RenoRecovery{SeqSpace: SeqSpace{MSS: mss, End: size}, dupThresh: dupThresh}
-}
-
-// onSent is OnSent's work.
-func (r *RenoRecovery) onSent(now sim.Time, seg Segment) {
-	if r.retxPending && seg.Seq == r.Una {
-		r.retxPending = false
-	}
-	if seg.Seq == r.Nxt && r.dupAcks > 0 && !r.inRecovery {
-		r.ltBytes += seg.Len // limited transmit (RFC 3042)
-	}
-	r.sent(seg)
+	return &RenoRecovery{dupAckRecovery{SeqSpace: SeqSpace{MSS: mss, End: size}, dupThresh: dupThresh}}
 }
 
 // onAck is OnAck's work.
@@ -61,7 +45,7 @@ func (r *RenoRecovery) onAck(ai *AckInfo) AckVerdict {
 		}
 		return v
 	}
-	if min(ai.Ack, r.HighSent) != r.Una || !ai.DupCandidate || r.Una >= r.Nxt {
+	if !r.isDup(ai) {
 		return v
 	}
 	r.dupAcks++
@@ -70,28 +54,13 @@ func (r *RenoRecovery) onAck(ai *AckInfo) AckVerdict {
 		r.inRecovery = true
 		r.retxPending = true
 		v.EnterRecovery = true
-		v.LossFlightSize = r.FlightSize() - r.ltBytes // RFC 5681 §3.2 step 2
+		v.LossFlightSize = r.lossFlight() // RFC 5681 §3.2 step 2
 	}
 	return v
 }
 
 // onRTO is OnRTO's work.
-func (r *RenoRecovery) onRTO(now sim.Time) {
-	r.Nxt = r.Una
-	r.dupAcks = 0
-	r.ltBytes = 0
-	r.inRecovery = false
-	r.retxPending = false
-}
-
-// Next implements Recovery.Next.
-func (r *RenoRecovery) Next() (Segment, bool) {
-	if r.retxPending {
-		n := min(int64(r.End-r.Una), r.MSS)
-		return Segment{Seq: r.Una, Len: n, Retx: true, Force: true}, true
-	}
-	return r.nextNew()
-}
+func (r *RenoRecovery) onRTO(sim.Time) { r.goBackN() }
 
 // Pipe implements Recovery.Pipe: FlightSize less one SMSS per duplicate ACK.
 func (r *RenoRecovery) Pipe() int64 {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -71,6 +72,9 @@ type Config struct {
 	// RaftLog receives raft's own errors (nil: discard). Its warnings
 	// (elections, failed heartbeats) are routine in a failover.
 	RaftLog io.Writer
+	// OnStart, if set, is called by Run with the started replica (for
+	// metrics and probes: RaftState).
+	OnStart func(*Coordinator)
 }
 
 // DefaultMarkEvery is Config.MarkEvery's default.
@@ -89,6 +93,9 @@ type Coordinator struct {
 	// credentials).
 	raftAuth *authStream
 	store    io.Closer // the BoltDB store, if any
+	// final is the raft state just before raft shut down (RaftState
+	// reports it afterwards, for a replica that lingers for its metrics).
+	final atomic.Pointer[RaftInfo]
 
 	notify chan bool
 	props  chan Command
@@ -307,6 +314,8 @@ func (c *Coordinator) Close() error {
 func (c *Coordinator) closeRaft() error {
 	var errs []error
 	if c.raft != nil {
+		in := c.RaftState()
+		c.final.Store(&in)
 		errs = append(errs, c.raft.Shutdown().Error())
 	}
 	if c.trans != nil {
@@ -392,6 +401,9 @@ func Run(ctx context.Context, cfg Config) error {
 	c, err := Start(cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.OnStart != nil {
+		cfg.OnStart(c)
 	}
 	select {
 	case <-ctx.Done():

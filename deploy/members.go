@@ -29,12 +29,13 @@ func nodePermissions(s wire.Subjects, i int) *server.Permissions {
 }
 
 // coordinatorPermissions are coordinator replica id's: grants, resyncs,
-// status and aborts, and replies to setup requests.
+// status and aborts, and replies to setup requests; it hears reports, the
+// nodes' progress and the leader's status (a follower's --metrics).
 func coordinatorPermissions(s wire.Subjects, id string) *server.Permissions {
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{s.Grant(), s.Resync(), s.Status(), s.Abort()}},
 		Subscribe: &server.SubjectPermission{Allow: []string{
-			s.Reports(), s.NodeStatuses(), s.Setup(), s.Abort(), s.Inbox(member.Coordinator(id)) + ".>"}},
+			s.Reports(), s.NodeStatuses(), s.Status(), s.Setup(), s.Abort(), s.Inbox(member.Coordinator(id)) + ".>"}},
 		Response: &server.ResponsePermission{MaxMsgs: 1},
 	}
 }

@@ -36,6 +36,9 @@ type Config struct {
 	// QueueSample, when positive, records switch port occupancy on a grid
 	// of this period while a switch holds packets.
 	QueueSample sim.Time
+	// Switch is every switch's optional mechanisms (classes, PFC, shared
+	// buffer, trimming); the zero value is the plain switch.
+	Switch switchsim.Config
 }
 
 const (
@@ -55,6 +58,7 @@ type Fabric struct {
 	kind     []uint8            // by element
 	hostOf   []int32            // element -> host index, -1 for switches
 	linkPort []int32            // link direction -> port index at its From element
+	alarm    switchsim.Alarm    // a switch's report of a PFC deadlock
 }
 
 // DirID is the sim link id of topology link i in the direction from its A
@@ -190,8 +194,13 @@ func New(cfg Config) (*Fabric, error) {
 				sp[pi] = switchsim.Port{Link: DirID(p.Link, t.Links[p.Link].A == node), Peer: sim.ElemID(p.Peer),
 					Queue: t.Links[p.Link].Queue}
 			}
-			f.switches[node] = switchsim.New(id, node, sp, ix.Routes(), cfg.Forwarding)
-			f.switches[node].SampleEvery = cfg.QueueSample
+			sw := switchsim.New(id, node, sp, ix.Routes(), cfg.Forwarding)
+			if err := sw.Configure(eng, &cfg.Switch); err != nil {
+				return nil, fmt.Errorf("switch %s: %v", t.Nodes[node].Name, err)
+			}
+			sw.SampleEvery = cfg.QueueSample
+			sw.Alarm = &f.alarm
+			f.switches[node] = sw
 		default:
 			return nil, fmt.Errorf("node %d (%s) has no kind", node, t.Nodes[node].Name)
 		}
@@ -204,6 +213,10 @@ func New(cfg Config) (*Fabric, error) {
 	}
 	return f, nil
 }
+
+// Failure is the run failure a switch reported (a PFC deadlock), or nil.
+// The fabric keeps running; the runner stops at its next check.
+func (f *Fabric) Failure() error { return f.alarm.Err }
 
 // Engine is the fabric's event engine: its clock, packet pool, links and
 // counters.
@@ -253,7 +266,8 @@ func (f *Fabric) RunUntil(horizon sim.Time) uint64 {
 }
 
 // RunUntilBatch is RunUntil with at most n events, so callers can report
-// progress. It returns false when nothing is left before horizon.
+// progress. It returns false when nothing is left before horizon, or when
+// a switch reported a failure (Failure).
 func (f *Fabric) RunUntilBatch(horizon sim.Time, n int) bool {
 	e := f.eng
 	for i := 0; i < n; i++ {
@@ -262,6 +276,10 @@ func (f *Fabric) RunUntilBatch(horizon sim.Time, n int) bool {
 			return false
 		}
 		f.dispatch(&ev)
+		if f.alarm.Err != nil {
+			// A run failure (PFC deadlock): stop at its event.
+			return false
+		}
 	}
 	return true
 }
@@ -298,11 +316,13 @@ func (f *Fabric) dispatch(ev *sim.Event) {
 		s := f.switches[ev.Dst]
 		switch ev.Kind {
 		case sim.EvArrive:
-			s.OnArrive(e, ev.Pkt)
+			// The arrival's link is the direction into this switch; its
+			// reverse leaves by the ingress port.
+			s.OnArrive(e, ev.Pkt, int(f.linkPort[ev.Arg^1]))
 		case sim.EvTxDone:
 			s.OnTxDone(e, int(f.linkPort[ev.Arg]))
 		case sim.EvTimer:
-			s.OnTimer(e)
+			s.OnTimer(e, ev.Arg)
 		}
 	}
 }
@@ -314,11 +334,14 @@ type Conservation struct {
 	QueueDrops, LinkLost, NoRoute, Misrouted uint64
 	InQueues, OnWire                         int
 	PoolLive                                 int
+	// CtlCreated counts the PFC PAUSE frames switches made, CtlConsumed
+	// those switches and hosts received.
+	CtlCreated, CtlConsumed uint64
 }
 
 // Balance is Created - (Consumed + drops + in flight); 0 when conserved.
 func (c Conservation) Balance() int64 {
-	return int64(c.Created) - int64(c.Consumed+c.QueueDrops+c.LinkLost+c.NoRoute+c.Misrouted) -
+	return int64(c.Created+c.CtlCreated) - int64(c.Consumed+c.CtlConsumed+c.QueueDrops+c.LinkLost+c.NoRoute+c.Misrouted) -
 		int64(c.InQueues+c.OnWire)
 }
 
@@ -332,6 +355,7 @@ func (f *Fabric) Conservation() Conservation {
 		c.Created += h.Created
 		c.Consumed += h.Consumed
 		c.Misrouted += h.Misrouted
+		c.CtlConsumed += h.PausesRecv
 		c.InQueues += h.Queued()
 	}
 	for _, s := range f.switches {
@@ -339,6 +363,8 @@ func (f *Fabric) Conservation() Conservation {
 			continue
 		}
 		c.NoRoute += s.NoRoute
+		c.CtlCreated += s.CtlCreated
+		c.CtlConsumed += s.CtlConsumed
 		c.InQueues += s.Queued()
 		for i := range s.Ports {
 			c.QueueDrops += s.Ports[i].Dropped

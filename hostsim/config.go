@@ -192,6 +192,9 @@ type FlowSpec struct {
 	// Hops is the number of links on the flow's path (set by the fabric;
 	// STrack's target delay scales with it).
 	Hops int
+	// Class is the traffic class (0-7) of the flow's data packets, which
+	// switches with classes queue by.
+	Class int
 	// Dependencies (docs/design.md §11). A flow with Need > 0 does not
 	// start at Start: it starts when it has been activated Need times,
 	// each activation arriving Delay after its cause. OnRecvDone lists the

@@ -15,6 +15,7 @@ const (
 	timerDelAck
 	timerPace
 	timerRecovery
+	timerPause // a PFC pause may have expired (no flow)
 	// timerTrigger is an activation of a flow that waits on others (a
 	// signal from the element where they completed).
 	timerTrigger
@@ -138,6 +139,10 @@ type Host struct {
 	// Created counts packets this host put on its NIC; Consumed those it
 	// received and used.
 	Created, Consumed uint64
+	// PausesRecv counts the PFC PAUSE frames the host's switch sent it;
+	// Trimmed the trimmed data packets it received.
+	PausesRecv, Trimmed uint64
+	pausedUntil         [sim.MaxClasses]sim.Time // by class, for data packets
 	// Tap, when set, sees every packet the host sends (tx) and receives,
 	// at the time it happens (pcap capture). Nil costs nothing.
 	Tap func(now sim.Time, pkt *sim.Packet, tx bool)
@@ -175,8 +180,13 @@ func (h *Host) Queued() int { return h.nic.Len() }
 // OnTimer handles an EvTimer event.
 func (h *Host) OnTimer(e *sim.Engine, ev *sim.Event) {
 	flow := int32(ev.Arg >> 8)
+	kind := ev.Arg & 0xff
+	if kind == timerPause {
+		h.kick(e)
+		return
+	}
 	s := h.T.senders[flow]
-	switch ev.Arg & 0xff {
+	switch kind {
 	case timerStart:
 		h.T.Records[flow].Started = true
 		h.T.Records[flow].StartAt = e.Now()
@@ -204,7 +214,14 @@ func (h *Host) OnTimer(e *sim.Engine, ev *sim.Event) {
 // OnTxDone starts the next queued packet.
 func (h *Host) OnTxDone(e *sim.Engine) {
 	h.busy = false
-	if h.nic.Len() == 0 {
+	h.kick(e)
+}
+
+// kick starts the NIC's head packet unless the NIC is busy or the head is
+// a data packet of a class its switch paused (IEEE 802.1Qbb; the NIC has
+// one FIFO, so a paused head holds the packets behind it).
+func (h *Host) kick(e *sim.Engine) {
+	if h.busy || h.nic.Len() == 0 || h.held(e, *h.nic.Front()) {
 		return
 	}
 	p := h.nic.Pop()
@@ -213,24 +230,62 @@ func (h *Host) OnTxDone(e *sim.Engine) {
 	e.Transmit(h.Link, p)
 }
 
+// held reports whether packet p must wait for a pause to end. ACKs and
+// NACKs are never held.
+func (h *Host) held(e *sim.Engine, p sim.PktRef) bool {
+	pkt := e.Pool.Get(p)
+	return pkt.Flags&sim.FlagData != 0 && h.pausedUntil[pkt.Class()] > e.Now()
+}
+
+// onPause applies a PFC PAUSE frame from the host's switch.
+func (h *Host) onPause(e *sim.Engine, pkt *sim.Packet) {
+	h.PausesRecv++
+	now := e.Now()
+	rate := e.Links[h.Link].Spec.Rate
+	wake := sim.Never
+	for c := 0; c < sim.MaxClasses; c++ {
+		if pkt.Bitmap&(1<<uint(c)) == 0 {
+			continue
+		}
+		until := now + sim.Time(pkt.PauseQuanta(c))*rate.TxTime(64)
+		h.pausedUntil[c] = until
+		if until > now {
+			wake = min(wake, until)
+		}
+	}
+	if wake != sim.Never {
+		e.Schedule(h.ID, wake, timerArg(0, timerPause), sim.NoPacket)
+	}
+	h.kick(e)
+}
+
 // send hands packet p to the NIC.
 func (h *Host) send(e *sim.Engine, p sim.PktRef) {
 	h.Created++
 	if h.Tap != nil {
 		h.Tap(e.Now(), e.Pool.Get(p), true)
 	}
-	if !h.busy {
+	if !h.busy && h.nic.Len() == 0 && !h.held(e, p) {
 		h.busy = true
 		e.Transmit(h.Link, p)
 		return
 	}
 	h.nic.Push(p)
 	h.nic.Bytes += int64(e.Pool.Get(p).Size)
+	h.kick(e)
 }
 
 // OnArrive consumes a packet that arrived at the host.
 func (h *Host) OnArrive(e *sim.Engine, p sim.PktRef) {
 	pkt := e.Pool.Get(p)
+	if pkt.Flags&sim.FlagPause != 0 {
+		if h.Tap != nil {
+			h.Tap(e.Now(), pkt, false)
+		}
+		h.onPause(e, pkt)
+		e.Pool.Free(p)
+		return
+	}
 	if pkt.DstHost != h.Index {
 		h.Misrouted++
 		e.Pool.Free(p)

@@ -52,6 +52,10 @@ func (r *Receiver) bitmap(mss int64) uint64 {
 func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	cfg := &h.T.Cfg
 	now := e.Now()
+	if pkt.Flags&sim.FlagTrimmed != 0 {
+		r.onTrimmed(h, e, pkt)
+		return
+	}
 	ce := pkt.Flags&sim.FlagCE != 0
 	if cfg.Echo == EchoPerPacket && cfg.DelAck.Enabled && ce != r.ceState && r.unacked > 0 {
 		// RFC 8257 §3.2: when the CE state changes, acknowledge what
@@ -139,6 +143,20 @@ func (r *Receiver) onDelAckTimer(h *Host, e *sim.Engine) {
 		}
 		r.sendAck(h, e, nil, echo)
 	}
+}
+
+// onTrimmed handles a data packet a switch trimmed to its header (NDP): its
+// payload is lost, and the receiver knows it at once. A transport with
+// per-packet ACKs (STrack) learns of the hole from the NACK bitmap of the
+// next packets, as for a drop; the others get an immediate duplicate ACK
+// flagged trimmed, which starts their loss recovery (SACK, RACK) without
+// waiting for later data.
+func (r *Receiver) onTrimmed(h *Host, e *sim.Engine, pkt *sim.Packet) {
+	h.Trimmed++
+	if h.T.Caps.PerPacketAcks {
+		return
+	}
+	r.sendAck(h, e, nil, r.ceLatched)
 }
 
 // sendAck acknowledges everything received so far. pkt is the data packet

@@ -91,7 +91,7 @@ func (s *Sender) sendSegment(h *Host, e *sim.Engine, cfg *Config, rec *FlowRecor
 	pkt.SrcPort = uint16(s.spec.ID)
 	pkt.DstPort = uint16(s.spec.ID>>16) ^ 5201
 	pkt.Proto = 6
-	pkt.Flags = sim.FlagData
+	pkt.Flags = sim.FlagData | sim.Flags(s.spec.Class&7)<<sim.ClassShift
 	sent := s.ep.OnSent(now, seg, e.Rand(h.ID))
 	if cfg.ECN {
 		pkt.Flags |= sim.FlagECT

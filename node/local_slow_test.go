@@ -6,7 +6,18 @@ import (
 	"testing"
 
 	"github.com/lockstep-sim/lockstep/partition"
+	"github.com/lockstep-sim/lockstep/scenario"
 )
+
+// loadFile loads a scenario for the slow tests.
+func loadFile(t *testing.T, path string) *scenario.Built {
+	t.Helper()
+	b, err := scenario.LoadFile(path)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return b
+}
 
 // The k=8 fat-tree permutation takes about a second alone and half a
 // minute under the race detector, so it runs with -tags slow.

@@ -46,6 +46,9 @@ type Config struct {
 	Creds *member.Creds
 	// Logger (nil: discard).
 	Logger *slog.Logger
+	// Observe, if set, sees the node's Progress at every heartbeat once
+	// it has joined the run, and when it finishes (metrics, readiness).
+	Observe func(Progress)
 }
 
 // ErrAborted marks a run that another process abandoned.
@@ -168,8 +171,12 @@ func Run(ctx context.Context, cfg Config) error {
 	every := liveness.Interval(cfg.PeerTimeout, cfg.StatusEvery)
 	conn := liveness.NewConn(nc)
 	leaderAt := time.Now()
+	var batches, batchBytes uint64 // published, for Observe
 	heartbeat := func() {
 		w, _ := core.Window()
+		if cfg.Observe != nil {
+			cfg.Observe(progress(core, w, perf, batches, batchBytes, false))
+		}
 		st := wire.NodeStatus{Partition: cfg.Partition, Window: w, Events: core.F.Engine().Stats.Events,
 			Now: int64(core.F.Engine().Now())}
 		if data, err := enc.Control(wire.TypeNodeStatus, st); err == nil {
@@ -198,7 +205,9 @@ func Run(ctx context.Context, cfg Config) error {
 	send := func(out Output) error {
 		for k := range out.Batches {
 			bt := &out.Batches[k]
-			if err := publish(subj.Batch(int(bt.To), cfg.Partition), enc.Batch(bt)); err != nil {
+			data := enc.Batch(bt)
+			batches, batchBytes = batches+1, batchBytes+uint64(len(data))
+			if err := publish(subj.Batch(int(bt.To), cfg.Partition), data); err != nil {
 				return err
 			}
 		}
@@ -316,6 +325,10 @@ func Run(ctx context.Context, cfg Config) error {
 	perf.WallSeconds = time.Since(start).Seconds()
 	res := core.Result()
 	res.Perf = perf
+	if cfg.Observe != nil {
+		w, _ := core.Window()
+		cfg.Observe(progress(core, w, perf, batches, batchBytes, true))
+	}
 	log.Info("finished", "windows", res.Core.Windows, "events", res.Part.Stats.Events, "reason", res.Final.Reason,
 		"duplicates", core.Duplicates())
 	// Keep the heartbeat going while the result is sent, so the launcher
@@ -336,6 +349,11 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 	}()
+	if err := storeResult(sctx, nc, cfg, su, res); err == nil {
+		log.Info("result stored in JetStream", "bucket", ResultBucket(cfg.Run))
+	} else if !errors.Is(err, errNoJetStream) {
+		log.Warn("result not stored in JetStream (request/reply goes on)", "err", err)
+	}
 	return sendResult(sctx, nc, subj, cfg, res)
 }
 

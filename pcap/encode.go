@@ -32,6 +32,8 @@
 //     blocks as still fit, first block first; for a pure ACK that is not a
 //     NACK, the 8-byte lockstep option with the echoed sequence alone, if it
 //     fits.
+//   - A PFC PAUSE frame (sim.FlagPause) is a MAC control frame instead: see
+//     encodePause.
 package pcap
 
 import (
@@ -128,6 +130,9 @@ func Micros(t sim.Time) uint32 { return uint32(t / sim.Microsecond) }
 // Preconditions: len(dst) >= MaxHeaderLen.
 func Encode(dst []byte, p *sim.Packet) (capLen, origLen int) {
 	dst = dst[:MaxHeaderLen]
+	if p.Flags&sim.FlagPause != 0 {
+		return encodePause(dst, p)
+	}
 	src, dstIP := HostIP(p.SrcHost), HostIP(p.DstHost)
 
 	// Ethernet II.
@@ -167,6 +172,38 @@ func Encode(dst []byte, p *sim.Packet) (capLen, origLen int) {
 	capLen = EthernetLen + IPv4Len + l4
 	origLen = EthernetLen + max(int(p.Size), total)
 	return capLen, origLen
+}
+
+// MAC control (IEEE 802.3 Annex 31B/31D) constants of a PFC frame.
+const (
+	etherTypeMACControl = 0x8808
+	opcodePFC           = 0x0101 // IEEE 802.1Qbb priority-based flow control
+	pauseLen            = 2 + 2 + 2*sim.MaxClasses
+	minFrameLen         = 60 // without the FCS
+)
+
+// pfcDst is the MAC control multicast address (802.3 Annex 31B.1).
+var pfcDst = [6]byte{0x01, 0x80, 0xc2, 0x00, 0x00, 0x01}
+
+// encodePause writes a PFC frame: Ethernet to 01-80-C2-00-00-01 from the
+// sending switch's label (02:01 and the element id), Ethertype 0x8808,
+// opcode 0x0101, the class-enable vector and 8 pause times in quanta
+// (802.1Qbb §36.1.3.2). The frame is 60 bytes (64 with the FCS), padded.
+func encodePause(dst []byte, p *sim.Packet) (capLen, origLen int) {
+	copy(dst[0:6], pfcDst[:])
+	// The source label: the switch that sent it is not in the header
+	// model, so the packet id's creator (its top bits) names it.
+	src := uint32(p.ID >> 40)
+	dst[6], dst[7] = 0x02, 0x01
+	binary.BigEndian.PutUint32(dst[8:12], src)
+	binary.BigEndian.PutUint16(dst[12:14], etherTypeMACControl)
+	b := dst[EthernetLen:]
+	binary.BigEndian.PutUint16(b[0:2], opcodePFC)
+	binary.BigEndian.PutUint16(b[2:4], uint16(p.Bitmap&0xff))
+	for c := 0; c < sim.MaxClasses; c++ {
+		binary.BigEndian.PutUint16(b[4+2*c:6+2*c], p.PauseQuanta(c))
+	}
+	return EthernetLen + pauseLen, minFrameLen
 }
 
 // encodeTCP writes the TCP header and options into b and returns its length.

@@ -574,6 +574,13 @@ func FuzzEncode(f *testing.F) {
 			NSack: nsack, Payload: payload, Size: size, Hops: hops}
 		var b [MaxHeaderLen]byte
 		capLen, origLen := Encode(b[:], p)
+		if p.Flags&sim.FlagPause != 0 {
+			// A PFC frame (MAC control), not IPv4/TCP.
+			if capLen != EthernetLen+pauseLen || origLen != minFrameLen {
+				t.Fatalf("PAUSE: caplen %d, origlen %d", capLen, origLen)
+			}
+			return
+		}
 		if capLen < 54 || capLen > MaxHeaderLen || origLen < capLen {
 			t.Fatalf("caplen %d, origlen %d", capLen, origLen)
 		}

@@ -83,7 +83,6 @@ func loadCollectives(r *Run) error {
 // byIteration draws one line with points per job: what (µs) by iteration.
 func byIteration(r *Run, ttl, what string, ss []Series) (*Figure, error) {
 	p := newPlot(title(r, ttl), "iteration", what+" (µs)")
-	p.X.Tick.Marker = integerTicks{}
 	fig := &Figure{plot: p, legend: newLegend()}
 	for i, s := range ss {
 		xys := make(plotter.XYs, len(s.Points))

@@ -452,12 +452,15 @@ func cmpInt(a, b int64) int {
 }
 
 // parseSummary takes the title and the virtual end time from
-// summary.json; every other field is ignored.
+// summary.json; every other field is ignored. The end is virtual_end_ps
+// (integer picoseconds) when present, else virtual_end_ns, a number (or,
+// in summaries written before the format change, a string).
 func parseSummary(path string, data []byte, r *Run) error {
 	var s struct {
-		Name     string `json:"name"`
-		Scenario string `json:"scenario"`
-		EndNs    any    `json:"virtual_end_ns"` // a string in results.Summary
+		Name     string           `json:"name"`
+		Scenario string           `json:"scenario"`
+		EndPs    *int64           `json:"virtual_end_ps"`
+		EndNs    *json.RawMessage `json:"virtual_end_ns"`
 	}
 	if err := json.Unmarshal(data, &s); err != nil {
 		var se *json.SyntaxError
@@ -471,14 +474,15 @@ func parseSummary(path string, data []byte, r *Run) error {
 	if r.Title == "" {
 		r.Title = s.Scenario
 	}
-	switch v := s.EndNs.(type) {
-	case string:
-		if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && !math.IsInf(f, 0) {
-			r.EndNs = f
+	switch {
+	case s.EndPs != nil:
+		if *s.EndPs >= 0 {
+			r.EndNs = float64(*s.EndPs) / 1e3
 		}
-	case float64:
-		if v >= 0 {
-			r.EndNs = v
+	case s.EndNs != nil:
+		raw := bytes.Trim(*s.EndNs, `"`)
+		if f, err := strconv.ParseFloat(string(raw), 64); err == nil && f >= 0 && !math.IsInf(f, 0) {
+			r.EndNs = f
 		}
 	}
 	return nil

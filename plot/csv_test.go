@@ -184,15 +184,20 @@ func TestLoad_MissingOrFileDir(t *testing.T) {
 }
 
 func TestLoad_TitleFallsBackToScenario(t *testing.T) {
-	dir := writeDir(t, map[string]string{
-		FCTFile:     fctHeader,
-		SummaryFile: `{"scenario": "fattree.yaml", "virtual_end_ns": "12.500"}`,
-	})
-	r, err := Load(dir)
-	if err != nil {
-		t.Fatalf("Load: want no error, got %v", err)
-	}
-	if r.Title != "fattree.yaml" || r.EndNs != 12.5 {
-		t.Errorf("want title fattree.yaml and end 12.5, got %q and %v", r.Title, r.EndNs)
+	// virtual_end_ps wins; virtual_end_ns is a number, or a string in
+	// summaries written before summary.json had numbers.
+	for _, end := range []string{`"virtual_end_ns": "12.500"`, `"virtual_end_ns": 12.500`,
+		`"virtual_end_ps": 12500, "virtual_end_ns": 99`} {
+		dir := writeDir(t, map[string]string{
+			FCTFile:     fctHeader,
+			SummaryFile: `{"scenario": "fattree.yaml", ` + end + `}`,
+		})
+		r, err := Load(dir)
+		if err != nil {
+			t.Fatalf("Load: want no error, got %v", err)
+		}
+		if r.Title != "fattree.yaml" || r.EndNs != 12.5 {
+			t.Errorf("%s: want title fattree.yaml and end 12.5, got %q and %v", end, r.Title, r.EndNs)
+		}
 	}
 }

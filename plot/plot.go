@@ -267,9 +267,11 @@ func fctCDF(r *Run, opt Options) (*Figure, string, error) {
 	l.StepStyle = plotter.PostStep
 	l.LineStyle = draw.LineStyle{Color: palette[0], Width: vg.Points(1.5)}
 	p.Add(l)
-	p.Y.Min, p.Y.Max = 0, 1
+	setLinear(&p.Y, 0, 1, fromZero, false)
 	if opt.LogX {
 		setLog(&p.X, xys[0].X, xys[len(xys)-1].X, plainLabel)
+	} else {
+		setLinear(&p.X, xys[0].X, xys[len(xys)-1].X, cdfNearest, false)
 	}
 	return &Figure{plot: p}, "", nil
 }
@@ -294,7 +296,6 @@ func fctPerFlow(r *Run, _ Options) (*Figure, string, error) {
 	}
 	done, open, elapsed := perFlowPoints(r)
 	p := newPlot(title(r, "FCT per flow"), "flow id", "flow completion time (µs)")
-	p.X.Tick.Marker = integerTicks{}
 	fig := &Figure{plot: p}
 	if len(done) > 0 {
 		s, err := plotter.NewScatter(done)
@@ -325,7 +326,14 @@ func fctPerFlow(r *Run, _ Options) (*Figure, string, error) {
 			fig.legend.Add("(at largest FCT)")
 		}
 	}
-	p.Y.Min = 0
+	lo, hi, top := math.Inf(1), math.Inf(-1), 0.0
+	for _, pts := range []plotter.XYs{done, open} {
+		for _, pt := range pts {
+			lo, hi, top = math.Min(lo, pt.X), math.Max(hi, pt.X), math.Max(top, pt.Y)
+		}
+	}
+	setLinear(&p.X, lo, hi, -1, true) // padded at both ends: a point is not on the frame
+	setLinear(&p.Y, 0, top, fromZero, false)
 	return fig, "", nil
 }
 
@@ -454,7 +462,7 @@ func slowdownVsSize(r *Run, _ Options) (*Figure, string, error) {
 		xmin, xmax = xmin/2, xmax*2
 	}
 	setLog(&p.X, xmin, xmax, siLabel)
-	p.Y.Min, p.Y.Max = 0, ymax*1.05
+	setLinear(&p.Y, 0, ymax, fromZero, false)
 	return fig, "", nil
 }
 
@@ -498,6 +506,9 @@ func seriesFigure(r *Run, ttl, what, prefix string, ss []Series) (*Figure, strin
 	for _, s := range ss {
 		tmax = math.Max(tmax, s.Points[len(s.Points)-1].X)
 		ymax = math.Max(ymax, s.Peak)
+		for _, pt := range s.Points {
+			ymax = math.Max(ymax, pt.Y)
+		}
 	}
 	tdiv, tunit := timeUnit(tmax)
 	ydiv, yunit := byteUnit(ymax)
@@ -518,7 +529,8 @@ func seriesFigure(r *Run, ttl, what, prefix string, ss []Series) (*Figure, strin
 		p.Add(l)
 		fig.legend.Add(prefix+s.Name, l)
 	}
-	p.Y.Min = 0
+	setLinear(&p.X, 0, tmax/tdiv, fromZero, false)
+	setLinear(&p.Y, 0, ymax/ydiv, fromZero, false)
 	return fig, "", nil
 }
 
@@ -536,6 +548,7 @@ const (
 	legendSize = 9
 	minLegend  = 5 // a long legend shrinks down to this size to fit
 	legendGap  = 6 // between the plot and the legend
+	minTitle   = 9 // a long title shrinks down to this size to fit, then is shortened
 )
 
 // palette is Tableau 10: distinct hues that stay apart for most forms of
@@ -600,27 +613,59 @@ func newLegend() *gplot.Legend {
 	return &l
 }
 
-// draw renders the figure; a legend goes in a column at the right, level
-// with the top of the plot area, so it never hides data.
-func (f *Figure) draw(c draw.Canvas) {
-	if f.legend == nil {
-		drawPlot(f.plot, c)
-		return
-	}
-	top := vg.Length(0)
+// figLayout is where a figure's parts go on a canvas: the title across
+// the whole width at the top (shrunk or shortened to fit), the plot below
+// it, and a legend, if any, in a column at the right, level with the top
+// of the plot, so it never hides data.
+type figLayout struct {
+	title      string
+	titleStyle draw.TextStyle
+	titleAt    vg.Point
+	plot       draw.Canvas
+	legend     draw.Canvas // zero without a legend
+}
+
+// titleMargin is the room left free at each side of the title.
+const titleMargin = 4
+
+func (f *Figure) layout(c draw.Canvas) figLayout {
+	lo := figLayout{plot: c}
 	if f.plot.Title.Text != "" {
-		top = f.plot.Title.TextStyle.Rectangle(f.plot.Title.Text).Size().Y + f.plot.Title.Padding
+		ts := f.plot.Title.TextStyle
+		ts.Font = font.From(sans, titleSize)
+		lo.title = fitText(&ts, f.plot.Title.Text, c.Size().X-2*vg.Points(titleMargin))
+		lo.titleStyle = ts
+		lo.titleAt = vg.Point{X: c.Center().X, Y: c.Max.Y}
+		lo.plot = draw.Crop(c, 0, 0, 0, -(ts.Height(lo.title) + f.plot.Title.Padding))
 	}
-	avail := c.Size().Y - top - vg.Points(4)
+	if f.legend == nil {
+		return lo
+	}
+	avail := lo.plot.Size().Y - vg.Points(4)
 	for size := vg.Length(legendSize); ; size -= 0.5 {
 		f.legend.TextStyle.Font = font.From(sans, size)
-		if f.legend.Rectangle(c).Size().Y <= avail || size <= minLegend {
+		if f.legend.Rectangle(lo.plot).Size().Y <= avail || size <= minLegend {
 			break
 		}
 	}
-	lw := f.legend.Rectangle(c).Size().X + vg.Points(4)
-	drawPlot(f.plot, draw.Crop(c, 0, -(lw+legendGap), 0, 0))
-	f.legend.Draw(draw.Crop(c, c.Size().X-lw, 0, 0, -top))
+	lw := f.legend.Rectangle(lo.plot).Size().X + vg.Points(4)
+	lo.legend = draw.Crop(lo.plot, lo.plot.Size().X-lw, 0, 0, 0)
+	lo.plot = draw.Crop(lo.plot, 0, -(lw + legendGap), 0, 0)
+	return lo
+}
+
+// draw renders the figure as layout places it.
+func (f *Figure) draw(c draw.Canvas) {
+	lo := f.layout(c)
+	q := *f.plot // shallow: the title is drawn here, across the whole width
+	q.Title.Text = ""
+	if lo.title != "" {
+		c.FillText(lo.titleStyle, lo.titleAt, lo.title)
+	}
+	drawPlot(&q, lo.plot)
+	if f.legend != nil {
+		f.legend.Draw(lo.legend)
+	}
 }
 
 // drawPlot draws p into c. gonum draws a centred axis label at the
@@ -653,21 +698,6 @@ func drawPlot(p *gplot.Plot, c draw.Canvas) {
 		x := c.Min.X + p.Y.Label.TextStyle.Height(p.Y.Label.Text) - p.Y.Label.TextStyle.FontExtents().Descent
 		c.FillText(ys, vg.Point{X: x, Y: da.Center().Y}, p.Y.Label.Text)
 	}
-}
-
-// integerTicks keeps gonum's default tick positions but labels only whole
-// numbers (flow ids).
-type integerTicks struct{}
-
-// Ticks implements plot.Ticker.Ticks.
-func (integerTicks) Ticks(lo, hi float64) []gplot.Tick {
-	ts := gplot.DefaultTicks{}.Ticks(lo, hi)
-	for i := range ts {
-		if ts[i].Label != "" && ts[i].Value != math.Trunc(ts[i].Value) {
-			ts[i].Label = ""
-		}
-	}
-	return ts
 }
 
 // logTicks labels each power of ten and puts unlabelled ticks at 2..9

@@ -3,6 +3,7 @@ package plot
 import (
 	"encoding/csv"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -142,8 +143,22 @@ func SweepFigure(dir, metric, x string) (*Figure, error) {
 		}
 		p.X.Tick.Marker = gplot.ConstantTicks(ticks)
 		p.X.Min, p.X.Max = -0.3, float64(len(xs)-1)+0.3
+	} else {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, v := range xs {
+			lo, hi = math.Min(lo, pos(v)), math.Max(hi, pos(v))
+		}
+		setLinear(&p.X, lo, hi, nearZero, false)
 	}
-	p.Y.Min = 0
+	// The y axis holds every mean and its error bar.
+	top := 0.0
+	for _, l := range lines {
+		for j, pt := range l.pts.XYs {
+			_, e := l.pts.YError(j)
+			top = math.Max(top, pt.Y+e)
+		}
+	}
+	setLinear(&p.Y, 0, top, fromZero, false)
 	return fig, nil
 }
 

@@ -23,12 +23,14 @@ type Outputs struct {
 	Built   *scenario.Built
 	Records []hostsim.FlowRecord // by flow, in b.Fabric.Flows order
 	// Ideal is every flow's ideal FCT (IdealFCT), in the same order.
-	Ideal  []sim.Time
-	Ports  []QueueRow
-	Cwnd   []hostsim.CwndRow
-	Depths []DepthRow
-	Pcaps  []HostPcap // in the scenario's output.pcap order
-	End    sim.Time
+	Ideal []sim.Time
+	Ports []QueueRow
+	// Classes is queues_class.csv (empty without per-class counters).
+	Classes []ClassRow
+	Cwnd    []hostsim.CwndRow
+	Depths  []DepthRow
+	Pcaps   []HostPcap // in the scenario's output.pcap order
+	End     sim.Time
 	// StoppedBy is summary.json's stopped_by: "flows-done", "stop_at",
 	// "max_time" or "no-events".
 	StoppedBy string
@@ -98,46 +100,11 @@ func Merge(b *scenario.Built, parts []*Part) (*Outputs, error) {
 		o.Records[i] = rec
 	}
 
-	var ports []PortRow
-	for _, r := range byPart {
-		ports = append(ports, r.Ports...)
-	}
-	slices.SortStableFunc(ports, func(a, b PortRow) int { return cmp.Compare(a.Node, b.Node) })
-	for _, r := range ports {
-		o.Ports = append(o.Ports, r.Row)
-	}
-	// A flow's samples all come from its sender's part, in time order, so
-	// a stable sort by (time, flow) of the concatenation does not depend
-	// on the cut.
-	for _, r := range byPart {
-		o.Cwnd = append(o.Cwnd, r.Cwnd...)
-	}
-	slices.SortStableFunc(o.Cwnd, func(a, b hostsim.CwndRow) int {
-		return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.Flow, b.Flow))
-	})
-	var depths []DepthPart
-	for _, r := range byPart {
-		depths = append(depths, r.Depths...)
-	}
-	slices.SortStableFunc(depths, func(a, b DepthPart) int { return cmp.Compare(a.Node, b.Node) })
-	for _, d := range depths {
-		o.Depths = append(o.Depths, d.Row)
-	}
-	slices.SortStableFunc(o.Depths, func(a, b DepthRow) int { return cmp.Compare(a.Time, b.Time) })
+	o.mergeSeries(byPart)
 	for _, h := range b.PcapHosts {
-		var data []byte
-		found := false
-		for _, r := range byPart {
-			for _, c := range r.Pcaps {
-				if c.Host == h {
-					data, found = c.Data, true
-				}
-			}
-		}
-		if !found {
+		if !o.addPcap(byPart, h) {
 			return nil, fmt.Errorf("results: no capture of host %d", h)
 		}
-		o.Pcaps = append(o.Pcaps, HostPcap{Host: h, Data: data})
 	}
 
 	finish := byPart[0].Finish
@@ -219,37 +186,58 @@ func MergePartial(b *scenario.Built, p int, parts []*Part, reason string) *Outpu
 		}
 		o.End = max(o.End, r.Now)
 	}
+	o.mergeSeries(present)
+	for _, h := range b.PcapHosts {
+		o.addPcap(present, h)
+	}
+	return o
+}
+
+// mergeSeries fills the port rows and the per-class rows (by switch node,
+// each switch's ports in order), the cwnd samples (stably by time, then flow: a flow's samples
+// all come from its sender's part, in time order) and the queue samples
+// (switch by switch in node order, then stably by time) of parts, in an
+// order that does not depend on the cut.
+func (o *Outputs) mergeSeries(parts []*Part) {
 	var ports []PortRow
-	for _, r := range present {
+	var classes []ClassPart
+	var depths []DepthPart
+	for _, r := range parts {
 		ports = append(ports, r.Ports...)
+		classes = append(classes, r.Classes...)
 		o.Cwnd = append(o.Cwnd, r.Cwnd...)
+		depths = append(depths, r.Depths...)
 	}
 	slices.SortStableFunc(ports, func(a, b PortRow) int { return cmp.Compare(a.Node, b.Node) })
 	for _, r := range ports {
 		o.Ports = append(o.Ports, r.Row)
 	}
+	slices.SortStableFunc(classes, func(a, b ClassPart) int { return cmp.Compare(a.Node, b.Node) })
+	for _, r := range classes {
+		o.Classes = append(o.Classes, r.Row)
+	}
 	slices.SortStableFunc(o.Cwnd, func(a, b hostsim.CwndRow) int {
 		return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.Flow, b.Flow))
 	})
-	var depths []DepthPart
-	for _, r := range present {
-		depths = append(depths, r.Depths...)
-	}
 	slices.SortStableFunc(depths, func(a, b DepthPart) int { return cmp.Compare(a.Node, b.Node) })
 	for _, d := range depths {
 		o.Depths = append(o.Depths, d.Row)
 	}
 	slices.SortStableFunc(o.Depths, func(a, b DepthRow) int { return cmp.Compare(a.Time, b.Time) })
-	for _, h := range b.PcapHosts {
-		for _, r := range present {
-			for _, c := range r.Pcaps {
-				if c.Host == h {
-					o.Pcaps = append(o.Pcaps, HostPcap{Host: h, Data: c.Data})
-				}
+}
+
+// addPcap appends host h's capture from the part that holds it and
+// reports whether one did.
+func (o *Outputs) addPcap(parts []*Part, h int) bool {
+	for _, r := range parts {
+		for _, c := range r.Pcaps {
+			if c.Host == h {
+				o.Pcaps = append(o.Pcaps, HostPcap{Host: h, Data: c.Data})
+				return true
 			}
 		}
 	}
-	return o
+	return false
 }
 
 func partOf(r *Part) any {
@@ -261,11 +249,11 @@ func partOf(r *Part) any {
 
 // Summary is summary.json's machine-independent part. Events, packets and
 // losses are sums over the parts; PeakEventQueue is the largest part's and
-// PacketPool the sum of the parts' pools.
+// PacketPool the sum of the parts' pools (WriteDir writes both under perf).
 func (o *Outputs) Summary() Summary {
 	b := o.Built
 	s := Summary{Scenario: filepath.Base(b.File), Name: b.Name, Digest: b.Digest(), Seed: b.Seed(),
-		EndNs: o.End.NsString(), Flows: len(b.Fabric.Flows), StoppedBy: o.StoppedBy, Complete: o.Complete,
+		EndPs: int64(o.End), EndNs: json.Number(o.End.NsString()), Flows: len(b.Fabric.Flows), StoppedBy: o.StoppedBy, Complete: o.Complete,
 		Reason: o.Reason, MissingPartitions: o.Missing, Build: version.Get()}
 	for _, r := range o.Parts {
 		if r == nil {
@@ -349,6 +337,13 @@ func (o *Outputs) WriteDir(dir string, perf Perf, extra any) error {
 	}); err != nil {
 		return err
 	}
+	if len(o.Classes) > 0 {
+		if err := WriteFileAtomic(filepath.Join(dir, "queues_class.csv"), func(w io.Writer) error {
+			return WriteClasses(w, o.Classes)
+		}); err != nil {
+			return err
+		}
+	}
 	if len(o.Cwnd) > 0 {
 		if err := WriteFileAtomic(filepath.Join(dir, "cwnd.csv"), func(w io.Writer) error {
 			return WriteCwnd(w, o.Cwnd)
@@ -391,6 +386,7 @@ func (o *Outputs) WriteDir(dir string, perf Perf, extra any) error {
 		}
 	}
 	s := o.Summary()
+	perf.PeakEventQueue, perf.PacketPool = s.PeakEventQueue, s.PacketPool
 	s.Perf = perf
 	s.Extra = extra
 	return WriteFileAtomic(filepath.Join(dir, "summary.json"), func(w io.Writer) error {

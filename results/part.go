@@ -35,6 +35,12 @@ type PortRow struct {
 	Row  QueueRow
 }
 
+// ClassPart is a queues_class.csv row with the switch's node index.
+type ClassPart struct {
+	Node int
+	Row  ClassRow
+}
+
 // DepthPart is a queue_depth.csv row with the switch's node index.
 type DepthPart struct {
 	Node int
@@ -61,6 +67,9 @@ type Part struct {
 	Flows []FlowPart
 	// Ports holds the local switches' ports in node and port order.
 	Ports []PortRow
+	// Classes holds their class queues (queues_class.csv), when the
+	// switches keep per-class counters.
+	Classes []ClassPart
 	// Cwnd is the local senders' cwnd samples (cwnd.csv), in the order
 	// they were taken.
 	Cwnd []hostsim.CwndRow
@@ -90,6 +99,7 @@ type Recorder struct {
 	f      *fabric.Fabric
 	digest string
 	caps   []hostCapture
+	limit  sim.Time // the run's end bound: open pauses count up to it
 }
 
 type hostCapture struct {
@@ -99,7 +109,7 @@ type hostCapture struct {
 
 // NewRecorder attaches to f, built from b (perhaps one partition of it).
 func NewRecorder(b *scenario.Built, f *fabric.Fabric) *Recorder {
-	r := &Recorder{f: f, digest: b.Digest()}
+	r := &Recorder{f: f, digest: b.Digest(), limit: b.Limit()}
 	for _, hi := range b.PcapHosts {
 		if h := f.Host(hi); h != nil {
 			c := pcap.NewCapture()
@@ -151,6 +161,13 @@ func (r *Recorder) Part(partition int, finish Finish) *Part {
 				Peer: t.Nodes[pt.Peer].Name, Tier: tl.Tier, RateBps: tl.Rate, Enqueued: pt.Enqueued, Dropped: pt.Dropped,
 				Marked: pt.Marked, PeakBytes: pt.PeakBytes, Bytes: pt.Bytes, TxPackets: pt.TxPackets,
 				LinkLost: l.LostRandom + l.LostDown}})
+			for c := 0; c < pt.NumClasses() && pt.HasClassCounters(); c++ {
+				k := pt.Class(c)
+				p.Classes = append(p.Classes, ClassPart{Node: node, Row: ClassRow{Switch: t.Nodes[node].Name, Port: pi,
+					Peer: t.Nodes[pt.Peer].Name, Class: c, Enqueued: k.Enqueued, Dropped: k.Dropped, Marked: k.Marked,
+					TxPackets: k.TxPackets, Trimmed: k.Trimmed, TrimBytes: k.TrimBytes, PausesSent: k.PausesSent,
+					PausesRecv: k.PausesRecv, Paused: pt.PausedTime(c, r.limit), HeadroomDrops: k.HeadroomDrops, PeakBytes: k.PeakBytes}})
+			}
 		}
 	}
 	return p

@@ -139,26 +139,59 @@ func WriteQueues(w io.Writer, rows []QueueRow) error {
 	return bw.Flush()
 }
 
+// ClassRow is one class queue of one switch port.
+type ClassRow struct {
+	Switch                 string
+	Port                   int
+	Peer                   string
+	Class                  int
+	Enqueued, Dropped      uint64
+	Marked, TxPackets      uint64
+	Trimmed, TrimBytes     uint64
+	PausesSent, PausesRecv uint64
+	Paused                 sim.Time // time the peer kept the class paused
+	HeadroomDrops          uint64
+	PeakBytes              int64
+}
+
+// ClassHeader is the first line of queues_class.csv.
+const ClassHeader = "switch,port,peer,class,enqueued,dropped,marked,tx_packets,trimmed,trim_bytes,pauses_sent,pauses_recv,paused_ns,headroom_drops,peak_bytes"
+
+// WriteClasses writes queues_class.csv.
+func WriteClasses(w io.Writer, rows []ClassRow) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, ClassHeader)
+	for _, r := range rows {
+		fmt.Fprintf(bw, "%s,%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d\n", r.Switch, r.Port, r.Peer, r.Class,
+			r.Enqueued, r.Dropped, r.Marked, r.TxPackets, r.Trimmed, r.TrimBytes, r.PausesSent, r.PausesRecv,
+			r.Paused.NsString(), r.HeadroomDrops, r.PeakBytes)
+	}
+	return bw.Flush()
+}
+
 // Summary is summary.json. Fields under Perf depend on the machine; all
 // others are a function of the scenario and the seed.
 type Summary struct {
-	Scenario      string `json:"scenario"`
-	Name          string `json:"name,omitempty"`
-	Digest        string `json:"scenario_digest"`
-	Seed          uint64 `json:"seed"`
-	EndNs         string `json:"virtual_end_ns"`
-	Events        uint64 `json:"events"`
-	Flows         int    `json:"flows"`
-	FlowsFinished int    `json:"flows_finished"`
-	PacketsSent   uint64 `json:"packets"` // packets put on any wire
-	HostPackets   uint64 `json:"host_packets"`
-	Drops         uint64 `json:"drops"` // queue drops + link losses
-	QueueDrops    uint64 `json:"queue_drops"`
-	LinkLost      uint64 `json:"link_lost"`
-	Marks         uint64 `json:"ecn_marks"`
-	Retransmits   uint64 `json:"retransmits"`
-	Timeouts      uint64 `json:"timeouts"`
-	StoppedBy     string `json:"stopped_by"` // "flows-done", "stop_at", "max_time", "no-events", "incomplete"
+	Scenario string `json:"scenario"`
+	Name     string `json:"name,omitempty"`
+	Digest   string `json:"scenario_digest"`
+	Seed     uint64 `json:"seed"`
+	// EndPs is the virtual end time in picoseconds (exact); EndNs is the
+	// same time in nanoseconds with three decimals, as a JSON number.
+	EndPs         int64       `json:"virtual_end_ps"`
+	EndNs         json.Number `json:"virtual_end_ns"`
+	Events        uint64      `json:"events"`
+	Flows         int         `json:"flows"`
+	FlowsFinished int         `json:"flows_finished"`
+	PacketsSent   uint64      `json:"packets"` // packets put on any wire
+	HostPackets   uint64      `json:"host_packets"`
+	Drops         uint64      `json:"drops"` // queue drops + link losses
+	QueueDrops    uint64      `json:"queue_drops"`
+	LinkLost      uint64      `json:"link_lost"`
+	Marks         uint64      `json:"ecn_marks"`
+	Retransmits   uint64      `json:"retransmits"`
+	Timeouts      uint64      `json:"timeouts"`
+	StoppedBy     string      `json:"stopped_by"` // "flows-done", "stop_at", "max_time", "no-events", "incomplete"
 	// FCT and Slowdown are percentiles over the finished flows (nearest
 	// rank; absent when no flow finished).
 	FCT      *FCTPercentiles      `json:"fct_ns,omitempty"`
@@ -169,8 +202,11 @@ type Summary struct {
 	Complete          bool   `json:"complete"`
 	Reason            string `json:"incomplete_reason,omitempty"`
 	MissingPartitions []int  `json:"missing_partitions,omitempty"`
-	PeakEventQueue    int    `json:"peak_event_queue"`
-	PacketPool        int    `json:"packet_pool_slots"`
+	// PeakEventQueue (the largest part's) and PacketPool (the sum of the
+	// parts') depend on how the run was cut: WriteDir writes them under
+	// perf (Perf.PeakEventQueue, Perf.PacketPool), not here.
+	PeakEventQueue int `json:"-"`
+	PacketPool     int `json:"-"`
 	// Build is the binary that wrote the file (lockstep version).
 	Build version.Info `json:"build"`
 	Perf  Perf         `json:"perf"`
@@ -202,6 +238,11 @@ type Perf struct {
 	PeakRSSBytes  int64   `json:"peak_rss_bytes"`
 	PeakHeapBytes uint64  `json:"peak_heap_bytes"`
 	Partitions    int     `json:"partitions"`
+	// PeakEventQueue (the largest partition's event queue at its peak) and
+	// PacketPool (the sum of the partitions' packet pools) depend on how
+	// the run was cut, so they are here rather than in the results.
+	PeakEventQueue int `json:"peak_event_queue"`
+	PacketPool     int `json:"packet_pool_slots"`
 	// Cut says how the run was cut and why (partition.DefaultCut): the
 	// default cut's model inputs, or the flag that fixed it.
 	Cut any `json:"cut,omitempty"`

@@ -20,12 +20,15 @@ type Progress struct {
 	Events    uint64
 	FlowsDone int
 	Flows     int
+	// Final marks the last call, at the end of the run: Now is then the
+	// run's virtual end (the summary's), not the engine's clock.
+	Final bool
 }
 
 // Options tune a run.
 type Options struct {
 	// Progress, if set, is called every ProgressEvery events (default
-	// 1<<18) and once at the end.
+	// 1<<18) and once at the end (Progress.Final, Now the run's end).
 	Progress      func(Progress)
 	ProgressEvery int
 	// Stop, if set, ends the run early when it is closed (checked every
@@ -76,17 +79,22 @@ func Prepare(b *scenario.Built) (*fabric.Fabric, error) {
 // have run.
 func RunPrepared(b *scenario.Built, f *fabric.Fabric, opt Options) (*Result, error) {
 	limit := b.Limit()
+	final := false
 	every := opt.ProgressEvery
 	if every <= 0 {
 		every = 1 << 18
 	}
-	report := func() {
+	// report hands out a snapshot at now: the engine's clock between
+	// batches, the run's end (Outputs.End) at the end. The clock is not the
+	// end: after the last flow finishes the engine may still drain a stale
+	// timer (an RTO armed for 1 s), which moves it past the run's end.
+	report := func(now sim.Time) {
 		if opt.Observe != nil {
 			opt.Observe(f)
 		}
 		if opt.Progress != nil {
-			opt.Progress(Progress{Now: f.Engine().Now(), Limit: limit, Events: f.Engine().Stats.Events,
-				FlowsDone: f.Transport().Done, Flows: len(b.Fabric.Flows)})
+			opt.Progress(Progress{Now: now, Limit: limit, Events: f.Engine().Stats.Events,
+				FlowsDone: f.Transport().Done, Flows: len(b.Fabric.Flows), Final: final})
 		}
 	}
 	rec := results.NewRecorder(b, f)
@@ -94,20 +102,33 @@ func RunPrepared(b *scenario.Built, f *fabric.Fabric, opt Options) (*Result, err
 		opt.Setup()
 	}
 	for f.RunUntilBatch(limit, every) {
-		report()
+		if err := f.Failure(); err != nil {
+			return nil, err
+		}
+		report(f.Engine().Now())
 		select {
 		case <-opt.Stop:
-			report()
 			why := opt.StopReason
 			if why == "" {
 				why = "stopped"
 			}
-			return &Result{Outputs: results.MergePartial(b, 1, []*results.Part{rec.Part(0, 0)}, why), Fabric: f}, nil
+			out := results.MergePartial(b, 1, []*results.Part{rec.Part(0, 0)}, why)
+			final = true
+			report(out.End)
+			return &Result{Outputs: out, Fabric: f}, nil
 		default:
 		}
 	}
-	report()
-	return finish(b, f, rec)
+	if err := f.Failure(); err != nil {
+		return nil, err
+	}
+	res, err := finish(b, f, rec)
+	if err != nil {
+		return nil, err
+	}
+	final = true
+	report(res.End)
+	return res, nil
 }
 
 // FromFabric is the result of a fabric built from b that the caller ran

@@ -295,6 +295,9 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 		return nil, err
 	}
 	b.Fabric = fabric.Config{Topo: topo, Flows: flows, Transport: tc, Forwarding: fwd, Seed: b.seed, Impairments: imps}
+	if b.Fabric.Switch, err = l.switchConfig(&s.Switch, s.Workload); err != nil {
+		return nil, err
+	}
 	if o := s.Output.Cwnd; o != nil {
 		if err := l.cwndFlows(o.Flows, len(flows)); err != nil {
 			return nil, err
@@ -388,7 +391,84 @@ func (l *loader) queue(path string, t *Tier) (topologies.QueueConfig, error) {
 	default:
 		return q, l.errf(path+".ecn.mode", "unknown mode %q (known: off, step, red)", e.Mode)
 	}
+	switch e.On {
+	case "", "arrival":
+	case "dequeue":
+		q.ECN.Dequeue = true
+	default:
+		return q, l.errf(path+".ecn.on", "unknown %q (known: arrival, dequeue)", e.On)
+	}
 	return q, nil
+}
+
+// switchConfig builds the switches' optional mechanisms.
+func (l *loader) switchConfig(w *Switch, ws []Workload) (switchsim.Config, error) {
+	var c switchsim.Config
+	c.FlowletGap = sim.Time(w.FlowletGap)
+	if c.FlowletGap == 0 {
+		c.FlowletGap = 50 * sim.Microsecond
+	}
+	if len(w.Classes) > sim.MaxClasses {
+		return c, l.errf("switch.classes", "at most %d classes, got %d", sim.MaxClasses, len(w.Classes))
+	}
+	lossless := false
+	for i, k := range w.Classes {
+		if k.Weight < 0 {
+			return c, l.errf(fmt.Sprintf("switch.classes[%d].weight", i), "must not be negative, got %d", k.Weight)
+		}
+		if k.Alpha < 0 {
+			return c, l.errf(fmt.Sprintf("switch.classes[%d].alpha", i), "must not be negative, got %g", k.Alpha)
+		}
+		a := k.Alpha
+		if a == 0 {
+			a = 1
+		}
+		c.Classes = append(c.Classes, switchsim.Class{Weight: k.Weight, Lossless: k.Lossless, Alpha: a})
+		lossless = lossless || k.Lossless
+	}
+	c.ControlClass = max(0, len(c.Classes)-1)
+	if w.ControlClass != nil {
+		if *w.ControlClass < 0 || *w.ControlClass >= max(1, len(c.Classes)) {
+			return c, l.errf("switch.control_class", "must name one of the %d classes, got %d", max(1, len(c.Classes)), *w.ControlClass)
+		}
+		c.ControlClass = *w.ControlClass
+	}
+	if p := w.PFC; p != nil {
+		if !lossless {
+			return c, l.errf("switch.pfc", "no class is lossless: mark one in switch.classes")
+		}
+		if p.XOFF <= 0 || p.XON > p.XOFF {
+			return c, l.errf("switch.pfc.xon", "want 0 <= xon <= xoff and xoff > 0, got xon %d, xoff %d", int64(p.XON), int64(p.XOFF))
+		}
+		if p.Quanta < 0 || p.Quanta > 0xffff {
+			return c, l.errf("switch.pfc.quanta", "must be 1..65535 (0: 65535), got %d", p.Quanta)
+		}
+		c.PFC = switchsim.PFC{XOFF: int64(p.XOFF), XON: int64(p.XON), Headroom: int64(p.Headroom), MTU: int64(p.MTU),
+			Quanta: uint16(p.Quanta), Watchdog: sim.Time(p.Watchdog)}
+	} else if lossless {
+		return c, l.errf("switch.classes", "a lossless class needs switch.pfc")
+	}
+	if sb := w.SharedBuffer; sb != nil {
+		if sb.Size <= 0 || sb.Size > MaxBuffer {
+			return c, l.errf("switch.shared_buffer.size", "must be 1 byte to 1TiB, got %d", int64(sb.Size))
+		}
+		c.Shared = switchsim.Shared{Size: int64(sb.Size), Reserved: int64(sb.Reserved)}
+	}
+	if t := w.Trim; t != nil {
+		c.Trim = switchsim.Trim{Enabled: true, Header: int32(t.Header)}
+		if t.Header == 0 {
+			c.Trim.Header = 64
+		}
+	}
+	for i := range ws {
+		if k := ws[i].Class; k < 0 || k >= sim.MaxClasses {
+			return c, l.errf(fmt.Sprintf("workload[%d].class", i), "must be 0..7, got %d", k)
+		}
+	}
+	if err := c.Check(); err != nil {
+		return c, l.errf("switch", "%v", err)
+	}
+	return c, nil
 }
 
 func (l *loader) tier(path string, t *Tier) (topologies.TierConfig, error) {
@@ -832,6 +912,9 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 			if w.CDF == "" {
 				return nil, l.errf(path+".cdf", "required for poisson arrivals")
 			}
+			if w.Duration <= 0 {
+				return nil, l.errf(path+".duration", "required for poisson arrivals and positive: how long flows arrive after start (e.g. 1ms)")
+			}
 			data, rerr := l.read(path+".cdf", w.CDF)
 			if rerr != nil {
 				return nil, rerr
@@ -917,7 +1000,7 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 				}
 				return nil, l.errf(fp, "%sa flow of %d bytes is more than the limit of %d (1TiB)", what, f.Size, int64(MaxFlowSize))
 			}
-			out = append(out, hostsim.FlowSpec{ID: int32(len(out)), Src: f.Src, Dst: f.Dst, Size: f.Size, Start: f.Start,
+			out = append(out, hostsim.FlowSpec{ID: int32(len(out)), Src: f.Src, Dst: f.Dst, Size: f.Size, Start: f.Start, Class: w.Class,
 				Need: f.Need, Delay: f.Delay, OnRecvDone: shiftIDs(f.OnRecvDone, base), OnSendDone: shiftIDs(f.OnSendDone, base)})
 		}
 	}

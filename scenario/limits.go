@@ -135,7 +135,7 @@ func checkPresent(file string, s *Scenario, present yamlx.Present) error {
 		}
 		for _, f := range known {
 			path := fmt.Sprintf("workload[%d].%s", i, f)
-			if f == "type" || !present.Has(path) || slices.Contains(own, f) {
+			if f == "type" || f == "class" || !present.Has(path) || slices.Contains(own, f) {
 				continue
 			}
 			return &Error{File: file, Path: path, Msg: fmt.Sprintf("not a field of type %s (which takes %s)", w.Type, strings.Join(own, ", "))}

@@ -85,6 +85,9 @@ type ECN struct {
 	Min  yamlx.Size        `yaml:"min"`
 	Max  yamlx.Size        `yaml:"max"`
 	PMax yamlx.Probability `yaml:"pmax"`
+	// On: arrival (default; the occupancy a packet finds) or dequeue (the
+	// backlog behind a packet as it leaves, as htsim's UEC queues mark).
+	On string `yaml:"on"`
 }
 
 // Dumbbell: Senders hosts on switch "left", Receivers on "right".
@@ -256,6 +259,49 @@ type Switch struct {
 	// Forwarding: ecmp (hash of the 5-tuple, default) or spray (hash of the
 	// per-packet entropy, which senders then draw at random per packet).
 	Forwarding string `yaml:"forwarding"`
+	// FlowletGap: the idle gap after which flowlet forwarding may move a
+	// flow (default 50us).
+	FlowletGap yamlx.Duration `yaml:"flowlet_gap"`
+	// Classes gives every port one queue per class (at most 8).
+	Classes []SwitchClass `yaml:"classes"`
+	// ControlClass: the class of ACKs, NACKs and trimmed headers (default:
+	// the last class).
+	ControlClass *int `yaml:"control_class"`
+	// PFC: IEEE 802.1Qbb for the lossless classes.
+	PFC *PFC `yaml:"pfc"`
+	// SharedBuffer: a switch-wide pool with dynamic thresholds.
+	SharedBuffer *SharedBuffer `yaml:"shared_buffer"`
+	// Trim: cut data packets that do not fit to their header.
+	Trim *Trim `yaml:"trim"`
+}
+
+// SwitchClass is one traffic class of every switch port.
+type SwitchClass struct {
+	// Weight: 0 strict priority, else a DWRR weight.
+	Weight   int     `yaml:"weight"`
+	Lossless bool    `yaml:"lossless"`
+	Alpha    float64 `yaml:"alpha"` // dynamic-threshold factor (default 1)
+}
+
+// PFC is priority flow control.
+type PFC struct {
+	XOFF     yamlx.Size     `yaml:"xoff" lockstep:"required"`
+	XON      yamlx.Size     `yaml:"xon"`
+	Headroom yamlx.Size     `yaml:"headroom"`
+	MTU      yamlx.Size     `yaml:"mtu"`
+	Quanta   int            `yaml:"quanta"`
+	Watchdog yamlx.Duration `yaml:"watchdog"`
+}
+
+// SharedBuffer is a switch-wide buffer pool.
+type SharedBuffer struct {
+	Size     yamlx.Size `yaml:"size" lockstep:"required"`
+	Reserved yamlx.Size `yaml:"reserved"`
+}
+
+// Trim is packet trimming.
+type Trim struct {
+	Header yamlx.Size `yaml:"header"`
 }
 
 // Workload is one group of flows; a scenario concatenates its groups and
@@ -263,7 +309,9 @@ type Switch struct {
 type Workload struct {
 	// Type: flows, permutation, incast, alltoall, poisson, cm or
 	// collective.
-	Type  string         `yaml:"type" lockstep:"required"`
+	Type string `yaml:"type" lockstep:"required"`
+	// Class: the traffic class (0-7) of the group's data packets.
+	Class int            `yaml:"class"`
 	Flows []FlowEntry    `yaml:"flows"` // flows
 	Size  yamlx.Size     `yaml:"size"`  // permutation, incast, alltoall
 	Start yamlx.Duration `yaml:"start"` // permutation, incast, alltoall, poisson

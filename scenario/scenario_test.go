@@ -171,3 +171,20 @@ func TestSTrack_NeedsItsRecoveryAndItsCC(t *testing.T) {
 }
 
 var _ = fabric.DirID
+
+// A Poisson entry without a duration is refused naming the scenario's
+// field, not the generator's Go fields.
+func TestPoisson_NeedsDuration(t *testing.T) {
+	fsys := exampleFiles(t)
+	const topo = "topology: {type: dumbbell, dumbbell: {senders: 2, receivers: 2, host: {rate: 10Gbps}, bottleneck: {rate: 10Gbps}}}\n"
+	for _, w := range []string{
+		"workload: [{type: permutation, size: 1KB}, {type: poisson, load: 0.3, cdf: workloads/websearch.cdf}]\n",
+		"workload: [{type: permutation, size: 1KB}, {type: poisson, load: 0.3, cdf: workloads/websearch.cdf, duration: 0s}]\n",
+	} {
+		_, err := Load("s.yaml", []byte(topo+w), fsys)
+		if err == nil || !strings.Contains(err.Error(), "s.yaml: workload[1].duration: ") ||
+			strings.Contains(err.Error(), "End (") {
+			t.Errorf("%s: want an error naming workload[1].duration, got %v", w, err)
+		}
+	}
+}

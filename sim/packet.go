@@ -28,7 +28,54 @@ const (
 	// FlagRetx: the data packet is a retransmission (for statistics only;
 	// forwarding never looks at it).
 	FlagRetx
+	// FlagTrimmed: a switch cut the data packet to its header (NDP packet
+	// trimming, Handley et al., SIGCOMM 2017): Seq and Payload still name
+	// the bytes it carried, Size is the header's.
+	FlagTrimmed
+	// FlagPause: an IEEE 802.1Qbb priority-based flow control PAUSE frame
+	// (MAC control, Ethertype 0x8808, opcode 0x0101) from a switch to its
+	// link peer: Bitmap is the class-enable vector, Seq holds the pause
+	// quanta of classes 0-3 and Ack those of classes 4-7, 16 bits each.
+	// It is never forwarded.
+	FlagPause
 )
+
+// The traffic class (0-7, 802.1p-like priority) rides in the top three
+// bits of Flags, so that it crosses partitions with the header.
+const (
+	ClassShift           = 13
+	FlagClassMask  Flags = 7 << ClassShift
+	MaxClasses           = 8
+	PauseFrameSize       = 64 // a minimum Ethernet frame
+)
+
+// Class is the packet's traffic class.
+func (p *Packet) Class() int { return int(p.Flags&FlagClassMask) >> ClassShift }
+
+// SetClass sets the packet's traffic class (0-7).
+func (p *Packet) SetClass(c int) {
+	p.Flags = p.Flags&^FlagClassMask | Flags(c&7)<<ClassShift
+}
+
+// PauseQuanta is the quanta a PAUSE frame gives class c.
+func (p *Packet) PauseQuanta(c int) uint16 {
+	v := p.Seq
+	if c >= 4 {
+		v = p.Ack
+	}
+	return uint16(v >> (16 * uint(c&3)))
+}
+
+// SetPauseQuanta sets the quanta of class c and enables it in the vector.
+func (p *Packet) SetPauseQuanta(c int, q uint16) {
+	sh := 16 * uint(c&3)
+	v := &p.Seq
+	if c >= 4 {
+		v = &p.Ack
+	}
+	*v = *v&^(0xffff<<sh) | uint64(q)<<sh
+	p.Bitmap |= 1 << uint(c)
+}
 
 // SackBlock is one SACK block [Start, End) in bytes (RFC 2018).
 type SackBlock struct{ Start, End uint64 }

@@ -340,8 +340,7 @@ var Metrics = []Metric{
 	{"timeouts", func(s *results.Summary) (float64, bool) { return float64(s.Timeouts), true }},
 	{"events", func(s *results.Summary) (float64, bool) { return float64(s.Events), true }},
 	{"virtual_end_ns", func(s *results.Summary) (float64, bool) {
-		v, err := strconv.ParseFloat(s.EndNs, 64)
-		return v, err == nil
+		return num(s.EndNs)
 	}},
 	{"events_per_second", func(s *results.Summary) (float64, bool) { return s.Perf.EventsPerSec, true }},
 	{"wall_seconds", func(s *results.Summary) (float64, bool) { return s.Perf.WallSeconds, true }},

@@ -15,6 +15,7 @@ type forwardBench struct {
 	e     *sim.Engine
 	s     *switchsim.Switch
 	hosts int
+	in    int // ingress port of every packet (-1: unknown)
 }
 
 // newForwardBench builds a leaf with ports/2 hosts and ports/2 spines, and
@@ -49,7 +50,7 @@ func newForwardBench(tb testing.TB, ports int, mode switchsim.Forwarding) *forwa
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &forwardBench{e: e, s: switchsim.New(sim.ElemID(leaf), leaf, sp, ix.Routes(), mode), hosts: len(topo.Hosts)}
+	return &forwardBench{e: e, s: switchsim.New(sim.ElemID(leaf), leaf, sp, ix.Routes(), mode), hosts: len(topo.Hosts), in: -1}
 }
 
 // forward hands the switch one packet for host dst and runs the events it
@@ -61,7 +62,8 @@ func (fb *forwardBench) forward(i int) {
 	pk := e.Pool.Get(p)
 	*pk = sim.Packet{Size: 4096, SrcHost: int32(i % 7), DstHost: int32(i % fb.hosts), SrcPort: uint16(i), DstPort: 80,
 		Entropy: uint16(i * 40503), Flags: sim.FlagECT}
-	fb.s.OnArrive(e, p)
+	pk.SetClass(i % 3)
+	fb.s.OnArrive(e, p, fb.in)
 	for {
 		ev, ok := e.Next(sim.Never)
 		if !ok {
@@ -72,7 +74,8 @@ func (fb *forwardBench) forward(i int) {
 			fb.s.OnTxDone(e, int(ev.Arg))
 		case sim.EvArrive:
 			e.Pool.Free(ev.Pkt)
-		case sim.EvTimer: // the switch does not sample queues here
+		case sim.EvTimer: // PFC timers; the switch does not sample queues here
+			fb.s.OnTimer(e, ev.Arg)
 		}
 	}
 }
@@ -110,5 +113,69 @@ func TestSwitchForward_DoesNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%.1f allocations per forwarded packet, want 0", allocs)
+	}
+}
+
+// mechanisms are the optional switch configurations the benchmarks and
+// the allocation test cover.
+var mechanisms = []struct {
+	name string
+	mode switchsim.Forwarding
+	cfg  switchsim.Config
+}{
+	{"classes-dwrr", switchsim.ECMP, switchsim.Config{Classes: []switchsim.Class{{Weight: 1}, {Weight: 2}, {}}, ControlClass: 2}},
+	{"pfc", switchsim.ECMP, switchsim.Config{Classes: []switchsim.Class{{Lossless: true}, {Lossless: true}, {}}, ControlClass: 2,
+		PFC: switchsim.PFC{XOFF: 32 << 10, XON: 16 << 10, Watchdog: sim.Millisecond}}},
+	{"shared", switchsim.ECMP, switchsim.Config{Classes: []switchsim.Class{{Alpha: 1}}, Shared: switchsim.Shared{Size: 4 << 20, Reserved: 8 << 10}}},
+	{"trim", switchsim.ECMP, switchsim.Config{Classes: []switchsim.Class{{}, {}}, ControlClass: 1, Trim: switchsim.Trim{Enabled: true}}},
+	{"adaptive", switchsim.Adaptive, switchsim.Config{}},
+	{"flowlet", switchsim.Flowlet, switchsim.Config{FlowletGap: 10 * sim.Microsecond}},
+}
+
+func newMechBench(tb testing.TB, i int) *forwardBench {
+	m := mechanisms[i]
+	fb := newForwardBench(tb, 16, m.mode)
+	if err := fb.s.Configure(fb.e, &m.cfg); err != nil {
+		tb.Fatal(err)
+	}
+	fb.in = 1
+	return fb
+}
+
+// BenchmarkSwitchMechanisms is BenchmarkSwitchForward (16 ports) with each
+// optional mechanism on. It must report 0 allocs/op.
+//
+//	go test ./switchsim -run - -bench SwitchMechanisms -benchmem
+func BenchmarkSwitchMechanisms(b *testing.B) {
+	for i, m := range mechanisms {
+		b.Run(m.name, func(b *testing.B) {
+			fb := newMechBench(b, i)
+			for k := range 1000 {
+				fb.forward(k)
+			}
+			b.ReportAllocs()
+			k := 0
+			for b.Loop() {
+				fb.forward(k)
+				k++
+			}
+		})
+	}
+}
+
+func TestSwitchMechanisms_DoNotAllocate(t *testing.T) {
+	for i, m := range mechanisms {
+		fb := newMechBench(t, i)
+		for k := range 1000 {
+			fb.forward(k)
+		}
+		k := 0
+		allocs := testing.AllocsPerRun(100, func() {
+			fb.forward(k)
+			k++
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %.1f allocations per forwarded packet, want 0", m.name, allocs)
+		}
 	}
 }

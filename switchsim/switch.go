@@ -4,9 +4,15 @@
 // fabric's shortest paths, chosen by a hash of the 5-tuple (ECMP) or by the
 // packet's entropy value (spraying).
 //
-// It does not model input queueing, a shared buffer across ports, PFC,
-// trimming or adaptive routing (yet), nor header processing time other than
-// a fixed latency, which the fabric adds to the outgoing links.
+// Optional mechanisms (Config): up to 8 traffic classes per port with strict
+// priority and DWRR, IEEE 802.1Qbb PFC with PAUSE frames on the wire and a
+// deadlock watchdog, a shared buffer with Choudhury-Hahne dynamic
+// thresholds, NDP packet trimming, ECN on dequeue, and adaptive (per-packet
+// or flowlet) forwarding by local egress occupancy.
+//
+// It does not model input queueing, in-band telemetry or cut-through, nor
+// header processing time other than a fixed latency, which the fabric adds
+// to the outgoing links.
 package switchsim
 
 import (
@@ -26,6 +32,12 @@ const (
 	// Spray hashes the packet's entropy value: the sender picks the path of
 	// each packet.
 	Spray
+	// Adaptive sends each packet to the equal-cost port with the smallest
+	// occupancy (per-packet adaptive routing).
+	Adaptive
+	// Flowlet moves a flow to the least occupied port only after a gap of
+	// Config.FlowletGap between its packets.
+	Flowlet
 )
 
 func (f Forwarding) String() string {
@@ -34,6 +46,10 @@ func (f Forwarding) String() string {
 		return "ecmp"
 	case Spray:
 		return "spray"
+	case Adaptive:
+		return "adaptive"
+	case Flowlet:
+		return "flowlet"
 	}
 	return "invalid"
 }
@@ -45,37 +61,142 @@ func ParseForwarding(s string) (Forwarding, error) {
 		return ECMP, nil
 	case "spray":
 		return Spray, nil
+	case "adaptive":
+		return Adaptive, nil
+	case "flowlet":
+		return Flowlet, nil
 	}
-	return 0, fmt.Errorf("unknown forwarding %q (known: ecmp, spray)", s)
+	return 0, fmt.Errorf("unknown forwarding %q (known: ecmp, spray, adaptive, flowlet)", s)
 }
 
 // PortCounters are a port's statistics.
 type PortCounters struct {
 	Enqueued  uint64 // packets admitted to the queue
 	Dropped   uint64 // packets dropped because the buffer was full
-	Marked    uint64 // packets marked CE on admission
+	Marked    uint64 // packets marked CE (on admission or on dequeue)
 	Bytes     uint64 // bytes admitted
 	PeakBytes int64  // largest occupancy (queued + in service), bytes
-	TxPackets uint64 // packets transmitted
+	TxPackets uint64 // packets transmitted (PAUSE frames not included)
 }
 
-// Port is an output port: a queue in front of a link direction.
+// ClassCounters are one class queue's statistics. Trimmed headers count in
+// the class they were queued in (the control class).
+type ClassCounters struct {
+	Enqueued, Dropped, Marked, TxPackets uint64
+	Trimmed, TrimBytes                   uint64 // data packets cut to their header here
+	// PausesSent counts the PAUSE frames for this class the port sent
+	// upstream (its ingress side went over XOFF, was refreshed, or came
+	// back under XON); PausesRecv those its peer sent it.
+	PausesSent, PausesRecv uint64
+	HeadroomDrops          uint64 // lossless packets dropped: PFC headroom exceeded
+	PeakBytes              int64
+}
+
+// classQ is one class queue of a port.
+type classQ struct {
+	q   sim.PktQueue
+	occ int64 // queued plus the packet in service, if it is of this class
+}
+
+// portX is the state of a port's optional mechanisms.
+type portX struct {
+	cc  []ClassCounters      // per class
+	cx  []classX             // per class
+	ctl sim.Ring[sim.PktRef] // PAUSE frames, sent before any class
+	// in holds, beside each class queue, the ingress port of each packet
+	// (PFC accounting; only with PFC).
+	in []sim.Ring[int16]
+}
+
+// classX is the scheduling and pause state of a class queue, kept only
+// when the switch has classes or PFC.
+type classX struct {
+	deficit int64 // DWRR
+	// The current or last pause interval [pausedSince, pausedUntil).
+	pausedSince, pausedUntil sim.Time
+	pausedTime               sim.Time // closed pause intervals
+}
+
+// Port is an output port: queues in front of a link direction.
 type Port struct {
 	Link  sim.LinkID
 	Peer  sim.ElemID
 	Queue topologies.QueueConfig
 	PortCounters
 
-	q         sim.PktQueue
+	cls       []classQ
+	*portX          // nil with one class and no PFC or trimming
+	queued    int64 // bytes queued in all classes
 	busy      bool
-	inService int64 // bytes of the packet being serialised
+	inService int64 // bytes of the packet being serialised (0 for a PAUSE)
+	svcClass  int8  // class of the packet in service; -1: a PAUSE frame
+	svcIn     int16 // its ingress port, when its class is lossless
+	rr        int8  // DWRR: the class whose turn it is
 }
 
 // Occupancy is the bytes in the buffer: queued plus the one in service.
-func (p *Port) Occupancy() int64 { return p.q.Bytes + p.inService }
+func (p *Port) Occupancy() int64 { return p.queued + p.inService }
 
 // Queued is the number of packets waiting (not in service).
-func (p *Port) Queued() int { return p.q.Len() }
+func (p *Port) Queued() int {
+	n := 0
+	if p.portX != nil {
+		n = p.ctl.Len()
+	}
+	for i := range p.cls {
+		n += p.cls[i].q.Len()
+	}
+	return n
+}
+
+// HasClassCounters reports whether the port keeps per-class counters
+// (with classes, PFC or trimming).
+func (p *Port) HasClassCounters() bool { return p.portX != nil }
+
+// NumClasses is the number of class queues of the port.
+func (p *Port) NumClasses() int { return len(p.cls) }
+
+// Class returns the counters of class c (zero when the port keeps none).
+func (p *Port) Class(c int) ClassCounters {
+	if p.portX == nil {
+		return ClassCounters{}
+	}
+	return p.cc[c]
+}
+
+// ClassOccupancy is the bytes of class c in the buffer.
+func (p *Port) ClassOccupancy(c int) int64 { return p.cls[c].occ }
+
+// PausedTime is how long class c of the port was paused by its peer up to
+// now.
+func (p *Port) PausedTime(c int, now sim.Time) sim.Time {
+	if p.portX == nil {
+		return 0
+	}
+	q := &p.cx[c]
+	return q.pausedTime + max(0, min(q.pausedUntil, now)-q.pausedSince)
+}
+
+// Totals sums the class counters of the port.
+func (p *Port) Totals() ClassCounters {
+	var t ClassCounters
+	if p.portX == nil {
+		return t
+	}
+	for _, k := range p.cc {
+		t.Enqueued += k.Enqueued
+		t.Dropped += k.Dropped
+		t.Marked += k.Marked
+		t.TxPackets += k.TxPackets
+		t.Trimmed += k.Trimmed
+		t.TrimBytes += k.TrimBytes
+		t.PausesSent += k.PausesSent
+		t.PausesRecv += k.PausesRecv
+		t.HeadroomDrops += k.HeadroomDrops
+		t.PeakBytes = max(t.PeakBytes, k.PeakBytes)
+	}
+	return t
+}
 
 // Switch is one switch element.
 type Switch struct {
@@ -84,9 +205,30 @@ type Switch struct {
 	Ports   []Port
 	Mode    Forwarding
 	NoRoute uint64 // packets with no route (dropped)
+	// CtlCreated counts the PAUSE frames the switch made; CtlConsumed those
+	// it received (the conservation check).
+	CtlCreated, CtlConsumed uint64
+	// Alarm, when set, receives a PFC deadlock report.
+	Alarm *Alarm
 
 	routes *topologies.Routes
 	salt   uint64
+
+	cfg      Config
+	nc       int // classes per port (1 without Config.Classes)
+	lossless [sim.MaxClasses]bool
+	quantum  [sim.MaxClasses]int64
+	alpha    [sim.MaxClasses]float64
+	strict   [sim.MaxClasses]bool
+	weighted bool // some class is DWRR
+	// PFC ingress accounting by [ingress port * nc + class].
+	ing       []int64
+	xoff      []bool
+	refreshAt []sim.Time
+	headroom  []int64 // by ingress port
+	// Shared buffer: bytes beyond the reserves of all queues.
+	sharedUsed int64
+	flowlets   []flowlet
 
 	// SampleEvery, when positive, records every port's occupancy on a
 	// grid of this period while the switch holds packets (queue_depth.csv).
@@ -96,6 +238,23 @@ type Switch struct {
 	lastDepth   []int64 // last recorded occupancy per port
 }
 
+// flowlet is one entry of the flowlet table (CONGA-style: indexed by the
+// hash of the 5-tuple, collisions share an entry).
+type flowlet struct {
+	key  uint64
+	last sim.Time
+	port int32
+}
+
+const flowletSlots = 4096
+
+// Timer kinds (Event.Arg >> timerShift); 0 is the queue sample.
+const (
+	timerShift       = 40
+	timerWake  int64 = 1 // a port's pause may have expired: Arg low bits = port
+	timerPFC   int64 = 2 // refresh an XOFF: low bits = ingress port * nc + class
+)
+
 // QueueSample is one port's occupancy at one time.
 type QueueSample struct {
 	Time  sim.Time
@@ -103,15 +262,115 @@ type QueueSample struct {
 	Bytes int64
 }
 
-// New returns a switch for topology node `node` with the given ports.
+// New returns a switch for topology node `node` with the given ports, and
+// the plain configuration (see Configure).
 func New(id sim.ElemID, node int, ports []Port, routes *topologies.Routes, mode Forwarding) *Switch {
-	return &Switch{ID: id, Node: node, Ports: ports, routes: routes, Mode: mode,
+	s := &Switch{ID: id, Node: node, Ports: ports, routes: routes, Mode: mode,
 		salt: sim.Mix64(uint64(id) + 0x51ed27)}
+	if err := s.Configure(nil, &Config{}); err != nil {
+		panic(err)
+	}
+	return s
 }
 
-// OnArrive forwards packet p that arrived at the switch.
-func (s *Switch) OnArrive(e *sim.Engine, p sim.PktRef) {
+// Configure sets the switch's mechanisms before it runs. e gives the
+// ports' links (for the derived PFC headroom); it may be nil without PFC.
+func (s *Switch) Configure(e *sim.Engine, c *Config) error {
+	if err := c.Check(); err != nil {
+		return err
+	}
+	s.cfg = *c
+	s.nc = max(1, len(c.Classes))
+	s.weighted = false
+	for i := 0; i < s.nc; i++ {
+		k := Class{Alpha: 1}
+		if i < len(c.Classes) {
+			k = c.Classes[i]
+		}
+		s.lossless[i] = k.Lossless
+		s.strict[i] = k.Weight == 0
+		s.quantum[i] = int64(k.Weight) * DWRRQuantum
+		s.alpha[i] = k.Alpha
+		s.weighted = s.weighted || k.Weight > 0
+	}
+	if s.cfg.Trim.Enabled && s.cfg.Trim.Header == 0 {
+		s.cfg.Trim.Header = 64
+	}
+	if s.cfg.Trim.Enabled && s.cfg.Trim.Queue == 0 {
+		s.cfg.Trim.Queue = 1024 * int64(s.cfg.Trim.Header)
+	}
+	if c.lossless() {
+		if s.cfg.PFC.Quanta == 0 {
+			s.cfg.PFC.Quanta = 0xffff
+		}
+		if s.cfg.PFC.MTU == 0 {
+			s.cfg.PFC.MTU = 9216
+		}
+		if len(s.Ports) > 1<<15 {
+			return fmt.Errorf("pfc: at most %d ports, got %d", 1<<15, len(s.Ports))
+		}
+		n := len(s.Ports) * s.nc
+		s.ing, s.xoff, s.refreshAt = make([]int64, n), make([]bool, n), make([]sim.Time, n)
+		s.headroom = make([]int64, len(s.Ports))
+		for i := range s.Ports {
+			h := s.cfg.PFC.Headroom
+			if h == 0 {
+				if e == nil {
+					return fmt.Errorf("pfc: a derived headroom needs the links")
+				}
+				l := e.Links[s.Ports[i].Link]
+				h = 2*l.Spec.Rate.BytesIn(l.Spec.Delay) + 2*s.cfg.PFC.MTU + sim.PauseFrameSize
+			}
+			s.headroom[i] = h
+		}
+	}
+	if s.Mode == Flowlet {
+		s.flowlets = make([]flowlet, flowletSlots)
+		for i := range s.flowlets {
+			s.flowlets[i].port = -1
+		}
+	}
+	slab := make([]classQ, len(s.Ports)*s.nc)
+	var cc []ClassCounters
+	var cx []classX
+	if s.nc > 1 || c.lossless() || c.Trim.Enabled {
+		cc = make([]ClassCounters, len(s.Ports)*s.nc)
+		cx = make([]classX, len(s.Ports)*s.nc)
+	}
+	for i := range s.Ports {
+		pt := &s.Ports[i]
+		pt.cls = slab[i*s.nc : (i+1)*s.nc : (i+1)*s.nc]
+		pt.portX = nil
+		if cc != nil {
+			pt.portX = &portX{cc: cc[i*s.nc : (i+1)*s.nc : (i+1)*s.nc], cx: cx[i*s.nc : (i+1)*s.nc : (i+1)*s.nc]}
+			if c.lossless() {
+				pt.in = make([]sim.Ring[int16], s.nc)
+			}
+		}
+		pt.svcClass = -1
+	}
+	return nil
+}
+
+// Headroom is the PFC headroom of ingress port i (0 without PFC).
+func (s *Switch) Headroom(i int) int64 {
+	if s.headroom == nil {
+		return 0
+	}
+	return s.headroom[i]
+}
+
+// OnArrive forwards packet p that arrived at the switch by port in (the
+// port whose link leads back to the sender; -1 when unknown, which PFC
+// cannot account).
+func (s *Switch) OnArrive(e *sim.Engine, p sim.PktRef, in int) {
 	pkt := e.Pool.Get(p)
+	if pkt.Flags&sim.FlagPause != 0 {
+		s.onPause(e, in, pkt)
+		s.CtlConsumed++
+		e.Pool.Free(p)
+		return
+	}
 	next := s.routes.Next(s.Node, int(pkt.DstHost))
 	var port int32
 	switch len(next) {
@@ -129,24 +388,95 @@ func (s *Switch) OnArrive(e *sim.Engine, p sim.PktRef) {
 			h = sim.Mix64(uint64(pkt.SrcHost)<<32 | uint64(uint32(pkt.DstHost)) ^ s.salt)
 			h = sim.Mix64(h ^ uint64(pkt.SrcPort)<<24 ^ uint64(pkt.DstPort)<<8 ^ uint64(pkt.Proto))
 		}
-		port = next[h%uint64(len(next))]
+		switch s.Mode {
+		case Adaptive:
+			port = s.leastLoaded(next, h)
+		case Flowlet:
+			port = s.flowletPort(e, next, h)
+		default:
+			port = next[h%uint64(len(next))]
+		}
 	}
-	s.enqueue(e, &s.Ports[port], p, pkt)
+	s.enqueue(e, &s.Ports[port], p, pkt, in)
 }
 
-// enqueue admits pkt to port pt (drop-tail, ECN on admission) and starts
-// the transmitter if it is idle.
-func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet) {
+// classOf is the queue a packet goes to.
+func (s *Switch) classOf(pkt *sim.Packet) int {
+	if s.nc == 1 {
+		return 0
+	}
+	if pkt.Payload == 0 || pkt.Flags&(sim.FlagData|sim.FlagTrimmed) != sim.FlagData {
+		return s.cfg.ControlClass
+	}
+	return min(pkt.Class(), s.nc-1)
+}
+
+// enqueue admits pkt to port pt (drop-tail or the shared buffer's dynamic
+// threshold, PFC ingress accounting for lossless classes, trimming, ECN on
+// admission) and starts the transmitter if it is idle.
+func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet, in int) {
+	c := s.classOf(pkt)
+	cq := &pt.cls[c]
 	size := int64(pkt.Size)
 	occ := pt.Occupancy()
-	if occ+size > pt.Queue.Buffer {
-		pt.Dropped++
-		e.Pool.Free(p)
-		return
+	pfcIdx := -1
+	if s.lossless[c] && in >= 0 && s.ing != nil {
+		// Lossless: admitted while the ingress counter is within XOFF plus
+		// headroom, whatever the egress occupancy.
+		pfcIdx = in*s.nc + c
+		if s.ing[pfcIdx]+size > s.cfg.PFC.XOFF+s.headroom[in] {
+			pt.Dropped++
+			pt.cc[c].Dropped++
+			pt.cc[c].HeadroomDrops++
+			e.Pool.Free(p)
+			return
+		}
+	} else if pkt.Flags&sim.FlagTrimmed != 0 && s.cfg.Trim.Enabled {
+		// A header trimmed upstream: the header allowance admits it.
+		if cq.occ+size > s.cfg.Trim.Queue {
+			pt.Dropped++
+			pt.cc[c].Dropped++
+			e.Pool.Free(p)
+			return
+		}
+	} else if !s.admit(pt, cq, c, size, occ) {
+		if !s.cfg.Trim.Enabled || pkt.Flags&sim.FlagData == 0 {
+			pt.Dropped++
+			if pt.portX != nil {
+				pt.cc[c].Dropped++
+			}
+			e.Pool.Free(p)
+			return
+		}
+		// Trim to the header and queue it in the control class.
+		pkt.Flags |= sim.FlagTrimmed
+		pkt.Size = s.cfg.Trim.Header
+		size = int64(pkt.Size)
+		c = s.cfg.ControlClass
+		cq = &pt.cls[c]
+		// The headers have their own allowance beside the data (NDP's
+		// separate header queue).
+		if cq.occ+size > s.cfg.Trim.Queue {
+			pt.Dropped++
+			if pt.portX != nil {
+				pt.cc[c].Dropped++
+			}
+			e.Pool.Free(p)
+			return
+		}
+		pt.cc[c].Trimmed++
+		pt.cc[c].TrimBytes += uint64(size)
 	}
-	if pkt.Flags&sim.FlagECT != 0 && s.mark(e, &pt.Queue.ECN, occ) {
+	qocc := occ
+	if s.nc > 1 {
+		qocc = cq.occ
+	}
+	if !pt.Queue.ECN.Dequeue && pkt.Flags&sim.FlagECT != 0 && s.mark(e, &pt.Queue.ECN, qocc) {
 		pkt.Flags |= sim.FlagCE
 		pt.Marked++
+		if pt.portX != nil {
+			pt.cc[c].Marked++
+		}
 	}
 	pt.Enqueued++
 	pt.Bytes += uint64(size)
@@ -156,15 +486,80 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet)
 	if occ+size > pt.PeakBytes {
 		pt.PeakBytes = occ + size
 	}
-	if !pt.busy {
-		s.start(e, pt, p, size)
+	s.addOcc(cq, c, size)
+	if pt.portX != nil {
+		k := &pt.cc[c]
+		k.Enqueued++
+		k.PeakBytes = max(k.PeakBytes, cq.occ)
+	}
+	if pfcIdx >= 0 {
+		s.ing[pfcIdx] += size
+		if !s.xoff[pfcIdx] && s.ing[pfcIdx] > s.cfg.PFC.XOFF {
+			s.xoff[pfcIdx] = true
+			s.sendPause(e, in, c, s.cfg.PFC.Quanta)
+		}
+	} else {
+		in = -1 // nothing to account when it leaves
+	}
+	if !pt.busy && cq.q.Len() == 0 && (pt.portX == nil || pt.ctl.Len() == 0) && !s.paused(e, pt, c) {
+		s.start(e, pt, p, c, size, int16(in))
 		return
 	}
-	pt.q.Push(p)
-	pt.q.Bytes += size
+	cq.q.Push(p)
+	if s.ing != nil {
+		pt.in[c].Push(int16(in))
+	}
+	cq.q.Bytes += size
+	pt.queued += size
+	s.kick(e, pt)
 }
 
-// mark decides ECN marking from the occupancy found on arrival.
+// admit is the lossy admission: the shared buffer's dynamic threshold, or
+// drop-tail on the port's own buffer.
+func (s *Switch) admit(pt *Port, cq *classQ, c int, size, occ int64) bool {
+	if s.cfg.Shared.Size == 0 {
+		if s.ing != nil {
+			// Lossless bytes live in PFC's accounting, not the port's
+			// lossy buffer.
+			for k := 0; k < s.nc; k++ {
+				if s.lossless[k] {
+					occ -= pt.cls[k].occ
+				}
+			}
+		}
+		return occ+size <= pt.Queue.Buffer
+	}
+	// Choudhury-Hahne dynamic threshold: beyond its reserve a queue may
+	// hold at most alpha times the free shared buffer.
+	r := s.cfg.Shared.Reserved
+	if cq.occ+size <= r {
+		return true
+	}
+	free := s.cfg.Shared.Size - s.sharedUsed
+	over := cq.occ + size - r
+	need := min(size, over)
+	return need <= free && float64(over) <= s.alpha[c]*float64(free)
+}
+
+// addOcc adds n bytes (negative: removes) to class queue cq and keeps the
+// shared pool's use.
+func (s *Switch) addOcc(cq *classQ, c int, n int64) {
+	if s.cfg.Shared.Size > 0 {
+		r := s.cfg.Shared.Reserved
+		s.sharedUsed += max(0, cq.occ+n-r) - max(0, cq.occ-r)
+	}
+	cq.occ += n
+}
+
+// SharedUsed is the bytes of the shared pool in use.
+func (s *Switch) SharedUsed() int64 { return s.sharedUsed }
+
+// paused reports whether class c of port pt is paused by its peer.
+func (s *Switch) paused(e *sim.Engine, pt *Port, c int) bool {
+	return pt.portX != nil && pt.cx[c].pausedUntil > e.Now()
+}
+
+// mark decides ECN marking from an occupancy.
 func (s *Switch) mark(e *sim.Engine, c *topologies.ECNConfig, occ int64) bool {
 	switch c.Mode {
 	case topologies.ECNOff:
@@ -184,32 +579,164 @@ func (s *Switch) mark(e *sim.Engine, c *topologies.ECNConfig, occ int64) bool {
 	return false
 }
 
-func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, size int64) {
+// start transmits packet p of class c.
+func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64, in int16) {
 	pt.busy = true
 	pt.inService = size
+	pt.svcClass = int8(c)
+	pkt := e.Pool.Get(p)
+	pt.svcIn = in
+	if pt.Queue.ECN.Dequeue && pkt.Flags&sim.FlagECT != 0 {
+		// ECN on dequeue (as htsim's UEC queues): the backlog left behind.
+		behind := pt.queued
+		if s.nc > 1 {
+			behind = pt.cls[c].occ - size
+		}
+		if s.mark(e, &pt.Queue.ECN, behind) {
+			pkt.Flags |= sim.FlagCE
+			pt.Marked++
+			if pt.portX != nil {
+				pt.cc[c].Marked++
+			}
+		}
+	}
 	pt.TxPackets++
+	if pt.portX != nil {
+		pt.cc[c].TxPackets++
+	}
 	e.Transmit(pt.Link, p)
 }
 
-// OnTxDone starts the next packet of the port whose link finished.
+// OnTxDone frees the buffer of the packet that finished and starts the
+// next one.
 func (s *Switch) OnTxDone(e *sim.Engine, port int) {
 	pt := &s.Ports[port]
+	if c := int(pt.svcClass); c >= 0 {
+		s.addOcc(&pt.cls[c], c, -pt.inService)
+		if pt.svcIn >= 0 && s.lossless[c] && s.ing != nil {
+			idx := int(pt.svcIn)*s.nc + c
+			s.ing[idx] -= pt.inService
+			if s.xoff[idx] && s.ing[idx] <= s.cfg.PFC.XON {
+				s.xoff[idx] = false
+				s.sendPause(e, int(pt.svcIn), c, 0)
+			}
+		}
+	}
 	pt.busy = false
 	pt.inService = 0
-	if pt.q.Len() == 0 {
+	pt.svcClass = -1
+	s.kick(e, pt)
+}
+
+// kick starts the next packet of an idle port: PAUSE frames first, then
+// the strict classes from the highest, then DWRR among the weighted ones;
+// paused classes wait.
+func (s *Switch) kick(e *sim.Engine, pt *Port) {
+	if pt.busy {
 		return
 	}
-	p := pt.q.Pop()
+	if pt.portX != nil && pt.ctl.Len() > 0 {
+		p := pt.ctl.Pop()
+		pt.busy = true
+		pt.svcClass = -1
+		e.Transmit(pt.Link, p)
+		return
+	}
+	c := s.pick(e, pt)
+	if c < 0 {
+		return
+	}
+	cq := &pt.cls[c]
+	p := cq.q.Pop()
+	in := int16(-1)
+	if s.ing != nil {
+		in = pt.in[c].Pop()
+	}
 	size := int64(e.Pool.Get(p).Size)
-	pt.q.Bytes -= size
-	s.start(e, pt, p, size)
+	cq.q.Bytes -= size
+	pt.queued -= size
+	s.start(e, pt, p, c, size, in)
+}
+
+// pick chooses the class to serve, or -1.
+func (s *Switch) pick(e *sim.Engine, pt *Port) int {
+	if s.nc == 1 {
+		if pt.cls[0].q.Len() == 0 || s.paused(e, pt, 0) {
+			return -1
+		}
+		return 0
+	}
+	weighted := false
+	for c := s.nc - 1; c >= 0; c-- {
+		cq := &pt.cls[c]
+		if cq.q.Len() == 0 || s.paused(e, pt, c) {
+			continue
+		}
+		if s.strict[c] {
+			return c
+		}
+		weighted = true
+	}
+	if !weighted {
+		return -1
+	}
+	// DWRR: the class whose turn it is sends while its deficit covers its
+	// head packet; a class gets its quantum when its turn comes.
+	for {
+		c := int(pt.rr)
+		cq := &pt.cls[c]
+		if !s.strict[c] && cq.q.Len() > 0 && !s.paused(e, pt, c) {
+			head := int64(e.Pool.Get(*cq.q.Front()).Size)
+			if x := &pt.cx[c]; x.deficit >= head {
+				x.deficit -= head
+				return c
+			}
+		} else if cq.q.Len() == 0 {
+			pt.cx[c].deficit = 0
+		}
+		c = (c + 1) % s.nc
+		pt.rr = int8(c)
+		if nq := &pt.cls[c]; !s.strict[c] && nq.q.Len() > 0 && !s.paused(e, pt, c) {
+			pt.cx[c].deficit += s.quantum[c]
+		}
+	}
+}
+
+// leastLoaded is the port of next with the smallest occupancy, ties broken
+// from a hash-chosen start (adaptive routing by local egress occupancy).
+func (s *Switch) leastLoaded(next []int32, h uint64) int32 {
+	n := uint64(len(next))
+	best := next[h%n]
+	bo := s.Ports[best].Occupancy()
+	for i := uint64(1); i < n; i++ {
+		p := next[(h+i)%n]
+		if o := s.Ports[p].Occupancy(); o < bo {
+			best, bo = p, o
+		}
+	}
+	return best
+}
+
+// flowletPort keeps a flow on its port while its packets come closer than
+// the flowlet gap, and picks the least loaded port at a flowlet's start
+// (Kandula et al., "Dynamic load balancing without packet reordering",
+// CCR 2007; CONGA's flowlet table).
+func (s *Switch) flowletPort(e *sim.Engine, next []int32, h uint64) int32 {
+	f := &s.flowlets[h&(flowletSlots-1)]
+	now := e.Now()
+	if f.key != h || f.port < 0 || now-f.last > s.cfg.FlowletGap {
+		f.key = h
+		f.port = s.leastLoaded(next, h)
+	}
+	f.last = now
+	return f.port
 }
 
 // Queued is the number of packets waiting in all ports' queues.
 func (s *Switch) Queued() int {
 	n := 0
 	for i := range s.Ports {
-		n += s.Ports[i].q.Len()
+		n += s.Ports[i].Queued()
 	}
 	return n
 }
@@ -221,9 +748,22 @@ func (s *Switch) armSample(e *sim.Engine) {
 	e.Schedule(s.ID, at, 0, sim.NoPacket)
 }
 
-// OnTimer takes a queue sample. Sampling continues while any port holds
+// OnTimer handles the switch's timers: PFC refreshes, pause expiries and
+// queue samples.
+func (s *Switch) OnTimer(e *sim.Engine, arg int64) {
+	switch arg >> timerShift {
+	case timerWake:
+		s.kick(e, &s.Ports[arg&(1<<timerShift-1)])
+	case timerPFC:
+		s.refresh(e, int(arg&(1<<timerShift-1)))
+	default:
+		s.sample(e)
+	}
+}
+
+// sample takes a queue sample. Sampling continues while any port holds
 // packets, so an idle switch schedules nothing and runs can drain.
-func (s *Switch) OnTimer(e *sim.Engine) {
+func (s *Switch) sample(e *sim.Engine) {
 	if s.lastDepth == nil {
 		s.lastDepth = make([]int64, len(s.Ports))
 	}

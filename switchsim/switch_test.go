@@ -51,7 +51,7 @@ func arrive(s *Switch, e *sim.Engine, size int32, ect bool) sim.PktRef {
 	if ect {
 		pk.Flags = sim.FlagECT
 	}
-	s.OnArrive(e, p)
+	s.OnArrive(e, p, -1)
 	return p
 }
 

@@ -59,10 +59,13 @@ const (
 // ECNConfig is a port's marking rule.
 type ECNConfig struct {
 	Mode ECNMode
-	K    int64   // ECNStep threshold, bytes
-	Min  int64   // ECNRED lower threshold, bytes
-	Max  int64   // ECNRED upper threshold, bytes
-	PMax float64 // ECNRED marking probability at Max
+	// Dequeue marks when a packet leaves the queue, by the backlog behind
+	// it, instead of on arrival (htsim's UEC queues do this).
+	Dequeue bool
+	K       int64   // ECNStep threshold, bytes
+	Min     int64   // ECNRED lower threshold, bytes
+	Max     int64   // ECNRED upper threshold, bytes
+	PMax    float64 // ECNRED marking probability at Max
 }
 
 // QueueConfig is the output queue of a switch port.

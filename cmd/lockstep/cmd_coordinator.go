@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ import (
 	"github.com/lockstep-sim/lockstep/coordinator"
 	"github.com/lockstep-sim/lockstep/deploy"
 	"github.com/lockstep-sim/lockstep/internal/liveness"
+	"github.com/lockstep-sim/lockstep/internal/metrics"
 	"github.com/lockstep-sim/lockstep/internal/wire"
 	"github.com/lockstep-sim/lockstep/partition"
 	"github.com/lockstep-sim/lockstep/scenario"
@@ -58,9 +60,10 @@ these processes itself, each with the setup it built.`,
 	f.String("setup", "", "serve this setup file (written by 'lockstep run') instead of building FILE")
 	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long a node may be silent, or NATS unreachable, before the leader aborts the run naming the partition (exit 3)")
 	addOutputFlags(cmd)
+	addMetricsFlags(cmd)
 	addInputFlags(cmd)
 	addNATSAuthFlags(cmd)
-	for _, n := range []string{"nats", "run", "partitions", "seed", "id", "raft-addr", "peers", "raft-dir", "mark-every", "status-every", "log-level", "peer-timeout"} {
+	for _, n := range []string{"nats", "run", "partitions", "seed", "id", "raft-addr", "peers", "raft-dir", "mark-every", "status-every", "log-level", "peer-timeout", "metrics", "metrics-linger"} {
 		_ = v.BindPFlag("coordinator."+n, f.Lookup(n))
 	}
 	return cmd
@@ -138,28 +141,36 @@ func runCoordinator(cmd *cobra.Command, v *viper.Viper, args []string, stderr io
 	if err != nil {
 		return badInput(err)
 	}
-	log, err := newLogger(v.GetString("coordinator.log-level"), stderr)
+	log, creds, auth, err := memberSetup(cmd, run, v.GetString("coordinator.log-level"), stderr)
 	if err != nil {
-		return badInput(err)
-	}
-	auth, err := natsAuthOptions(cmd)
-	if err != nil {
-		return badInput(err)
-	}
-	creds, auth, err := memberAuth(run, auth)
-	if err != nil {
-		return badInput(err)
+		return err
 	}
 	id := v.GetString("coordinator.id")
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	nc, err := nats.Connect(url, append(append([]nats.Option{nats.Name("lockstep coordinator " + id)}, liveness.ClientOptions()...), auth...)...)
+	nc, err := connectWait(url, 2*time.Minute, stderr, "coordinator "+id,
+		append(append([]nats.Option{nats.Name("lockstep coordinator " + id)}, liveness.ClientOptions()...), auth...)...)
 	if err != nil {
 		return fmt.Errorf("coordinator %s: connect to %s: %w", id, url, err)
 	}
 	defer nc.Close()
-	return coordinator.Run(ctx, coordinator.Config{Conn: nc, Run: run, Setup: su, ID: id, Creds: creds,
+	cfg := coordinator.Config{Conn: nc, Run: run, Setup: su, ID: id, Creds: creds,
 		Addr: v.GetString("coordinator.raft-addr"), Peers: peers, Dir: v.GetString("coordinator.raft-dir"),
 		MarkEvery: v.GetUint64("coordinator.mark-every"), StatusEvery: v.GetDuration("coordinator.status-every"),
-		PeerTimeout: v.GetDuration("coordinator.peer-timeout"), Logger: log, RaftLog: stderr})
+		PeerTimeout: v.GetDuration("coordinator.peer-timeout"), Logger: log, RaftLog: stderr}
+	if addr := v.GetString("coordinator.metrics"); addr != "" {
+		var cm *metrics.Coordinator
+		srv, err := metrics.Listen(addr, func() bool { return cm.Ready() })
+		if err != nil {
+			return badInput(err)
+		}
+		if cm, err = metrics.RegisterCoordinator(srv.Reg, nc, run, id); err != nil {
+			_ = srv.Close()
+			return err
+		}
+		cfg.OnStart = cm.Started
+		fmt.Fprintf(stderr, "lockstep coordinator %s: metrics on http://%s/metrics (probes /healthz, /readyz)\n", id, srv.Addr())
+		defer lingerClose(ctx, srv, v.GetDuration("coordinator.metrics-linger"))
+	}
+	return coordinator.Run(ctx, cfg)
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/lockstep-sim/lockstep/internal/liveness"
 	"github.com/lockstep-sim/lockstep/internal/member"
+	"github.com/lockstep-sim/lockstep/internal/metrics"
 	"github.com/lockstep-sim/lockstep/node"
 )
 
@@ -38,13 +40,14 @@ run ends. 'lockstep run --procs' starts these processes itself.`,
 	f := cmd.Flags()
 	f.String("nats", "", "NATS server URL (required)")
 	f.String("run", "", "run id (required)")
-	f.Int("partition", -1, "this node's partition index (required)")
+	f.Int("partition", -1, "this node's partition index (required; default $JOB_COMPLETION_INDEX, a Kubernetes Indexed Job's)")
 	f.Duration("setup-timeout", 2*time.Minute, "how long to wait for a coordinator to answer")
 	f.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long the coordinator leader may be silent, or NATS unreachable, before the node gives up (exit 3)")
 	f.Duration("status-every", 0, "how often the node publishes its status, its heartbeat (default 250ms)")
+	addMetricsFlags(cmd)
 	addNATSAuthFlags(cmd)
-	for _, n := range []string{"nats", "run", "partition", "setup-timeout", "log-level", "peer-timeout", "status-every"} {
+	for _, n := range []string{"nats", "run", "partition", "setup-timeout", "log-level", "peer-timeout", "status-every", "metrics", "metrics-linger"} {
 		_ = v.BindPFlag("node."+n, f.Lookup(n))
 	}
 	return cmd
@@ -52,32 +55,85 @@ run ends. 'lockstep run --procs' starts these processes itself.`,
 
 func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 	url, run, part := v.GetString("node.nats"), v.GetString("node.run"), v.GetInt("node.partition")
+	if s := os.Getenv("JOB_COMPLETION_INDEX"); part < 0 && s != "" {
+		// A pod of a Kubernetes Indexed Job: its index is the partition.
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return badInput(fmt.Errorf("node: JOB_COMPLETION_INDEX %q is not a partition index", s))
+		}
+		part = n
+	}
 	if url == "" || run == "" || part < 0 {
 		return badInput(fmt.Errorf("node: --nats, --run and --partition are required"))
 	}
-	log, err := newLogger(v.GetString("node.log-level"), stderr)
+	log, creds, auth, err := memberSetup(cmd, run, v.GetString("node.log-level"), stderr)
 	if err != nil {
-		return badInput(err)
-	}
-	auth, err := natsAuthOptions(cmd)
-	if err != nil {
-		return badInput(err)
-	}
-	creds, auth, err := memberAuth(run, auth)
-	if err != nil {
-		return badInput(err)
+		return err
 	}
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	nc, err := nats.Connect(url, append(append([]nats.Option{nats.Name(fmt.Sprintf("lockstep node %d", part))},
-		liveness.ClientOptions()...), auth...)...)
+	nc, err := connectWait(url, v.GetDuration("node.setup-timeout"), stderr, fmt.Sprintf("node %d", part),
+		append(append([]nats.Option{nats.Name(fmt.Sprintf("lockstep node %d", part))}, liveness.ClientOptions()...), auth...)...)
 	if err != nil {
 		return fmt.Errorf("node %d: connect to %s: %w", part, url, err)
 	}
 	defer nc.Close()
-	return node.Run(ctx, node.Config{Conn: nc, Run: run, Partition: part, Creds: creds,
+	cfg := node.Config{Conn: nc, Run: run, Partition: part, Creds: creds,
 		SetupTimeout: v.GetDuration("node.setup-timeout"), Logger: log,
-		PeerTimeout: v.GetDuration("node.peer-timeout"), StatusEvery: v.GetDuration("node.status-every")})
+		PeerTimeout: v.GetDuration("node.peer-timeout"), StatusEvery: v.GetDuration("node.status-every")}
+	if addr := v.GetString("node.metrics"); addr != "" {
+		var nm *metrics.Node
+		srv, err := metrics.Listen(addr, func() bool { return nm.Joined() })
+		if err != nil {
+			return badInput(err)
+		}
+		nm = metrics.RegisterNode(srv.Reg, run, part)
+		cfg.Observe = nm.Observe
+		fmt.Fprintf(stderr, "lockstep node %d: metrics on http://%s/metrics (probes /healthz, /readyz)\n", part, srv.Addr())
+		defer lingerClose(ctx, srv, v.GetDuration("node.metrics-linger"))
+	}
+	return node.Run(ctx, cfg)
+}
+
+// addMetricsFlags adds --metrics (and the tests' --metrics-linger).
+func addMetricsFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.String("metrics", "", "serve Prometheus metrics and the /healthz and /readyz probes on this address (a bare :PORT is loopback; 0.0.0.0:PORT for every interface); off by default")
+	f.Duration("metrics-linger", 0, "keep serving metrics this long after the run (so a scraper sees the end)")
+	_ = f.MarkHidden("metrics-linger")
+}
+
+// lingerClose keeps srv up for d (unless ctx ends), then closes it.
+func lingerClose(ctx context.Context, srv *metrics.Server, d time.Duration) {
+	if d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	_ = srv.Close()
+}
+
+// memberSetup is what a node or coordinator process needs before it
+// connects: its logger, its member credentials ($LOCKSTEP_CREDENTIALS) and
+// the NATS options (the flags' auth plus the credentials). Errors are bad
+// input.
+func memberSetup(cmd *cobra.Command, run, logLevel string, stderr io.Writer) (*slog.Logger, *member.Creds, []nats.Option, error) {
+	log, err := newLogger(logLevel, stderr)
+	if err != nil {
+		return nil, nil, nil, badInput(err)
+	}
+	auth, err := natsAuthOptions(cmd)
+	if err != nil {
+		return nil, nil, nil, badInput(err)
+	}
+	creds, auth, err := memberAuth(run, auth)
+	if err != nil {
+		return nil, nil, nil, badInput(err)
+	}
+	return log, creds, auth, nil
 }
 
 // memberAuth adds the member credentials the environment names

@@ -123,12 +123,15 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	if handled, err := runDistributedIfAsked(cmd, v, b, out, stdout, stderr, cut); handled {
 		return err
 	}
+	if _, err := runMetricsArgs(cmd, false, 1); err != nil {
+		return badInput(err) // --metrics without node processes
+	}
 	quiet := v.GetBool("run.quiet")
 	start := time.Now()
 	last := start
 	show := !quiet && (v.GetBool("run.progress") || isTerminal(stderr))
 	opt := runner.Options{Progress: func(p runner.Progress) {
-		if !show || time.Since(last) < 200*time.Millisecond && p.FlowsDone != p.Flows {
+		if !show || time.Since(last) < 200*time.Millisecond && p.FlowsDone != p.Flows && !p.Final {
 			return
 		}
 		last = time.Now()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -32,7 +31,7 @@ serves until interrupted, on loopback only.`,
 			if err != nil {
 				return badInput(err)
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			at, wait, err := ui.Serve(ctx, addr, m)
 			if err != nil {

@@ -46,6 +46,7 @@ func addRunDistributedFlags(cmd *cobra.Command, v *viper.Viper) {
 	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long a node or the coordinator leader may be silent, or the NATS server unreachable, before the run fails (exit 3); back within it, the run goes on unchanged")
 	f.Duration("join-timeout", deploy.DefaultJoinTimeout, "how long to wait for the coordinator leader and every node to be heard from (with --external: progress on stderr)")
 	addNATSAuthFlags(cmd)
+	addRunMetricsFlag(cmd)
 	for _, n := range distFlags {
 		_ = v.BindPFlag("run."+n, f.Lookup(n))
 	}
@@ -102,6 +103,11 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 	if err != nil {
 		return true, badInput(err)
 	}
+	margs, err := runMetricsArgs(cmd, procs, coords)
+	if err != nil {
+		return true, badInput(err)
+	}
+	childArgs = append(childArgs, margs...)
 	quiet := v.GetBool("run.quiet")
 	show := !quiet && (v.GetBool("run.progress") || isTerminal(stderr))
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
@@ -117,10 +123,13 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 	var mu sync.Mutex
 	last := start
 	events := make([]uint64, pl.P)
-	progress := func(window uint64, vt sim.Time) {
+	// The last line (final) shows the run's end: the leader's last window
+	// may start long after it (windows skip to the next event, which can
+	// be a stale timer or max_time).
+	progress := func(window uint64, vt sim.Time, final bool) {
 		mu.Lock()
 		defer mu.Unlock()
-		if !show || time.Since(last) < 200*time.Millisecond {
+		if !show || time.Since(last) < 200*time.Millisecond && !final {
 			return
 		}
 		last = time.Now()
@@ -146,7 +155,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 			for _, c := range cores {
 				nodeStatus(wire.NodeStatus{Partition: c.Partition(), Events: c.F.Engine().Stats.Events})
 			}
-			progress(g.Window, g.Start)
+			progress(g.Window, g.Start, false)
 		}})
 		if err != nil {
 			return true, err
@@ -165,7 +174,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 			ExeEnv: childEnv, MarkEvery: v.GetUint64("run.mark-every"), StatusEvery: v.GetDuration("run.status-every"),
 			PeerTimeout: v.GetDuration("run.peer-timeout"), JoinTimeout: v.GetDuration("run.join-timeout"),
 			Stderr:   stderr,
-			OnStatus: func(s wire.Status) { progress(s.Window, sim.Time(s.Start)) }, OnNodeStatus: nodeStatus})
+			OnStatus: func(s wire.Status) { progress(s.Window, sim.Time(s.Start), false) }, OnNodeStatus: nodeStatus})
 		if err != nil {
 			if show {
 				fmt.Fprintln(stderr)
@@ -182,10 +191,11 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		}
 	}
 	wall := time.Since(start).Seconds()
+	ds := node.RunStats(pl, rs, m.End, wall)
+	progress(ds.Windows, m.End, true)
 	if show {
 		fmt.Fprintln(stderr)
 	}
-	ds := node.RunStats(pl, rs, m.End, wall)
 	ds.Transport, ds.Nodes, ds.Coordinators, ds.Leaders = stats.Transport, stats.Nodes, stats.Coordinators, stats.Leaders
 	ds.Rejected.NATS, ds.Rejected.Launcher, ds.Rejected.Coordinators = stats.Rejected.NATS, stats.Rejected.Launcher,
 		stats.Rejected.Coordinators

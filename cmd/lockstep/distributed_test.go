@@ -205,6 +205,22 @@ func TestRunDistributed_EditsTravel(t *testing.T) {
 		if sum.Seed != 3 || sum.Digest != want.Digest {
 			t.Errorf("%s: seed %d digest %s; want seed 3 and the single-process digest %s", c.name, sum.Seed, sum.Digest, want.Digest)
 		}
+		// Outside perf, build and extra (which describe the execution), the
+		// summary is the single-process one (docs/scenario.md "Outputs").
+		results := func(dir string) string {
+			var m map[string]any
+			if err := json.Unmarshal(readOut(t, dir, "summary.json"), &m); err != nil {
+				t.Fatal(err)
+			}
+			delete(m, "perf")
+			delete(m, "build")
+			delete(m, "extra")
+			b, _ := json.Marshal(m)
+			return string(b)
+		}
+		if got, want := results(out), results(single); got != want {
+			t.Errorf("%s: summary.json outside perf:\n%s\nwant the single-process\n%s", c.name, got, want)
+		}
 	}
 }
 

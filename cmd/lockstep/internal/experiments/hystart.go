@@ -287,7 +287,7 @@ func hyStart(env *Env) error {
 		rows = []hsRow{hsRows[0], hsRows[1], hsRows[5]}
 		buffers = buffers[2:]
 	}
-	dir := filepath.Join(env.Out, "hystart")
+	dir := filepath.Join(env.Out, hyStartFile)
 	var md, csv, series strings.Builder
 	md.WriteString(hsIntro)
 	md.WriteString("\n## Results (seed 1: the flow starts at t = 0)\n\n")
@@ -415,7 +415,7 @@ func hyStart(env *Env) error {
 	text := md.String()
 	// The buffer text cites the buffer table's numbers.
 	text = text[:bufferTable] + strings.NewReplacer(pairs...).Replace(text[bufferTable:])
-	return writeFile(env.Out, "hystart.md", text)
+	return writeFile(env.Out, hyStartFile+".md", text)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -467,7 +467,8 @@ const hsIntro = `# HyStart on a long fat pipe (the 2011 netdev report)
 
 Reproduce with:
 
-    go run ./cmd/lockstep experiment hystart        # writes docs/experiments/hystart.md (about half a minute)
+    go run ./cmd/lockstep experiment hystart        # writes out/experiments/hystart.md and hystart/ (about half a minute)
+    go run ./cmd/lockstep experiment hystart --docs # rewrites this page (docs/experiments/hystart.md) and hystart/
 
 ## The report
 

@@ -61,7 +61,7 @@ func multiLoss(env *Env) error {
 	if env.Quick {
 		seeds = 3
 	}
-	dir := filepath.Join(env.Out, "multi_loss")
+	dir := filepath.Join(env.Out, multiLossFile)
 	var md strings.Builder
 	md.WriteString(mlIntro)
 	md.WriteString("\n## Results (seed 1, flows start together at t = 1 us)\n\n")
@@ -134,7 +134,7 @@ func multiLoss(env *Env) error {
 	if err := bars("Multi-loss: retransmission ratio", "retransmitted / sent (%)", labels, []string{"ratio"}, [][]float64{ratio}, dir, "retx_ratio"); err != nil {
 		return err
 	}
-	return writeFile(env.Out, "multi_loss.md", md.String())
+	return writeFile(env.Out, multiLossFile+".md", md.String())
 }
 
 func shortLabel(s string) string {
@@ -153,7 +153,8 @@ const mlIntro = `# Multi-loss: cumulative ACKs against per-packet recovery
 
 Reproduce with:
 
-    go run ./cmd/lockstep experiment multi-loss        # writes docs/experiments/multi_loss.md
+    go run ./cmd/lockstep experiment multi-loss        # writes out/experiments/multi_loss.md and multi_loss/
+    go run ./cmd/lockstep experiment multi-loss --docs # rewrites this page (docs/experiments/multi_loss.md) and multi_loss/
 
 The setup of the STrack-Sim report (examples/multi_loss.yaml): a dumbbell of
 3 + 3 hosts (h0-h2 send, h3-h5 receive), 100 Gb/s host links and a 40 Gb/s

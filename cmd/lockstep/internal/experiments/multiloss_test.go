@@ -28,3 +28,28 @@ func TestMultiLoss_QuickWritesTablesAndFigures(t *testing.T) {
 		}
 	}
 }
+
+// Every experiment's File is unique, and multi-loss (the quick one) writes
+// File.md and File/ as the CLI's help says.
+func TestExperiments_FileIsWhatRunWrites(t *testing.T) {
+	seen := map[string]bool{}
+	for _, x := range All() {
+		if x.File == "" || seen[x.File] {
+			t.Errorf("%s: file %q empty or repeated", x.Name, x.File)
+		}
+		seen[x.File] = true
+	}
+	x, err := Find("multi-loss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{Examples: examplesDir, Out: t.TempDir(), Quick: true}
+	if err := x.Run(env); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{x.File + ".md", x.File} {
+		if _, err := os.Stat(filepath.Join(env.Out, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

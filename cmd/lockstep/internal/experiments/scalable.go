@@ -372,7 +372,7 @@ func scalableExp(env *Env) error {
 		ccs = []scCC{scCCs[0], scCCs[2]}
 	}
 	chaosStep := sc.chaosStep
-	dir := filepath.Join(env.Out, "scalable")
+	dir := filepath.Join(env.Out, scalableFile)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -568,7 +568,7 @@ func scalableExp(env *Env) error {
 	if err := writeFile(dir, "runs.csv", csv.String()); err != nil {
 		return err
 	}
-	return writeFile(env.Out, "scalable.md", md.String())
+	return writeFile(env.Out, scalableFile+".md", md.String())
 }
 
 // scRank lists names by value, with the values.
@@ -634,7 +634,8 @@ const scIntro = `# Scalable TCP against Reno, CUBIC and DCTCP
 
 Reproduce with:
 
-    go run ./cmd/lockstep experiment scalable        # writes docs/experiments/scalable.md (about 4 minutes on 2 cores)
+    go run ./cmd/lockstep experiment scalable        # writes out/experiments/scalable.md and scalable/ (about 4 minutes on 2 cores)
+    go run ./cmd/lockstep experiment scalable --docs # rewrites this page (docs/experiments/scalable.md) and scalable/
     go run ./cmd/lockstep experiment scalable --seeds 1   # one seed per point, about 1.5 minutes
 
 A published article claims that Scalable TCP has the lowest throughput

@@ -123,10 +123,37 @@ func (l *Live) Observe(f *fabric.Fabric) {
 	})
 }
 
-// Finish marks the run ended at end (the run's virtual end).
+// Finish marks the run ended at end (the run's virtual end). The last
+// snapshot may have been taken later in virtual time, after the engine
+// drained a stale timer (an RTO armed for 1 s after the last flow ended):
+// the first frame past end is moved to end (its utilisation over the
+// shorter interval, nothing having been sent after the end) and any later
+// one dropped, so the view ends where the run did.
 func (l *Live) Finish(end sim.Time) {
+	endNs := nsOf(end)
 	l.update(func(s *State) {
 		s.Progress.Finished = true
-		s.Progress.NowNs = nsOf(end)
+		s.Progress.NowNs = endNs
+		for i := range s.Frames {
+			fr := &s.Frames[i]
+			if fr.TNs <= endNs {
+				continue
+			}
+			prev := 0.0
+			if i > 0 {
+				prev = s.Frames[i-1].TNs
+			}
+			if endNs > prev {
+				scale := (fr.TNs - prev) / (endNs - prev)
+				util := make([]float64, len(fr.Util))
+				for j, u := range fr.Util {
+					util[j] = min(1, u*scale)
+				}
+				fr.Util, fr.TNs = util, endNs
+				i++
+			}
+			s.Frames = s.Frames[:i]
+			break
+		}
 	})
 }

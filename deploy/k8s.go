@@ -1,0 +1,387 @@
+package deploy
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"text/template"
+)
+
+// K8s describes the Kubernetes manifests of one run (docs/deploy.md;
+// `lockstep deploy k8s`): NATS with JetStream as a StatefulSet of one
+// (`lockstep nats`), three coordinators as a StatefulSet with stable peer
+// names behind a headless Service, the P nodes as an Indexed Job whose
+// completion index is the partition, the scenario in a ConfigMap, the
+// run's settings in another (an overlay points them at an external NATS),
+// a per-run Secret for the NATS credentials, readiness probes on the
+// metrics listener (/readyz: joined the run) and a PodDisruptionBudget
+// that keeps a raft quorum.
+type K8s struct {
+	Scenario     string // the scenario file's text
+	ScenarioName string // its file name in the ConfigMap (default scenario.yaml)
+	Partitions   int
+	Seed         uint64 // 0: the scenario's
+	Image        string // default lockstep:dev
+	Run          string // run id (default: lockstep)
+	PeerTimeout  string // default 20s
+	// Resource requests of a node and of a coordinator.
+	NodeCPU, NodeMemory   string
+	CoordCPU, CoordMemory string
+}
+
+// K8sFiles are the rendered manifests by file name, kustomization.yaml
+// among them.
+type K8sFiles map[string][]byte
+
+var runIDRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// Render renders the manifests.
+func (k K8s) Render() (K8sFiles, error) {
+	if k.Partitions < 1 {
+		return nil, fmt.Errorf("deploy k8s: --partitions must be at least 1")
+	}
+	if k.ScenarioName == "" {
+		k.ScenarioName = "scenario.yaml"
+	}
+	if k.Image == "" {
+		k.Image = "lockstep:dev"
+	}
+	if k.Run == "" {
+		k.Run = "lockstep"
+	}
+	if !runIDRE.MatchString(k.Run) || len(k.Run) > 40 {
+		return nil, fmt.Errorf("deploy k8s: run id %q: want lower-case letters, digits and '-' (a DNS label, at most 40)", k.Run)
+	}
+	if k.PeerTimeout == "" {
+		k.PeerTimeout = "20s"
+	}
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&k.NodeCPU, "1")
+	def(&k.NodeMemory, "1Gi")
+	def(&k.CoordCPU, "250m")
+	def(&k.CoordMemory, "256Mi")
+	var peers []string
+	for i := 0; i < 3; i++ {
+		peers = append(peers, fmt.Sprintf("coord-%d=coord-%d.coord:7000", i, i))
+	}
+	data := struct {
+		K8s
+		Peers    string
+		Indented string
+	}{k, strings.Join(peers, ","), indent(k.Scenario, "    ")}
+	files := K8sFiles{}
+	var names []string
+	for name, text := range k8sTemplates {
+		t, err := template.New(name).Option("missingkey=error").Parse(text)
+		if err != nil {
+			return nil, err
+		}
+		var b bytes.Buffer
+		if err := t.Execute(&b, data); err != nil {
+			return nil, fmt.Errorf("deploy k8s: %s: %w", name, err)
+		}
+		files[name] = b.Bytes()
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var kz bytes.Buffer
+	kz.WriteString("# Rendered by `lockstep deploy k8s`; apply with `kubectl apply -k DIR`.\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n")
+	for _, n := range names {
+		fmt.Fprintf(&kz, "  - %s\n", n)
+	}
+	files["kustomization.yaml"] = kz.Bytes()
+	return files, nil
+}
+
+// Stream is every manifest but kustomization.yaml as one multi-document
+// YAML stream, in file-name order (`kubectl apply -f -`).
+func (f K8sFiles) Stream() []byte {
+	var names []string
+	for n := range f {
+		if n != "kustomization.yaml" {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var b bytes.Buffer
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		fmt.Fprintf(&b, "# %s\n", n)
+		b.Write(f[n])
+	}
+	return b.Bytes()
+}
+
+func indent(s, pre string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = pre + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// The labels every object carries; the selectors use the component.
+const k8sLabels = `    app.kubernetes.io/name: lockstep
+    app.kubernetes.io/instance: {{.Run}}`
+
+var k8sTemplates = map[string]string{
+	"config.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: lockstep-run
+  labels:
+` + k8sLabels + `
+data:
+  # Every member reads these. An overlay can point LOCKSTEP_NATS_URL at
+  # an existing NATS cluster (overlays/external-nats).
+  LOCKSTEP_RUN: "{{.Run}}"
+  LOCKSTEP_NATS_URL: "nats://nats:4222"
+  LOCKSTEP_PEER_TIMEOUT: "{{.PeerTimeout}}"
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: lockstep-scenario
+  labels:
+` + k8sLabels + `
+data:
+  {{.ScenarioName}}: |
+{{.Indented}}
+`,
+	"secret.yaml": `# The run's NATS credentials. A token here (nats-token) is required by
+# the NATS StatefulSet and presented by every member; per-run credentials
+# (nkeys, creds files) plug in here too. Empty: no authentication.
+apiVersion: v1
+kind: Secret
+metadata:
+  name: lockstep-credentials
+  labels:
+` + k8sLabels + `
+type: Opaque
+stringData:
+  nats-token: ""
+`,
+	"nats.yaml": `apiVersion: v1
+kind: Service
+metadata:
+  name: nats
+  labels:
+` + k8sLabels + `
+    app.kubernetes.io/component: nats
+spec:
+  selector:
+    app.kubernetes.io/instance: {{.Run}}
+    app.kubernetes.io/component: nats
+  ports:
+    - name: client
+      port: 4222
+      targetPort: 4222
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: nats
+  labels:
+` + k8sLabels + `
+    app.kubernetes.io/component: nats
+spec:
+  serviceName: nats
+  replicas: 1
+  selector:
+    matchLabels:
+      app.kubernetes.io/instance: {{.Run}}
+      app.kubernetes.io/component: nats
+  template:
+    metadata:
+      labels:
+` + indent(k8sLabels, "    ") + `
+        app.kubernetes.io/component: nats
+    spec:
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+      containers:
+        - name: nats
+          image: {{.Image}}
+          args: ["nats", "--addr", "0.0.0.0:4222", "--store", "/data", "--monitor", "0.0.0.0:8222"]
+          env:
+            - name: LOCKSTEP_NATS_TOKEN
+              valueFrom:
+                secretKeyRef: {name: lockstep-credentials, key: nats-token, optional: true}
+          ports:
+            - {name: client, containerPort: 4222}
+            - {name: monitor, containerPort: 8222}
+          readinessProbe:
+            httpGet: {path: /healthz, port: 8222}
+            periodSeconds: 2
+          resources:
+            requests: {cpu: 250m, memory: 256Mi}
+          volumeMounts:
+            - {name: data, mountPath: /data}
+      volumes:
+        - name: data
+          emptyDir: {}
+`,
+	"coordinator.yaml": `# Headless: coord-0.coord, coord-1.coord, coord-2.coord are the raft
+# peers' stable names, published before the pods are ready (raft needs
+# them to elect the leader that makes them ready).
+apiVersion: v1
+kind: Service
+metadata:
+  name: coord
+  labels:
+` + k8sLabels + `
+    app.kubernetes.io/component: coordinator
+spec:
+  clusterIP: None
+  publishNotReadyAddresses: true
+  selector:
+    app.kubernetes.io/instance: {{.Run}}
+    app.kubernetes.io/component: coordinator
+  ports:
+    - {name: raft, port: 7000}
+    - {name: metrics, port: 9100}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: coord
+  labels:
+` + k8sLabels + `
+    app.kubernetes.io/component: coordinator
+spec:
+  serviceName: coord
+  replicas: 3
+  # All three at once: raft needs a quorum before any is ready.
+  podManagementPolicy: Parallel
+  selector:
+    matchLabels:
+      app.kubernetes.io/instance: {{.Run}}
+      app.kubernetes.io/component: coordinator
+  template:
+    metadata:
+      labels:
+` + indent(k8sLabels, "    ") + `
+        app.kubernetes.io/component: coordinator
+    spec:
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+      containers:
+        - name: coordinator
+          image: {{.Image}}
+          args:
+            - coordinator
+            - /etc/lockstep/{{.ScenarioName}}
+            - --partitions={{.Partitions}}{{if .Seed}}
+            - --seed={{.Seed}}{{end}}
+            - --nats=$(LOCKSTEP_NATS_URL)
+            - --run=$(LOCKSTEP_RUN)
+            - --peer-timeout=$(LOCKSTEP_PEER_TIMEOUT)
+            - --id=$(POD_NAME)
+            - --raft-addr=$(POD_IP):7000
+            - --peers={{.Peers}}
+            - --metrics=0.0.0.0:9100
+          envFrom:
+            - configMapRef: {name: lockstep-run}
+          env:
+            - name: POD_NAME
+              valueFrom:
+                fieldRef: {fieldPath: metadata.name}
+            - name: POD_IP
+              valueFrom:
+                fieldRef: {fieldPath: status.podIP}
+            - name: LOCKSTEP_NATS_TOKEN
+              valueFrom:
+                secretKeyRef: {name: lockstep-credentials, key: nats-token, optional: true}
+          ports:
+            - {name: raft, containerPort: 7000}
+            - {name: metrics, containerPort: 9100}
+          readinessProbe:
+            httpGet: {path: /readyz, port: 9100}
+            periodSeconds: 2
+          livenessProbe:
+            httpGet: {path: /healthz, port: 9100}
+            periodSeconds: 10
+          resources:
+            requests: {cpu: {{.CoordCPU}}, memory: {{.CoordMemory}}}
+          volumeMounts:
+            - {name: scenario, mountPath: /etc/lockstep, readOnly: true}
+      volumes:
+        - name: scenario
+          configMap: {name: lockstep-scenario}
+---
+# Raft keeps going with 2 of 3: never evict more than one at a time.
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: coord
+  labels:
+` + k8sLabels + `
+    app.kubernetes.io/component: coordinator
+spec:
+  minAvailable: 2
+  selector:
+    matchLabels:
+      app.kubernetes.io/instance: {{.Run}}
+      app.kubernetes.io/component: coordinator
+`,
+	"nodes.yaml": `# One pod per partition: the completion index is the partition (the node
+# reads JOB_COMPLETION_INDEX, which the Job controller sets). A node
+# that dies cannot rejoin the run it left (it fails), so no retries.
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: nodes
+  labels:
+` + k8sLabels + `
+    app.kubernetes.io/component: node
+spec:
+  completionMode: Indexed
+  completions: {{.Partitions}}
+  parallelism: {{.Partitions}}
+  backoffLimit: 0
+  template:
+    metadata:
+      labels:
+` + indent(k8sLabels, "    ") + `
+        app.kubernetes.io/component: node
+    spec:
+      restartPolicy: Never
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+      containers:
+        - name: node
+          image: {{.Image}}
+          args:
+            - node
+            - --nats=$(LOCKSTEP_NATS_URL)
+            - --run=$(LOCKSTEP_RUN)
+            - --peer-timeout=$(LOCKSTEP_PEER_TIMEOUT)
+            - --metrics=0.0.0.0:9100
+          envFrom:
+            - configMapRef: {name: lockstep-run}
+          env:
+            - name: LOCKSTEP_NATS_TOKEN
+              valueFrom:
+                secretKeyRef: {name: lockstep-credentials, key: nats-token, optional: true}
+          ports:
+            - {name: metrics, containerPort: 9100}
+          readinessProbe:
+            httpGet: {path: /readyz, port: 9100}
+            periodSeconds: 2
+          resources:
+            requests: {cpu: {{.NodeCPU}}, memory: {{.NodeMemory}}}
+`,
+}

@@ -1,0 +1,171 @@
+package deploy
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+
+	"github.com/lockstep-sim/lockstep/deploy/internal/k8sobj"
+)
+
+// exampleK8s is what deploy/k8s/base is rendered from:
+// lockstep deploy k8s examples/fattree-k8-permutation.yaml --partitions 4 --run-id example --out deploy/k8s/base
+func exampleK8s(t *testing.T) K8s {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "examples", "fattree-k8-permutation.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return K8s{Scenario: string(b), ScenarioName: "fattree-k8-permutation.yaml", Partitions: 4, Run: "example"}
+}
+
+func TestK8s_RenderedManifestsDecodeStrictlyAndSayWhatTheyShould(t *testing.T) {
+	files, err := exampleK8s(t).Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := k8sobj.DecodeAll(files.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKind := map[string]int{}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *appsv1.StatefulSet:
+			byKind["StatefulSet"]++
+			spec := o.Spec.Template.Spec
+			if len(spec.Containers) != 1 || spec.Containers[0].ReadinessProbe == nil || spec.Containers[0].Resources.Requests.Cpu().IsZero() {
+				t.Errorf("%s: want one container with a readiness probe and a CPU request", o.Name)
+			}
+			if o.Name == "coord" {
+				if *o.Spec.Replicas != 3 || o.Spec.ServiceName != "coord" || o.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+					t.Errorf("coord: replicas %d, service %q, policy %q", *o.Spec.Replicas, o.Spec.ServiceName, o.Spec.PodManagementPolicy)
+				}
+				args := strings.Join(spec.Containers[0].Args, " ")
+				for _, w := range []string{"--peers=coord-0=coord-0.coord:7000,coord-1=coord-1.coord:7000,coord-2=coord-2.coord:7000",
+					"--id=$(POD_NAME)", "--raft-addr=$(POD_IP):7000", "--partitions=4", "--metrics=0.0.0.0:9100"} {
+					if !strings.Contains(args, w) {
+						t.Errorf("coord args %q lack %q", args, w)
+					}
+				}
+			}
+		case *batchv1.Job:
+			byKind["Job"]++
+			if o.Spec.CompletionMode == nil || *o.Spec.CompletionMode != batchv1.IndexedCompletion || *o.Spec.Completions != 4 || *o.Spec.Parallelism != 4 {
+				t.Errorf("nodes: want an Indexed Job of 4 completions, 4 in parallel")
+			}
+			if c := o.Spec.Template.Spec.Containers[0]; c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+				t.Errorf("nodes: readiness is /readyz (joined the run)")
+			}
+		case *corev1.Service:
+			byKind["Service"]++
+			if o.Name == "coord" && (o.Spec.ClusterIP != corev1.ClusterIPNone || !o.Spec.PublishNotReadyAddresses) {
+				t.Errorf("coord: want a headless Service publishing not-ready addresses")
+			}
+		case *policyv1.PodDisruptionBudget:
+			byKind["PodDisruptionBudget"]++
+			if o.Spec.MinAvailable.IntValue() != 2 {
+				t.Errorf("coord PDB: minAvailable %v, want 2", o.Spec.MinAvailable)
+			}
+		case *corev1.Secret:
+			byKind["Secret"]++
+		case *corev1.ConfigMap:
+			byKind["ConfigMap"]++
+			if o.Name == "lockstep-scenario" && o.Data["fattree-k8-permutation.yaml"] != exampleK8s(t).Scenario {
+				t.Errorf("the scenario ConfigMap does not hold the scenario verbatim")
+			}
+		}
+	}
+	want := map[string]int{"StatefulSet": 2, "Job": 1, "Service": 2, "PodDisruptionBudget": 1, "Secret": 1, "ConfigMap": 2}
+	for k, n := range want {
+		if byKind[k] != n {
+			t.Errorf("%d %s, want %d", byKind[k], k, n)
+		}
+	}
+}
+
+func TestK8s_StrictDecodingRejects(t *testing.T) {
+	good := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: b\n"
+	if _, err := k8sobj.Decode([]byte(good)); err != nil {
+		t.Fatal(err)
+	}
+	for name, doc := range map[string]string{
+		"unknown field": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  nmae: y\n",
+		"wrong type":    "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: x\nspec:\n  replicas: three\n",
+		"duplicate key": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  name: y\n",
+		"unknown kind":  "apiVersion: v1\nkind: Frobnicator\nmetadata:\n  name: x\n",
+	} {
+		if _, err := k8sobj.Decode([]byte(doc)); err == nil {
+			t.Errorf("%s: decoded without an error", name)
+		}
+	}
+}
+
+// TestK8s_BaseIsRendered: deploy/k8s/base is exactly what `lockstep
+// deploy k8s` renders for the example (regenerate it with the command in
+// exampleK8s's comment).
+func TestK8s_BaseIsRendered(t *testing.T) {
+	files, err := exampleK8s(t).Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join("k8s", "base")
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != len(files) {
+		t.Errorf("deploy/k8s/base has %d files, the renderer %d", len(ents), len(files))
+	}
+	for n, want := range files {
+		got, err := os.ReadFile(filepath.Join(base, n))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("deploy/k8s/base/%s is not what the renderer writes (%v): run the command in exampleK8s's comment", n, err)
+		}
+	}
+}
+
+// TestK8s_KustomizeRendersBaseAndOverlays runs `kubectl kustomize` on the
+// base and every overlay and decodes what it prints strictly.
+func TestK8s_KustomizeRendersBaseAndOverlays(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("kubectl is not installed: %v", err)
+		}
+		t.Skip("kubectl is not installed")
+	}
+	dirs := []string{filepath.Join("k8s", "base")}
+	overlays, _ := filepath.Glob(filepath.Join("k8s", "overlays", "*"))
+	if len(overlays) < 2 {
+		t.Fatalf("want at least two overlays, found %v", overlays)
+	}
+	for _, d := range append(dirs, overlays...) {
+		out, err := exec.Command(kubectl, "kustomize", d).Output()
+		if err != nil {
+			t.Errorf("kubectl kustomize %s: %v", d, err)
+			continue
+		}
+		objs, err := k8sobj.DecodeAll(out)
+		if err != nil {
+			t.Errorf("kubectl kustomize %s: %v", d, err)
+			continue
+		}
+		t.Logf("%s: %d objects", d, len(objs))
+		if strings.HasSuffix(d, "external-nats") {
+			for _, o := range objs {
+				if s, ok := o.(*appsv1.StatefulSet); ok && s.Name == "nats" {
+					t.Errorf("external-nats still has the NATS StatefulSet")
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package switchsim
+
+import (
+	"fmt"
+
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// Config holds a switch's optional mechanisms. The zero Config is the plain
+// output-queued switch: one FIFO per port, drop-tail on the port's buffer,
+// ECN on arrival.
+type Config struct {
+	// Classes, when non-empty, gives every port one queue per class (at
+	// most sim.MaxClasses). A data packet goes to the queue of its class
+	// (sim.Packet.Class, clamped to the last class); packets without
+	// payload (ACKs, NACKs, CNPs) and trimmed headers go to ControlClass.
+	Classes      []Class
+	ControlClass int
+	// PFC configures IEEE 802.1Qbb priority flow control for the classes
+	// marked Lossless.
+	PFC PFC
+	// Shared, when Size > 0, replaces the per-port buffers by a switch-wide
+	// pool with dynamic thresholds.
+	Shared Shared
+	// Trim, when Enabled, cuts a data packet that does not fit to its header.
+	Trim Trim
+	// FlowletGap is the idle time after which Flowlet forwarding may move a
+	// flow to another port.
+	FlowletGap sim.Time
+}
+
+// Class is one traffic class of every port.
+type Class struct {
+	// Weight 0 makes the class strict priority: strict classes are served
+	// before the weighted ones, the highest class first. Weight w > 0 makes
+	// it a deficit weighted round robin class with a quantum of
+	// w × DWRRQuantum bytes (Shreedhar and Varghese, SIGCOMM 1995).
+	Weight int
+	// Lossless classes are flow-controlled by PFC and never dropped for
+	// want of egress buffer (only a headroom overflow drops them).
+	Lossless bool
+	// Alpha is the class's dynamic-threshold factor in the shared buffer
+	// (Choudhury and Hahne, IEEE/ACM ToN 1998): a queue may grow to Alpha
+	// times the free shared buffer beyond its reserved space.
+	Alpha float64
+}
+
+// DWRRQuantum is the quantum, in bytes, of a DWRR class of weight 1.
+const DWRRQuantum = 1500
+
+// PFC is the priority flow control of the lossless classes. Thresholds
+// count the bytes in the switch that entered by one ingress port in one
+// class (802.1Qbb accounts at the ingress).
+type PFC struct {
+	// XOFF: above it the switch sends a PAUSE upstream; XON: at or below it
+	// the switch sends a PAUSE with quanta 0 (resume).
+	XOFF, XON int64
+	// Headroom is the space above XOFF for what is in flight when the pause
+	// takes effect. 0 derives it per port from the link as vendors do:
+	// 2 × (rate × delay) + 2 × MTU + one PAUSE frame.
+	Headroom int64
+	// MTU for the derived headroom (default 9216, jumbo frames).
+	MTU int64
+	// Quanta of an XOFF frame, in 512-bit times of the link (default
+	// 0xffff). The switch refreshes the pause at half that time.
+	Quanta uint16
+	// Watchdog: a class of a port paused without a break for longer than
+	// this while it holds packets is reported as a PFC deadlock (the run
+	// fails). 0: no watchdog.
+	Watchdog sim.Time
+}
+
+// Shared is a switch-wide buffer pool.
+type Shared struct {
+	Size     int64 // bytes shared by every queue of the switch
+	Reserved int64 // bytes of each (port, class) queue outside the pool
+}
+
+// Trim is packet trimming (NDP, Handley et al., SIGCOMM 2017; Ultra
+// Ethernet).
+type Trim struct {
+	Enabled bool
+	Header  int32 // bytes of a trimmed packet (default 64)
+	// Queue is the bytes of trimmed headers a port may hold beyond its
+	// data buffer, in the control class (default 1024 headers).
+	Queue int64
+}
+
+// Check validates c for a switch.
+func (c *Config) Check() error {
+	if len(c.Classes) > sim.MaxClasses {
+		return fmt.Errorf("at most %d classes, got %d", sim.MaxClasses, len(c.Classes))
+	}
+	nc := max(1, len(c.Classes))
+	if c.ControlClass < 0 || c.ControlClass >= nc {
+		return fmt.Errorf("control class %d: the switch has %d classes", c.ControlClass, nc)
+	}
+	lossless := false
+	for i, k := range c.Classes {
+		if k.Weight < 0 {
+			return fmt.Errorf("class %d: weight must not be negative, got %d", i, k.Weight)
+		}
+		if k.Alpha < 0 {
+			return fmt.Errorf("class %d: alpha must not be negative, got %g", i, k.Alpha)
+		}
+		lossless = lossless || k.Lossless
+	}
+	if lossless {
+		p := &c.PFC
+		if p.XOFF <= 0 || p.XON < 0 || p.XON > p.XOFF {
+			return fmt.Errorf("pfc: want 0 <= xon <= xoff and xoff > 0, got xon %d, xoff %d", p.XON, p.XOFF)
+		}
+		if p.Headroom < 0 || p.MTU < 0 || p.Watchdog < 0 {
+			return fmt.Errorf("pfc: headroom, mtu and watchdog must not be negative")
+		}
+	}
+	if c.Shared.Size < 0 || c.Shared.Reserved < 0 {
+		return fmt.Errorf("shared buffer: size and reserved must not be negative")
+	}
+	if c.Trim.Header < 0 {
+		return fmt.Errorf("trim: header must not be negative")
+	}
+	return nil
+}
+
+// lossless reports whether any class is lossless.
+func (c *Config) lossless() bool {
+	for _, k := range c.Classes {
+		if k.Lossless {
+			return true
+		}
+	}
+	return false
+}
+
+// Alarm is where switches report a run failure (a PFC deadlock); the
+// fabric shares one among its switches and the runner checks it.
+type Alarm struct {
+	Err error
+	At  sim.Time
+}

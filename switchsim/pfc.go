@@ -1,0 +1,102 @@
+package switchsim
+
+import (
+	"fmt"
+
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// IEEE 802.1Qbb priority-based flow control. A switch accounts the bytes it
+// holds by (ingress port, class); above XOFF it sends its upstream peer a
+// PAUSE frame for that class with the configured quanta (one quantum is 512
+// bit times at the link's rate, 802.3 Annex 31B), refreshes it at half its
+// time while still above XON, and sends quanta 0 (resume) once at or below
+// XON. A PAUSE frame is a packet on the wire like any other (64 bytes,
+// serialised and propagated), sent before any queued data at the next
+// frame boundary, and consumed by the peer.
+
+// pauseTime is the time q quanta last on the link of port i.
+func (s *Switch) pauseTime(e *sim.Engine, i int, q uint16) sim.Time {
+	// Per quantum: q × 512 bits at once would overflow TxTime.
+	return sim.Time(q) * e.Links[s.Ports[i].Link].Spec.Rate.TxTime(64)
+}
+
+// sendPause sends a PAUSE frame for class c with quanta q out of port in.
+func (s *Switch) sendPause(e *sim.Engine, in, c int, q uint16) {
+	p := e.Pool.Alloc()
+	pkt := e.Pool.Get(p)
+	pkt.ID = e.NewPacketID(s.ID)
+	pkt.Flow, pkt.SrcHost, pkt.DstHost = -1, -1, -1
+	pkt.Flags = sim.FlagPause
+	pkt.Size = sim.PauseFrameSize
+	pkt.SetPauseQuanta(c, q)
+	s.CtlCreated++
+	pt := &s.Ports[in]
+	pt.cc[c].PausesSent++
+	idx := in*s.nc + c
+	if q > 0 {
+		at := e.Now() + max(1, s.pauseTime(e, in, q)/2)
+		s.refreshAt[idx] = at
+		e.Schedule(s.ID, at, timerPFC<<timerShift|int64(idx), sim.NoPacket)
+	} else {
+		s.refreshAt[idx] = 0
+	}
+	pt.ctl.Push(p)
+	s.kick(e, pt)
+}
+
+// refresh re-sends the XOFF of ingress idx if it still holds.
+func (s *Switch) refresh(e *sim.Engine, idx int) {
+	if !s.xoff[idx] || s.refreshAt[idx] != e.Now() {
+		return
+	}
+	s.sendPause(e, idx/s.nc, idx%s.nc, s.cfg.PFC.Quanta)
+}
+
+// onPause applies a PAUSE frame that arrived by port j: the classes it
+// enables stop (or resume, for quanta 0) on port j's egress.
+func (s *Switch) onPause(e *sim.Engine, j int, pkt *sim.Packet) {
+	if j < 0 {
+		return
+	}
+	pt := &s.Ports[j]
+	now := e.Now()
+	wake := sim.Never
+	for c := 0; c < s.nc; c++ {
+		if pkt.Bitmap&(1<<uint(c)) == 0 {
+			continue
+		}
+		cq := &pt.cx[c]
+		pt.cc[c].PausesRecv++
+		q := pkt.PauseQuanta(c)
+		until := now + s.pauseTime(e, j, q)
+		if cq.pausedUntil <= now {
+			if q == 0 {
+				continue
+			}
+			cq.pausedTime += cq.pausedUntil - cq.pausedSince
+			cq.pausedSince = now
+		} else if w := s.cfg.PFC.Watchdog; w > 0 && now-cq.pausedSince > w && pt.cls[c].q.Len() > 0 {
+			s.alarm(e, j, c, cq.pausedSince)
+		}
+		cq.pausedUntil = until
+		if q > 0 {
+			wake = min(wake, until)
+		}
+	}
+	if wake != sim.Never {
+		e.Schedule(s.ID, wake, timerWake<<timerShift|int64(j), sim.NoPacket)
+	}
+	s.kick(e, pt)
+}
+
+// alarm reports a PFC deadlock: port j's class c has been paused without a
+// break since `since` while holding packets.
+func (s *Switch) alarm(e *sim.Engine, j, c int, since sim.Time) {
+	if s.Alarm == nil || s.Alarm.Err != nil {
+		return
+	}
+	s.Alarm.At = e.Now()
+	s.Alarm.Err = fmt.Errorf("pfc deadlock suspected at %v: switch node %d port %d (to element %d) class %d paused without a break since %v (longer than the %v watchdog) with %d packets queued",
+		e.Now(), s.Node, j, s.Ports[j].Peer, c, since, s.cfg.PFC.Watchdog, s.Ports[j].cls[c].q.Len())
+}
