@@ -45,7 +45,7 @@ type Transport struct {
 	CwndLog []CwndRow
 	// HostElem is every host's element id, by host index, for the
 	// activations of dependent flows (set by the fabric; nil when no flow
-	// has dependencies).
+	// activates another).
 	HostElem []sim.ElemID
 	// got counts the activations each waiting flow has received (nil when
 	// none waits).

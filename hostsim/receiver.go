@@ -87,7 +87,7 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 		rec.Finished = true
 		rec.Finish = now
 		h.T.flowDone(pkt.Flow)
-		if next := h.T.Flows[pkt.Flow].OnRecvDone; len(next) > 0 {
+		if next := h.T.Flows[pkt.Flow].OnRecvDone(); len(next) > 0 {
 			h.T.activate(h, e, next)
 		}
 	}

@@ -38,12 +38,12 @@ func depEdges(t *topologies.Topology, flows []hostsim.FlowSpec) []depEdge {
 	}
 	for i := range flows {
 		f := &flows[i]
-		for _, g := range f.OnRecvDone {
+		for _, g := range f.OnRecvDone() {
 			if int(g) < len(flows) {
 				add(f.Dst, flows[g].Src, flows[g].Delay)
 			}
 		}
-		for _, g := range f.OnSendDone {
+		for _, g := range f.OnSendDone() {
 			if int(g) < len(flows) {
 				add(f.Src, flows[g].Src, flows[g].Delay)
 			}

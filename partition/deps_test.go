@@ -12,7 +12,7 @@ import (
 // delay later; both hosts are senders on the left of the dumbbell.
 func depFlows(delay sim.Time) []hostsim.FlowSpec {
 	return []hostsim.FlowSpec{
-		{ID: 0, Src: 0, Dst: 4, Size: 1000, OnRecvDone: []int32{1}},
+		{ID: 0, Src: 0, Dst: 4, Size: 1000, Next: &hostsim.FlowNext{Recv: []int32{1}}},
 		{ID: 1, Src: 1, Dst: 5, Size: 1000, Need: 1, Delay: delay},
 	}
 }

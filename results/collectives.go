@@ -102,7 +102,7 @@ func IdealCCT(rate sim.Bandwidth, cfg hostsim.Config, flows []hostsim.FlowSpec, 
 		}
 		fin := est[j] + id
 		path = max(path, fin)
-		for _, list := range [2][]int32{f.OnRecvDone, f.OnSendDone} {
+		for _, list := range [2][]int32{f.OnRecvDone(), f.OnSendDone()} {
 			for _, g := range list {
 				if g >= first && g < first+n {
 					est[g-first] = max(est[g-first], fin+flows[g].Delay)

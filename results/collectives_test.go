@@ -43,10 +43,10 @@ func TestCollectives_ReceiverSideCompletion(t *testing.T) {
 		if !rec.Finished {
 			t.Fatalf("flow %d did not finish", i)
 		}
-		for _, g := range flows[i].OnRecvDone {
+		for _, g := range flows[i].OnRecvDone() {
 			last[g] = max(last[g], rec.Finish+flows[g].Delay)
 		}
-		for _, g := range flows[i].OnSendDone {
+		for _, g := range flows[i].OnSendDone() {
 			last[g] = max(last[g], rec.AckedAt+flows[g].Delay)
 		}
 	}

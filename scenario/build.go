@@ -1001,7 +1001,7 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 				return nil, l.errf(fp, "%sa flow of %d bytes is more than the limit of %d (1TiB)", what, f.Size, int64(MaxFlowSize))
 			}
 			out = append(out, hostsim.FlowSpec{ID: int32(len(out)), Src: f.Src, Dst: f.Dst, Size: f.Size, Start: f.Start, Class: w.Class,
-				Need: f.Need, Delay: f.Delay, OnRecvDone: shiftIDs(f.OnRecvDone, base), OnSendDone: shiftIDs(f.OnSendDone, base)})
+				Need: f.Need, Delay: f.Delay, Next: hostsim.NewFlowNext(shiftIDs(f.OnRecvDone, base), shiftIDs(f.OnSendDone, base))})
 		}
 	}
 	return out, nil

@@ -35,7 +35,7 @@ func TestCollective_PlacementAndInstances(t *testing.T) {
 	}
 	for i := range b.Fabric.Flows {
 		f := &b.Fabric.Flows[i]
-		for _, g := range append(append([]int32{}, f.OnRecvDone...), f.OnSendDone...) {
+		for _, g := range append(append([]int32{}, f.OnRecvDone()...), f.OnSendDone()...) {
 			if g <= f.ID || int(g) >= len(b.Fabric.Flows) {
 				t.Fatalf("flow %d activates %d: dependencies must point to later flows of the scenario", f.ID, g)
 			}
