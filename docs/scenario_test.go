@@ -49,15 +49,16 @@ func TestScenarioDoc_ExamplesRun(t *testing.T) {
 // fieldTables maps the headings of scenario.md whose section holds a
 // "| field | ..." table to the struct the table documents.
 var fieldTables = map[string]reflect.Type{
-	"Top level":        reflect.TypeFor[scenario.Scenario](),
-	"topology":         reflect.TypeFor[scenario.Tier](),
-	"transport":        reflect.TypeFor[scenario.Transport](),
-	"transport.strack": reflect.TypeFor[scenario.STrack](),
-	"output":           reflect.TypeFor[scenario.Output](),
-	"switch":           reflect.TypeFor[scenario.Switch](),
-	"impairments":      reflect.TypeFor[scenario.Impairment](),
-	"placement":        reflect.TypeFor[scenario.Placement](),
-	"Sweeps":           reflect.TypeFor[sweep.Spec](),
+	"Top level":                              reflect.TypeFor[scenario.Scenario](),
+	"topology":                               reflect.TypeFor[scenario.Tier](),
+	"transport":                              reflect.TypeFor[scenario.Transport](),
+	"transport.strack":                       reflect.TypeFor[scenario.STrack](),
+	"output":                                 reflect.TypeFor[scenario.Output](),
+	"switch":                                 reflect.TypeFor[scenario.Switch](),
+	"impairments":                            reflect.TypeFor[scenario.Impairment](),
+	"placement":                              reflect.TypeFor[scenario.Placement](),
+	"Sweeps":                                 reflect.TypeFor[sweep.Spec](),
+	"Flows that wait on others (collective)": reflect.TypeFor[scenario.CollectiveSpec](),
 }
 
 // yamlFields returns the yaml names of t's fields (t a struct, or a

@@ -152,6 +152,16 @@ func New(cfg Config) (*Fabric, error) {
 	if err != nil {
 		return nil, err
 	}
+	deps, err := checkDeps(cfg.Flows)
+	if err != nil {
+		return nil, err
+	}
+	if deps {
+		tr.HostElem = make([]sim.ElemID, len(t.Hosts))
+		for hi, node := range t.Hosts {
+			tr.HostElem[hi] = sim.ElemID(node)
+		}
+	}
 	for i := range cfg.Flows {
 		f := &cfg.Flows[i]
 		if f.Src < 0 || f.Src >= len(t.Hosts) || f.Dst < 0 || f.Dst >= len(t.Hosts) || f.Src == f.Dst {
@@ -367,4 +377,28 @@ func (f *Fabric) Conservation() Conservation {
 	c.OnWire = f.eng.OnWire()
 	c.PoolLive = f.eng.Pool.Live()
 	return c
+}
+
+// checkDeps checks the flows' dependencies (targets are flows of the list,
+// delays are not negative) and reports whether there are any.
+func checkDeps(flows []hostsim.FlowSpec) (bool, error) {
+	has := false
+	for i := range flows {
+		f := &flows[i]
+		if f.Need < 0 || f.Delay < 0 {
+			return false, fmt.Errorf("flow %d: need %d and delay %v must not be negative", f.ID, f.Need, f.Delay)
+		}
+		if f.Next == nil {
+			continue
+		}
+		has = true
+		for _, list := range [2][]int32{f.OnRecvDone(), f.OnSendDone()} {
+			for _, g := range list {
+				if g < 0 || int(g) >= len(flows) {
+					return false, fmt.Errorf("flow %d activates flow %d, which does not exist", f.ID, g)
+				}
+			}
+		}
+	}
+	return has, nil
 }

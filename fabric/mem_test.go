@@ -64,12 +64,13 @@ func setupHeap(tb testing.TB, cfg fabric.Config) uint64 {
 //   - per element (host or switch): engine and fabric entries, the host
 //     struct, a route row pointer: 200 B;
 //   - per flow: the sender with its controller, recovery and RTO (about
-//     700 B), the receiver, the record and its start event: 1,500 B;
+//     700 B), the receiver, the record (with its start time, for flows
+//     that wait on others) and its start event: 1,540 B;
 //   - the routes' cells: 4 B per (switch, edge switch).
 const (
 	boundPerLink    = 900
 	boundPerElement = 200
-	boundPerFlow    = 1500
+	boundPerFlow    = 1540
 )
 
 func setupBound(cfg fabric.Config) uint64 {

@@ -195,12 +195,51 @@ type FlowSpec struct {
 	// Class is the traffic class (0-7) of the flow's data packets, which
 	// switches with classes queue by.
 	Class int
+	// Dependencies (docs/design.md §11). A flow with Need > 0 does not
+	// start at Start: it starts when it has been activated Need times,
+	// each activation arriving Delay after its cause. Next (nil: none)
+	// lists the flows this one activates. An activation of a flow that
+	// already started changes nothing.
+	Need  int32
+	Delay sim.Time
+	Next  *FlowNext
+}
+
+// FlowNext lists the flows a flow activates: Recv when its receiver has
+// every byte (receiver-side completion), Send when its sender has every
+// ACK. A pointer, so that flows without dependencies pay 8 bytes.
+type FlowNext struct{ Recv, Send []int32 }
+
+// NewFlowNext is the FlowNext of recv and send, or nil when both are
+// empty.
+func NewFlowNext(recv, send []int32) *FlowNext {
+	if len(recv) == 0 && len(send) == 0 {
+		return nil
+	}
+	return &FlowNext{Recv: recv, Send: send}
+}
+
+// OnRecvDone lists the flows f activates when its receiver has every byte.
+func (f *FlowSpec) OnRecvDone() []int32 {
+	if f.Next == nil {
+		return nil
+	}
+	return f.Next.Recv
+}
+
+// OnSendDone lists the flows f activates when its sender has every ACK.
+func (f *FlowSpec) OnSendDone() []int32 {
+	if f.Next == nil {
+		return nil
+	}
+	return f.Next.Send
 }
 
 // FlowRecord is what a run reports per flow. The sender fills the send-side
 // fields and the receiver Finish, so partitions can merge their records.
 type FlowRecord struct {
 	Started       bool
+	StartAt       sim.Time // when the flow started (sender side)
 	Finished      bool     // the receiver has every byte
 	Finish        sim.Time // when the last byte arrived
 	AckedAt       sim.Time // when the sender saw everything acknowledged (0 if not)

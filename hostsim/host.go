@@ -16,6 +16,9 @@ const (
 	timerPace
 	timerRecovery
 	timerPause // a PFC pause may have expired (no flow)
+	// timerTrigger is an activation of a flow that waits on others (a
+	// signal from the element where they completed).
+	timerTrigger
 )
 
 func timerArg(flow int32, kind int) int64 { return int64(flow)<<8 | int64(kind) }
@@ -40,6 +43,13 @@ type Transport struct {
 	// CwndLog is the cwnd time series of the traced local senders, in the
 	// order the samples were taken.
 	CwndLog []CwndRow
+	// HostElem is every host's element id, by host index, for the
+	// activations of dependent flows (set by the fabric; nil when no flow
+	// activates another).
+	HostElem []sim.ElemID
+	// got counts the activations each waiting flow has received (nil when
+	// none waits).
+	got []int32
 }
 
 // CwndRow is one sample of a sender's congestion state (cwnd.csv).
@@ -87,8 +97,21 @@ func NewTransport(cfg Config, flows []FlowSpec, isLocal func(host int) bool) (*T
 		if local {
 			t.Local++
 		}
+		if f.Need > 0 && t.got == nil {
+			t.got = make([]int32, len(flows))
+		}
 	}
 	return t, nil
+}
+
+// activate sends an activation to every flow in targets, from host h at
+// now (plus each target's Delay), to the host that sends it.
+func (t *Transport) activate(h *Host, e *sim.Engine, targets []int32) {
+	now := e.Now()
+	for _, g := range targets {
+		f := &t.Flows[g]
+		e.Signal(h.ID, t.HostElem[f.Src], now+f.Delay, timerArg(g, timerTrigger))
+	}
 }
 
 // Sender returns the sender of flow id, or nil when it is not local.
@@ -145,6 +168,9 @@ func (h *Host) ScheduleStarts(e *sim.Engine) {
 // The fabric calls it once per flow, in flow order (one pass over the
 // flows, not one per host).
 func (h *Host) ScheduleStart(e *sim.Engine, f *FlowSpec) {
+	if f.Need > 0 {
+		return // it starts when activated (timerTrigger)
+	}
 	e.Schedule(h.ID, f.Start, timerArg(f.ID, timerStart), sim.NoPacket)
 }
 
@@ -163,7 +189,15 @@ func (h *Host) OnTimer(e *sim.Engine, ev *sim.Event) {
 	switch kind {
 	case timerStart:
 		h.T.Records[flow].Started = true
+		h.T.Records[flow].StartAt = e.Now()
 		s.trySend(h, e)
+	case timerTrigger:
+		h.T.got[flow]++
+		if h.T.got[flow] == h.T.Flows[flow].Need {
+			h.T.Records[flow].Started = true
+			h.T.Records[flow].StartAt = e.Now()
+			s.trySend(h, e)
+		}
 	case timerRTO:
 		s.onRTOTimer(h, e)
 	case timerPace:

@@ -87,6 +87,9 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 		rec.Finished = true
 		rec.Finish = now
 		h.T.flowDone(pkt.Flow)
+		if next := h.T.Flows[pkt.Flow].OnRecvDone(); len(next) > 0 {
+			h.T.activate(h, e, next)
+		}
 	}
 	echo := r.ceLatched
 	if cfg.Echo == EchoPerPacket || h.T.Caps.PerPacketAcks {

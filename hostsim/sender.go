@@ -217,6 +217,9 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	if act.Done {
 		rec.AckedAt = now
 		h.T.flowDone(s.spec.ID)
+		if next := s.spec.OnSendDone(); len(next) > 0 {
+			h.T.activate(h, e, next)
+		}
 		return
 	}
 	s.armRTO(h, e)

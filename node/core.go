@@ -43,7 +43,8 @@ type Core struct {
 	fol   *barrier.Follower
 	limit sim.Time
 	// dest[l] is the partition of link direction l's far end, or -1 when
-	// the far end is local.
+	// the far end is local. Past the links, dest[NumLinks+e] is element
+	// e's, for signals (sim.Engine.Signal) to it.
 	dest []int32
 	// inbox holds batches delivered and not yet injected.
 	inbox []*wire.Batch
@@ -105,13 +106,20 @@ func NewCore(b *scenario.Built, pl *partition.Placement, part int, term uint64) 
 		return nil, err
 	}
 	c := &Core{part: part, p: pl.P, F: f, fol: barrier.NewFollower(part, term), limit: b.Limit(),
-		dest: make([]int32, f.Engine().NumLinks()), out: make([][]sim.RemotePacket, pl.P), rec: results.NewRecorder(b, f),
+		dest: make([]int32, f.Engine().NumLinks()+f.Engine().NumElements()), out: make([][]sim.RemotePacket, pl.P), rec: results.NewRecorder(b, f),
 		seen: make(map[batchKey]struct{})}
 	for i := range f.Engine().NumLinks() {
 		to := int(f.Engine().LinkTo(sim.LinkID(i)))
 		c.dest[i] = -1
 		if pl.Part[to] != part {
 			c.dest[i] = int32(pl.Part[to])
+		}
+	}
+	for el := range f.Engine().NumElements() {
+		i := f.Engine().NumLinks() + el
+		c.dest[i] = -1
+		if pl.Part[el] != part {
+			c.dest[i] = int32(pl.Part[el])
 		}
 	}
 	return c, nil
@@ -161,6 +169,14 @@ func (c *Core) Deliver(b *wire.Batch) error {
 	e := c.F.Engine()
 	for i := range b.Packets {
 		rp := &b.Packets[i]
+		if e.IsSignal(rp) {
+			if int(rp.Link) >= len(c.dest) || c.dest[rp.Link] != -1 || rp.Pkt.SrcHost < 0 ||
+				int(rp.Pkt.SrcHost) >= e.NumElements() || e.Local(sim.ElemID(rp.Pkt.SrcHost)) {
+				return fmt.Errorf("%w: node %d window %d: signal on pseudo link %d does not cross into partition %d",
+					ErrBadBatch, b.From, b.Window, rp.Link, c.part)
+			}
+			continue
+		}
 		if rp.Link < 0 || int(rp.Link) >= len(c.dest) || c.dest[rp.Link] != -1 ||
 			!e.Local(e.LinkTo(rp.Link)) || e.Local(e.LinkFrom(rp.Link)) {
 			return fmt.Errorf("%w: node %d window %d: packet on link %d does not cross into partition %d",
@@ -219,6 +235,10 @@ func (c *Core) Run() (Output, error) {
 			if rp.At < g.Start {
 				return Output{}, fmt.Errorf("%w: node %d window %d: packet on link %d arrives at %v, before window %d starts at %v",
 					ErrBadBatch, b.From, b.Window, rp.Link, rp.At, g.Window, g.Start)
+			}
+			if e.IsSignal(rp) {
+				e.InjectSignal(rp)
+				continue
 			}
 			e.Inject(rp)
 		}

@@ -125,7 +125,7 @@ func (m CutModel) Decide(b *scenario.Built, cores int) (*Placement, DefaultCut, 
 		if p > len(t.Nodes) {
 			continue
 		}
-		pl, err := Auto(t, b.Fabric.Impairments, p)
+		pl, err := AutoFlows(t, b.Fabric.Impairments, b.Fabric.Flows, p)
 		if err != nil {
 			return nil, c, err
 		}

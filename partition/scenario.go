@@ -23,14 +23,18 @@ func ForScenario(b *scenario.Built, p int) (*Placement, error) {
 	if err := sp.Validate(b.File, b.Topo); err != nil {
 		return nil, err
 	}
-	t, imps := b.Topo, b.Fabric.Impairments
+	t, imps, flows := b.Topo, b.Fabric.Impairments, b.Fabric.Flows
 	var pl *Placement
 	var err error
 	switch sp.ModeOrDefault() {
 	case scenario.PlacementPerElement:
-		pl, err = PerElement(t, imps)
+		part := make([]int, len(t.Nodes))
+		for i := range part {
+			part[i] = i
+		}
+		pl, err = MakeFlows(t, imps, flows, part)
 	case scenario.PlacementMap:
-		pl, err = Make(t, imps, sp.NodeMap(t))
+		pl, err = MakeFlows(t, imps, flows, sp.NodeMap(t))
 	default:
 		n := p
 		if n == 0 {
@@ -39,7 +43,7 @@ func ForScenario(b *scenario.Built, p int) (*Placement, error) {
 		if n == 0 {
 			n = DefaultPartitions
 		}
-		return Auto(t, imps, n)
+		return AutoFlows(t, imps, flows, n)
 	}
 	if err != nil {
 		return nil, err

@@ -65,6 +65,10 @@ type Run struct {
 	// queue_depth.csv is absent.
 	Queues    []Series
 	HasQueues bool
+
+	// CCT (collectives.csv) and Iterations (jobs.csv) hold one series per
+	// job of (iteration, µs); nil when the run has no collectives.
+	CCT, Iterations []Series
 }
 
 // Load reads a run directory: fct.csv (required), cwnd.csv,
@@ -110,6 +114,10 @@ func Load(dir string) (*Run, error) {
 			return nil, err
 		}
 		r.HasQueues = true
+	}
+
+	if err := loadCollectives(r); err != nil {
+		return nil, err
 	}
 
 	p = filepath.Join(dir, SummaryFile)

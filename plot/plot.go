@@ -154,6 +154,21 @@ func Figures(r *Run, opt Options) ([]*Figure, []Skip, error) {
 		f.Name = b.name
 		figs = append(figs, f)
 	}
+	// Collective workloads only: no skip is reported without them.
+	for _, c := range []struct {
+		name, ttl, what string
+		ss              []Series
+	}{{FigCCT, "collective completion time", "CCT", r.CCT}, {FigIteration, "iteration time", "iteration time", r.Iterations}} {
+		if len(c.ss) == 0 {
+			continue
+		}
+		f, err := byIteration(r, c.ttl, c.what, c.ss)
+		if err != nil {
+			return nil, nil, fmt.Errorf("plot: %s: %w", c.name, err)
+		}
+		f.Name = c.name
+		figs = append(figs, f)
+	}
 	return figs, skips, nil
 }
 

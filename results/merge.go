@@ -272,7 +272,7 @@ func (o *Outputs) Summary() Summary {
 		rec := &o.Records[i]
 		if rec.Finished {
 			s.FlowsFinished++
-			fct := rec.Finish - b.Fabric.Flows[i].Start
+			fct := rec.Finish - FlowStart(&b.Fabric.Flows[i], rec)
 			fcts = append(fcts, fct)
 			if i < len(o.Ideal) && o.Ideal[i] > 0 {
 				slows = append(slows, Slowdown(fct, o.Ideal[i]))
@@ -347,6 +347,19 @@ func (o *Outputs) WriteDir(dir string, perf Perf, extra any) error {
 	if len(o.Cwnd) > 0 {
 		if err := WriteFileAtomic(filepath.Join(dir, "cwnd.csv"), func(w io.Writer) error {
 			return WriteCwnd(w, o.Cwnd)
+		}); err != nil {
+			return err
+		}
+	}
+	if len(o.Built.Collectives) > 0 {
+		rows := o.Collectives()
+		if err := WriteFileAtomic(filepath.Join(dir, "collectives.csv"), func(w io.Writer) error {
+			return WriteCollectives(w, rows)
+		}); err != nil {
+			return err
+		}
+		if err := WriteFileAtomic(filepath.Join(dir, "jobs.csv"), func(w io.Writer) error {
+			return WriteJobs(w, rows)
 		}); err != nil {
 			return err
 		}

@@ -45,18 +45,29 @@ func WriteFCT(w io.Writer, flows []hostsim.FlowSpec, recs []hostsim.FlowRecord, 
 		if id > 0 {
 			ideals = id.NsString()
 		}
+		start := FlowStart(&f, r)
 		if r.Finished {
 			finish = r.Finish.NsString()
-			fct = (r.Finish - f.Start).NsString()
+			fct = (r.Finish - start).NsString()
 			if id > 0 {
-				slow = formatSlowdown(Slowdown(r.Finish-f.Start, id))
+				slow = formatSlowdown(Slowdown(r.Finish-start, id))
 			}
 		}
 		fmt.Fprintf(bw, "%d,%d,%d,%d,%s,%s,%s,%d,%d,%d,%d,%t,%s,%s\n", f.ID, f.Src, f.Dst, f.Size,
-			f.Start.NsString(), finish, fct, r.PacketsSent, r.Retransmits, r.Timeouts, r.ECNMarkedAcks, r.Finished,
+			start.NsString(), finish, fct, r.PacketsSent, r.Retransmits, r.Timeouts, r.ECNMarkedAcks, r.Finished,
 			ideals, slow)
 	}
 	return bw.Flush()
+}
+
+// FlowStart is when flow f started: its Start, or for a flow that waits
+// on others (Need > 0) the time its last activation arrived (0 if it never
+// started).
+func FlowStart(f *hostsim.FlowSpec, r *hostsim.FlowRecord) sim.Time {
+	if f.Need > 0 {
+		return r.StartAt
+	}
+	return f.Start
 }
 
 // CwndHeader is the first line of cwnd.csv.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,6 +53,9 @@ type Built struct {
 	// Estimate is the memory the scenario needs by part (EstimateMemory),
 	// computed before the workload was built.
 	Estimate *Estimate
+	// Collectives lists every collective instance of the workload
+	// (collectives.csv), in workload and iteration order.
+	Collectives []CollectiveInstance
 
 	seed      uint64
 	digest    string
@@ -282,7 +286,7 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 	if err := b.Estimate.Check(file, s, s.memLimit); err != nil {
 		return nil, err
 	}
-	flows, err := l.workload(s.Workload, topo, b.seed, tc)
+	flows, err := l.workload(s.Workload, topo, b.seed, tc, &b.Collectives)
 	if err != nil {
 		return nil, err
 	}
@@ -490,8 +494,8 @@ func (l *loader) topology(t *Topology) (*topologies.Topology, error) {
 	}
 	// Exactly the section Type names may be present.
 	present := map[string]bool{"dumbbell": t.Dumbbell != nil, "leafspine": t.LeafSpine != nil,
-		"fattree": t.FatTree != nil, "htsim": t.Htsim != nil, "graph": t.Graph != nil}
-	for _, k := range []string{"dumbbell", "leafspine", "fattree", "htsim", "graph"} {
+		"fattree": t.FatTree != nil, "htsim": t.Htsim != nil, "graph": t.Graph != nil, "rail": t.Rail != nil}
+	for _, k := range []string{"dumbbell", "leafspine", "fattree", "htsim", "graph", "rail"} {
 		if present[k] && k != t.Type {
 			return nil, l.errf("topology."+k, "present, but topology.type is %q", t.Type)
 		}
@@ -511,6 +515,23 @@ func (l *loader) topology(t *Topology) (*topologies.Topology, error) {
 			return nil, err
 		}
 		topo, err := topologies.Dumbbell(topologies.DumbbellConfig{Senders: d.Senders, Receivers: d.Receivers, Host: host, Bottleneck: bn})
+		return topo, wrap(err)
+	case "rail":
+		d := t.Rail
+		if d == nil {
+			return nil, missing("rail")
+		}
+		host, err := l.tier("topology.rail.host", &d.Host)
+		if err != nil {
+			return nil, err
+		}
+		fab, err := l.tier("topology.rail.fabric", &d.Fabric)
+		if err != nil {
+			return nil, err
+		}
+		joined := d.Joined == nil || *d.Joined
+		topo, err := topologies.Rail(topologies.RailConfig{Servers: d.Servers, GPUs: d.GPUsPerServer, ServersPerLeaf: d.ServersPerLeaf,
+			Spines: d.Spines, Joined: joined, Host: host, Fabric: fab, SwitchLatency: sim.Time(d.SwitchLatency)})
 		return topo, wrap(err)
 	case "leafspine":
 		d := t.LeafSpine
@@ -612,7 +633,7 @@ func (l *loader) topology(t *Topology) (*topologies.Topology, error) {
 		topo, err := topologies.Graph(gc)
 		return topo, wrap(err)
 	}
-	return nil, l.errf("topology.type", "unknown topology %q (known: dumbbell, leafspine, fattree, htsim, graph)", t.Type)
+	return nil, l.errf("topology.type", "unknown topology %q (known: dumbbell, leafspine, fattree, htsim, graph, rail)", t.Type)
 }
 
 func (l *loader) transport(t *Transport) (hostsim.Config, error) {
@@ -818,7 +839,25 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 	return c, nil
 }
 
-func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64, tc hostsim.Config) ([]hostsim.FlowSpec, error) {
+// CollectiveInstance is one iteration of a collective workload: its flows
+// are Flows[First:First+Count] of the scenario.
+type CollectiveInstance struct {
+	Job       string
+	Iteration int
+	Op        string
+	Algorithm string
+	Bytes     int64
+	Hosts     []int // by rank
+	First     int32
+	Count     int32
+	// Compute is the job's compute phase before every iteration's
+	// collective; Start the job's start (iteration 0's collective starts
+	// Compute later).
+	Compute sim.Time
+	Start   sim.Time
+}
+
+func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64, tc hostsim.Config, colls *[]CollectiveInstance) ([]hostsim.FlowSpec, error) {
 	nh := len(topo.Hosts)
 	if len(ws) == 0 {
 		return nil, l.errf("workload", "must list at least one group of flows")
@@ -919,9 +958,26 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 				return nil, l.errf(path+".file", "%s names %d nodes but the fabric has %d hosts", w.File, cm.Nodes, nh)
 			}
 			flows = cm.Flows
+			if w.TriggerDelay < 0 {
+				return nil, l.errf(path+".trigger_delay", "must not be negative")
+			}
+			for j := range flows {
+				flows[j].Delay = sim.Time(w.TriggerDelay)
+			}
+		case "collective":
+			var inst []CollectiveInstance
+			flows, inst, err = l.collective(path, i, w, nh, int32(len(out)), rng)
+			if err != nil {
+				return nil, err
+			}
+			*colls = append(*colls, inst...)
 		default:
-			return nil, l.errf(path+".type", "unknown workload %q (known: flows, permutation, incast, alltoall, poisson, cm)", w.Type)
+			return nil, l.errf(path+".type", "unknown workload %q (known: flows, permutation, incast, alltoall, poisson, cm, collective)", w.Type)
 		}
+		if w.Type != "collective" && w.Collective != nil {
+			return nil, l.errf(path+".collective", "is for type collective only")
+		}
+		base := int32(len(out))
 		if err != nil {
 			return nil, &Error{File: l.file, Path: path, Msg: err.Error()}
 		}
@@ -944,7 +1000,8 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 				}
 				return nil, l.errf(fp, "%sa flow of %d bytes is more than the limit of %d (1TiB)", what, f.Size, int64(MaxFlowSize))
 			}
-			out = append(out, hostsim.FlowSpec{ID: int32(len(out)), Src: f.Src, Dst: f.Dst, Size: f.Size, Start: f.Start, Class: w.Class})
+			out = append(out, hostsim.FlowSpec{ID: int32(len(out)), Src: f.Src, Dst: f.Dst, Size: f.Size, Start: f.Start, Class: w.Class,
+				Need: f.Need, Delay: f.Delay, Next: hostsim.NewFlowNext(shiftIDs(f.OnRecvDone, base), shiftIDs(f.OnSendDone, base))})
 		}
 	}
 	return out, nil
@@ -1041,4 +1098,96 @@ func (l *loader) impairments(is []Impairment, topo *topologies.Topology) ([]fabr
 		out = append(out, li)
 	}
 	return out, nil
+}
+
+func shiftIDs(ids []int32, by int32) []int32 {
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make([]int32, len(ids))
+	for i, v := range ids {
+		out[i] = v + by
+	}
+	return out
+}
+
+// collective builds a collective workload group: its flows (numbered
+// from 0) and its instances (numbered from base, the group's first flow).
+func (l *loader) collective(path string, idx int, w *Workload, nh int, base int32, rng *rand.Rand) ([]workloads.Flow, []CollectiveInstance, error) {
+	c := w.Collective
+	if c == nil {
+		return nil, nil, l.errf(path+".collective", "required for type collective")
+	}
+	cp := path + ".collective"
+	hosts := slices.Clone(w.Hosts)
+	if len(hosts) > 0 && c.Ranks != 0 && c.Ranks != len(hosts) {
+		return nil, nil, l.errf(cp+".ranks", "%d ranks but %d hosts", c.Ranks, len(hosts))
+	}
+	if len(hosts) == 0 {
+		n := c.Ranks
+		if n == 0 {
+			n = nh - c.FirstHost
+		}
+		if n < 2 || c.FirstHost < 0 || c.FirstHost+n > nh {
+			return nil, nil, l.errf(cp+".ranks", "%d ranks from host %d do not fit the fabric's %d hosts", n, c.FirstHost, nh)
+		}
+		switch c.Placement {
+		case "", "in_order":
+			for r := 0; r < n; r++ {
+				hosts = append(hosts, c.FirstHost+r)
+			}
+		case "rail":
+			g := c.GPUsPerServer
+			if g < 1 || n%g != 0 || c.FirstHost%g != 0 {
+				return nil, nil, l.errf(cp+".gpus_per_server", "placement rail needs gpus_per_server dividing ranks and first_host, got %d", g)
+			}
+			// Rank order (rail, server): consecutive ranks are the same
+			// rail of consecutive servers, so a ring crosses rails only
+			// G times.
+			servers := n / g
+			for rail := 0; rail < g; rail++ {
+				for sv := 0; sv < servers; sv++ {
+					hosts = append(hosts, c.FirstHost+sv*g+rail)
+				}
+			}
+		default:
+			return nil, nil, l.errf(cp+".placement", "unknown placement %q (known: in_order, rail)", c.Placement)
+		}
+	}
+	for r, h := range hosts {
+		if h < 0 || h >= nh {
+			return nil, nil, l.errf(path+".hosts", "rank %d: host %d does not exist (fabric has %d hosts)", r, h, nh)
+		}
+	}
+	if n := collectiveFlows(w, int64(nh)); n > MaxFlows {
+		return nil, nil, l.errf(cp, "makes about %d flows, more than the limit of %d flows", n, MaxFlows)
+	}
+	iters := c.Iterations
+	if iters == 0 {
+		iters = 1
+	}
+	cfg := workloads.CollectiveConfig{Op: c.Op, Algorithm: c.Algorithm, Hosts: hosts, Size: int64(w.Size),
+		Chunks: c.Chunks, Pipeline: c.Pipeline, Start: sim.Time(w.Start), Delay: sim.Time(c.Delay)}
+	jf, err := workloads.Job(workloads.JobConfig{Collective: cfg, Iterations: iters, Compute: sim.Time(c.Compute),
+		ComputeMax: sim.Time(c.ComputeMax), Buckets: c.Buckets}, rng)
+	if err != nil {
+		return nil, nil, &Error{File: l.file, Path: cp, Msg: err.Error()}
+	}
+	job := c.Job
+	if job == "" {
+		job = fmt.Sprintf("w%d", idx)
+	}
+	alg := c.Algorithm
+	if alg == "" {
+		alg = workloads.AlgRing
+		if c.Op == workloads.OpAllToAll {
+			alg = workloads.AlgDirect
+		}
+	}
+	var inst []CollectiveInstance
+	for it, r := range jf.Iters {
+		inst = append(inst, CollectiveInstance{Job: job, Iteration: it, Op: c.Op, Algorithm: alg, Bytes: int64(w.Size),
+			Hosts: hosts, First: base + r.First, Count: r.Count, Compute: sim.Time(c.Compute), Start: sim.Time(w.Start)})
+	}
+	return jf.Flows, inst, nil
 }

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/lockstep-sim/lockstep/topologies"
 )
@@ -80,6 +81,8 @@ func EstimateMemory(s *Scenario, topo *topologies.Topology) *Estimate {
 			n = m * max(m-1, 0)
 		case "poisson":
 			n = int64(max(w.MaxFlows, 0))
+		case "collective":
+			n = collectiveFlows(w, nh)
 		}
 		e.Flows = append(e.Flows, n)
 		e.Bytes = append(e.Bytes, EstimatePerFlow*n)
@@ -121,3 +124,39 @@ func gb(b int64) string {
 // (EstimateMemory) exceeds limit bytes, before it builds any flow (0: no
 // limit). The limit is not part of the scenario or its digest.
 func WithMemoryLimit(limit int64) Edit { return func(s *Scenario) { s.memLimit = limit } }
+
+// collectiveFlows is how many flows a collective workload makes (before
+// it is built; 0 when its settings are invalid, which Build reports).
+func collectiveFlows(w *Workload, nh int64) int64 {
+	c := w.Collective
+	if c == nil {
+		return 0
+	}
+	r := int64(len(w.Hosts))
+	if r == 0 {
+		r = int64(c.Ranks)
+		if r == 0 {
+			r = nh - int64(c.FirstHost)
+		}
+	}
+	if r < 2 {
+		return 0
+	}
+	var steps int64 // transfers per chunk
+	switch c.Op {
+	case "allreduce":
+		switch c.Algorithm {
+		case "halving_doubling":
+			steps = 2 * int64(bits.Len64(uint64(r))-1) * r
+		case "double_binary_tree":
+			steps = 4 * (r - 1)
+		default:
+			steps = 2 * (r - 1) * r
+		}
+	case "alltoall":
+		steps = r * (r - 1)
+	default:
+		steps = (r - 1) * r
+	}
+	return steps * int64(max(c.Chunks, 1)) * int64(max(c.Iterations, 1)) * int64(max(c.Buckets, 1))
+}

@@ -89,7 +89,8 @@ var workloadFields = map[string][]string{
 	"incast":      {"dst", "senders", "n", "size", "start"},
 	"alltoall":    {"hosts", "size", "start"},
 	"poisson":     {"load", "cdf", "start", "duration", "max_flows"},
-	"cm":          {"file"},
+	"cm":          {"file", "trigger_delay"},
+	"collective":  {"hosts", "size", "start", "collective"},
 }
 
 var reflectWorkload = reflect.TypeFor[Workload]()

@@ -50,6 +50,21 @@ type Topology struct {
 	FatTree   *FatTree   `yaml:"fattree"`
 	Htsim     *Htsim     `yaml:"htsim"`
 	Graph     *Graph     `yaml:"graph"`
+	Rail      *Rail      `yaml:"rail"`
+}
+
+// Rail is a rail-optimised fabric: servers of GPUsPerServer NICs, NIC g of
+// every server on rail g, each rail a leaf-spine (Joined: the rails share
+// their spines; default true).
+type Rail struct {
+	Servers        int            `yaml:"servers" lockstep:"required"`
+	GPUsPerServer  int            `yaml:"gpus_per_server" lockstep:"required"`
+	ServersPerLeaf int            `yaml:"servers_per_leaf" lockstep:"required"`
+	Spines         int            `yaml:"spines" lockstep:"required"`
+	Joined         *bool          `yaml:"joined"`
+	Host           Tier           `yaml:"host"`
+	Fabric         Tier           `yaml:"fabric"`
+	SwitchLatency  yamlx.Duration `yaml:"switch_latency"`
 }
 
 // Tier is the settings of a group of links: rate, propagation delay, and
@@ -292,7 +307,8 @@ type Trim struct {
 // Workload is one group of flows; a scenario concatenates its groups and
 // numbers the flows 0..n-1 in that order.
 type Workload struct {
-	// Type: flows, permutation, incast, alltoall, poisson or cm.
+	// Type: flows, permutation, incast, alltoall, poisson, cm or
+	// collective.
 	Type string `yaml:"type" lockstep:"required"`
 	// Class: the traffic class (0-7) of the group's data packets.
 	Class int            `yaml:"class"`
@@ -312,8 +328,44 @@ type Workload struct {
 	CDF      string         `yaml:"cdf"`
 	Duration yamlx.Duration `yaml:"duration"`
 	MaxFlows int            `yaml:"max_flows"`
-	// CM: an htsim connection-matrix file.
-	File string `yaml:"file"`
+	// CM: an htsim connection-matrix file. TriggerDelay is the delay of
+	// its triggers (htsim: none).
+	File         string         `yaml:"file"`
+	TriggerDelay yamlx.Duration `yaml:"trigger_delay"`
+	// Collective: a collective (or a job of them) over ranks on Hosts (or
+	// the ranks of Collective.Ranks), of Size bytes, from Start.
+	Collective *CollectiveSpec `yaml:"collective"`
+}
+
+// CollectiveSpec is a collective of ML training, repeated as a job.
+type CollectiveSpec struct {
+	// Job names it in collectives.csv and jobs.csv (default w<index>).
+	Job string `yaml:"job"`
+	// Op: allreduce, reduce_scatter, allgather or alltoall.
+	Op string `yaml:"op" lockstep:"required"`
+	// Algorithm: ring (default), halving_doubling or double_binary_tree
+	// (allreduce); direct (alltoall, the default there).
+	Algorithm string `yaml:"algorithm"`
+	// Ranks: with no hosts, this many ranks, one per host in order from
+	// FirstHost, or rail-aware (Placement rail).
+	Ranks     int    `yaml:"ranks"`
+	FirstHost int    `yaml:"first_host"`
+	Placement string `yaml:"placement"` // in_order (default) or rail
+	// GPUsPerServer: for placement rail, hosts are NICs and every
+	// GPUsPerServer consecutive hosts are one server (NIC i on rail i).
+	GPUsPerServer int `yaml:"gpus_per_server"`
+	Chunks        int `yaml:"chunks"`
+	Pipeline      int `yaml:"pipeline"`
+	// Delay of every dependency between steps (a reduction's cost).
+	Delay yamlx.Duration `yaml:"delay"`
+	// Iterations of compute then collective (default 1), Compute long.
+	Iterations int            `yaml:"iterations"`
+	Compute    yamlx.Duration `yaml:"compute"`
+	// ComputeMax: every rank's compute of every iteration is uniform in
+	// [Compute, ComputeMax] (stragglers), from the workload's random stream.
+	ComputeMax yamlx.Duration `yaml:"compute_max"`
+	// Buckets: the collective in this many pieces overlapped with compute.
+	Buckets int `yaml:"buckets"`
 }
 
 // FlowEntry is one explicit flow.

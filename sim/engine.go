@@ -46,7 +46,9 @@ type Engine struct {
 	elems  []elemState
 	outbox []RemotePacket
 	direct int // per-packet arrival events in the queue
-	Stats  Stats
+	// signalsOut counts the signals in the outbox (they are not packets).
+	signalsOut int
+	Stats      Stats
 }
 
 // NewEngine builds an engine for a fabric of numElems elements and the given
@@ -274,7 +276,7 @@ func (e *Engine) SetNow(t Time) {
 func (e *Engine) Outbox() []RemotePacket { return e.outbox }
 
 // ResetOutbox empties the outbox, keeping its storage.
-func (e *Engine) ResetOutbox() { e.outbox = e.outbox[:0] }
+func (e *Engine) ResetOutbox() { e.outbox, e.signalsOut = e.outbox[:0], 0 }
 
 // Inject delivers a packet from another partition onto the wire of its link.
 // Packets of one link must be injected in the order they were sent.
@@ -297,7 +299,7 @@ func (e *Engine) Inject(rp *RemotePacket) {
 // OnWire is the number of packets propagating on this partition's wires
 // (including those sent to other partitions and not yet handed over).
 func (e *Engine) OnWire() int {
-	n := e.direct + len(e.outbox)
+	n := e.direct + len(e.outbox) - e.signalsOut
 	for _, l := range e.Links {
 		if l != nil {
 			n += l.wire.Len()
@@ -308,3 +310,50 @@ func (e *Engine) OnWire() int {
 
 // QueueLen is the number of pending events.
 func (e *Engine) QueueLen() int { return e.q.Len() }
+
+// Signals are per-flow dependency events between elements (docs/design.md
+// §11): element `from` tells element `to` that something happened, and
+// `to` receives an EvTimer event at `at` with arg. They are not packets and
+// use no link: a signal to a local element is an event like a timer (keyed
+// by its source and the source's sequence number, so the order does not
+// depend on the cut); one to another partition leaves through the outbox
+// as a RemotePacket on the pseudo link SignalLink(to), which the receiving
+// partition hands to InjectSignal.
+
+// SignalLink is the pseudo link id that carries signals to element to.
+// Ids at or above NumLinks are signals.
+func (e *Engine) SignalLink(to ElemID) LinkID { return LinkID(len(e.ends) + int(to)) }
+
+// IsSignal reports whether rp is a signal (its link is a pseudo link).
+func (e *Engine) IsSignal(rp *RemotePacket) bool { return int(rp.Link) >= len(e.ends) }
+
+// SignalTo is the element a signal is for. Precondition: IsSignal(rp).
+func (e *Engine) SignalTo(rp *RemotePacket) ElemID { return ElemID(int(rp.Link) - len(e.ends)) }
+
+// Signal sends arg from element from to element to, arriving at at.
+// Precondition: at >= Now(), and when to is in another partition, at is at
+// least a lookahead later (the placement checks the dependency delays).
+func (e *Engine) Signal(from, to ElemID, at Time, arg int64) {
+	if at < e.now {
+		panic(fmt.Sprintf("sim: element %d signals %d at %v, before now %v", from, to, at, e.now))
+	}
+	seq := e.nextSeq(from)
+	if e.elems[to].local {
+		e.push(Event{At: at, Dst: to, Src: from, Seq: seq, Kind: EvTimer, Arg: arg, Pkt: NoPacket})
+		return
+	}
+	e.outbox = append(e.outbox, RemotePacket{Link: e.SignalLink(to), At: at, Seq: seq,
+		Pkt: Packet{ID: uint64(arg), SrcHost: int32(from)}})
+	e.signalsOut++
+}
+
+// InjectSignal delivers a signal from another partition. Precondition:
+// IsSignal(rp) and its element is local.
+func (e *Engine) InjectSignal(rp *RemotePacket) {
+	to := e.SignalTo(rp)
+	if int(to) >= len(e.elems) || !e.elems[to].local {
+		panic(fmt.Sprintf("sim: signal for element %d, which is not local", to))
+	}
+	e.push(Event{At: rp.At, Dst: to, Src: ElemID(rp.Pkt.SrcHost), Seq: rp.Seq, Kind: EvTimer,
+		Arg: int64(rp.Pkt.ID), Pkt: NoPacket})
+}

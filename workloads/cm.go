@@ -22,6 +22,24 @@ type ConnMatrix struct {
 	// FileIDs[i] is the "id" the file gave Flows[i], or 0 if its line had
 	// none. Non-zero ids are unique.
 	FileIDs []int64
+	// Triggers in the order of their trigger lines.
+	Triggers []CMTrigger
+}
+
+// CMTrigger is one trigger line of a connection matrix.
+type CMTrigger struct {
+	ID    int64
+	Type  string // oneshot, multishot or barrier
+	Count int64  // barrier: activations needed
+	// Targets are the flows (indices into Flows) that start on it, in file
+	// order; Activators the flows whose completion activates it.
+	Targets, Activators []int32
+}
+
+// cmFlowTrig is what a connection line says about triggers.
+type cmFlowTrig struct {
+	wait, sendDone, recvDone int64 // trigger ids, 0: none
+	line                     int
 }
 
 // ParseCM reads an htsim connection matrix as htsim's
@@ -40,7 +58,8 @@ type ConnMatrix struct {
 //	attribute  = "start" ps | "size" bytes | "id" n
 //	           | "prio" n | "trigger" n | "send_done_trigger" n
 //	           | "recv_done_trigger" n | "addon"
-//	trigger    = "trigger" ...       failure = "failure" ...
+//	trigger    = "trigger" { "id" n | "oneshot" | "multishot" | "barrier" | "count" n }
+//	failure    = "failure" ...
 //
 // Header lines come before the first connection, as in htsim; Nodes and
 // Connections are required (htsim falls back to its own node count and to
@@ -53,26 +72,32 @@ type ConnMatrix struct {
 // reads it with stof, but must be a whole number of picoseconds; we keep it
 // exact where htsim rounds it to a 32-bit float (24 significant bits).
 //
-// We honour Nodes, Connections, start, size and id, plus "Triggers 0" and
-// "Failures 0". Everything else htsim accepts is rejected with an error
-// naming it, never ignored: triggers (trigger lines, the trigger,
-// send_done_trigger, recv_done_trigger and addon attributes, a non-zero
-// Triggers count), flow priorities (prio), link failures (failure lines, a
-// non-zero Failures count) and unbounded flows (size 0, or no size: htsim
-// then sends until the run ends). We are stricter than htsim where it
-// silently misreads: unknown header keywords (htsim skips them), a
-// repeated header or attribute (htsim keeps the last), trailing junk after
-// a number (stoi stops at it), negative hosts, hosts outside Nodes, src ==
-// dst and duplicate ids (htsim checks none of these in load). We are
+// We honour Nodes, Connections, Triggers, start, size and id, and
+// triggers with htsim's semantics (sim/trigger.cpp; linkTriggers): a flow
+// with "trigger n" starts on trigger n instead of at a time, one with
+// "send_done_trigger n" or "recv_done_trigger n" activates trigger n when
+// its sender has every ACK or its receiver every byte; the flows'
+// Need/OnSendDone/OnRecvDone carry the result (docs/decisions.md, "Traffic
+// with dependencies"). Everything else htsim accepts is rejected with an
+// error naming it, never ignored: addon, flow priorities (prio), link
+// failures (failure lines, a non-zero Failures count) and unbounded flows
+// (size 0, or no size: htsim then sends until the run ends). We are
+// stricter than htsim where it silently misreads: unknown header keywords
+// (htsim skips them), a repeated header or attribute (htsim keeps the
+// last), trailing junk after a number (stoi stops at it), negative hosts,
+// hosts outside Nodes, src == dst and duplicate ids (htsim checks none of
+// these in load), and what htsim only aborts on when it runs (a oneshot
+// activated twice, a barrier activated more than its count). We are
 // looser only where no meaning changes: '#' comments and blank lines are
-// allowed anywhere (htsim allows them in the header), and any run of blanks
-// or tabs separates tokens (htsim splits on single spaces).
+// allowed anywhere (htsim allows them in the header), any run of blanks
+// or tabs separates tokens (htsim splits on single spaces), and a
+// triggered connection needs no id.
 //
 // name is used in errors, which are one line with the file, line and field:
 //
-//	x.cm:12: triggers are not supported yet (send_done_trigger)
+//	x.cm:12: trigger 7 is used but no trigger line defines it
 func ParseCM(name string, r io.Reader) (*ConnMatrix, error) {
-	p := cmParser{name: name, ids: map[int64]int{}}
+	p := cmParser{name: name, ids: map[int64]int{}, trigs: map[int64]int{}, trigCount: -1}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for sc.Scan() {
@@ -97,6 +122,14 @@ type cmParser struct {
 	firstConnLine        int
 	cm                   ConnMatrix
 	ids                  map[int64]int // file id -> line; looked up, never iterated
+	// Triggers: the count from the header (-1: no header), the trigger
+	// lines by id (looked up, never iterated), and every connection's
+	// trigger attributes.
+	trigCount int64
+	trigLine  int
+	trigs     map[int64]int // trigger id -> index in cm.Triggers
+	trigLines []int
+	flowTrig  []cmFlowTrig
 }
 
 func (p *cmParser) errf(format string, args ...any) error {
@@ -116,7 +149,7 @@ func (p *cmParser) parseLine(text string) error {
 		}
 		return p.parseConnection(tok)
 	case tok[0] == "trigger":
-		return p.errf("triggers are not supported yet (trigger line)")
+		return p.parseTrigger(tok)
 	case tok[0] == "failure":
 		return p.errf("link failures are not supported yet (failure line)")
 	case tok[0] == "Nodes" || tok[0] == "Connections" || tok[0] == "Triggers" || tok[0] == "Failures":
@@ -157,9 +190,10 @@ func (p *cmParser) parseHeader(tok []string) error {
 		}
 		p.conns, p.connsLine = int(n), p.line
 	case "Triggers":
-		if n != 0 {
-			return p.errf("triggers are not supported yet (Triggers %d)", n)
+		if p.trigLine != 0 {
+			return p.errf("Triggers given twice (also line %d)", p.trigLine)
 		}
+		p.trigCount, p.trigLine = n, p.line
 	case "Failures":
 		if n != 0 {
 			return p.errf("link failures are not supported yet (Failures %d)", n)
@@ -198,6 +232,8 @@ func (p *cmParser) parseConnection(tok []string) error {
 		size, id int64
 		// Which attributes the line has given.
 		hasStart, hasSize, hasID bool
+		ft                       = cmFlowTrig{line: p.line}
+		hasWait, hasSend, hasRec bool
 	)
 	for i := 1; i < len(tok); i++ {
 		key := tok[i]
@@ -210,9 +246,13 @@ func (p *cmParser) parseConnection(tok []string) error {
 		case "id":
 			given = &hasID
 		case "addon":
-			return p.errf("triggers are not supported yet (addon)")
-		case "trigger", "send_done_trigger", "recv_done_trigger":
-			return p.errf("triggers are not supported yet (%s)", key)
+			return p.errf("the addon attribute is not supported")
+		case "trigger":
+			given = &hasWait
+		case "send_done_trigger":
+			given = &hasSend
+		case "recv_done_trigger":
+			given = &hasRec
 		case "prio":
 			return p.errf("flow priorities are not supported yet (prio)")
 		default:
@@ -259,9 +299,28 @@ func (p *cmParser) parseConnection(tok []string) error {
 			}
 			p.ids[n] = p.line
 			id = n
+		case "trigger", "send_done_trigger", "recv_done_trigger":
+			n, err := parseCount(val)
+			if err != nil {
+				return p.errf("%s: %v", key, err)
+			}
+			if n == 0 || n > math.MaxUint32 {
+				return p.errf("%s: trigger ids are 1..%d (htsim's triggerid_t), got %d", key, uint32(math.MaxUint32), n)
+			}
+			switch key {
+			case "trigger":
+				ft.wait = n
+			case "send_done_trigger":
+				ft.sendDone = n
+			default:
+				ft.recvDone = n
+			}
 		}
 	}
-	if !hasStart {
+	if hasStart && hasWait {
+		return p.errf("start and trigger: a flow starts at a time or on a trigger, not both")
+	}
+	if !hasStart && !hasWait {
 		return p.errf("start: missing (htsim needs a start time or a trigger)")
 	}
 	if !hasSize {
@@ -271,6 +330,131 @@ func (p *cmParser) parseConnection(tok []string) error {
 		ID: int32(len(p.cm.Flows)), Src: src, Dst: dst, Size: size, Start: start,
 	})
 	p.cm.FileIDs = append(p.cm.FileIDs, id)
+	p.flowTrig = append(p.flowTrig, ft)
+	return nil
+}
+
+// parseTrigger reads a trigger line, as htsim does: "trigger" then, in any
+// order, "id" n, one of oneshot, multishot and barrier, and "count" n.
+func (p *cmParser) parseTrigger(tok []string) error {
+	var t CMTrigger
+	hasCount := false
+	for i := 1; i < len(tok); i++ {
+		switch key := tok[i]; key {
+		case "id", "count":
+			if (key == "id" && t.ID != 0) || (key == "count" && hasCount) {
+				return p.errf("trigger: %s given twice", key)
+			}
+			if i+1 >= len(tok) {
+				return p.errf("trigger: %s: missing value", key)
+			}
+			i++
+			n, err := parseCount(tok[i])
+			if err != nil {
+				return p.errf("trigger: %s: %v", key, err)
+			}
+			if key == "id" {
+				if n == 0 || n > math.MaxUint32 {
+					return p.errf("trigger: id: trigger ids are 1..%d (htsim rejects 0), got %d", uint32(math.MaxUint32), n)
+				}
+				t.ID = n
+			} else {
+				t.Count, hasCount = n, true
+			}
+		case "oneshot", "multishot", "barrier":
+			if t.Type != "" {
+				return p.errf("trigger: type given twice (%s and %s)", t.Type, key)
+			}
+			t.Type = key
+		default:
+			return p.errf("trigger: unknown attribute %s (want id, oneshot, multishot, barrier or count)", tokq(key))
+		}
+	}
+	if t.ID == 0 {
+		return p.errf("trigger: missing id")
+	}
+	if t.Type == "" {
+		return p.errf("trigger %d: missing type (oneshot, multishot or barrier)", t.ID)
+	}
+	if t.Type == "barrier" && (!hasCount || t.Count == 0) {
+		return p.errf("trigger %d: a barrier needs a positive count", t.ID)
+	}
+	if t.Type != "barrier" && hasCount {
+		return p.errf("trigger %d: count is for barriers only (htsim ignores it for %s)", t.ID, t.Type)
+	}
+	if t.Count > math.MaxInt32 {
+		return p.errf("trigger %d: count %d is too large", t.ID, t.Count)
+	}
+	if k, dup := p.trigs[t.ID]; dup {
+		return p.errf("trigger %d is already defined on line %d", t.ID, p.trigLines[k])
+	}
+	p.trigs[t.ID] = len(p.cm.Triggers)
+	p.trigLines = append(p.trigLines, p.line)
+	p.cm.Triggers = append(p.cm.Triggers, t)
+	return nil
+}
+
+// linkTriggers resolves the connections' trigger attributes into the
+// flows' dependencies, with htsim's semantics (sim/trigger.cpp): a oneshot
+// starts all its targets on its first activation, a multishot its k-th
+// target on its k-th activation, a barrier all its targets on its count-th
+// activation. What htsim aborts on at run time is an error here: a
+// second activation of a oneshot, more activations of a barrier than its
+// count, and (for both) activations with no target.
+func (p *cmParser) linkTriggers() error {
+	cm := &p.cm
+	for i, ft := range p.flowTrig {
+		for _, ref := range [3]int64{ft.wait, ft.sendDone, ft.recvDone} {
+			if _, ok := p.trigs[ref]; ref != 0 && !ok {
+				return fmt.Errorf("%s:%d: trigger %d is used but no trigger line defines it", p.name, ft.line, ref)
+			}
+		}
+		if ft.wait != 0 {
+			t := &cm.Triggers[p.trigs[ft.wait]]
+			t.Targets = append(t.Targets, int32(i))
+		}
+		for _, ref := range [2]int64{ft.sendDone, ft.recvDone} {
+			if ref != 0 {
+				t := &cm.Triggers[p.trigs[ref]]
+				t.Activators = append(t.Activators, int32(i))
+			}
+		}
+	}
+	for k := range cm.Triggers {
+		t := &cm.Triggers[k]
+		at := func(format string, args ...any) error {
+			return fmt.Errorf("%s:%d: trigger %d: %s", p.name, p.trigLines[k], t.ID, fmt.Sprintf(format, args...))
+		}
+		na := len(t.Activators)
+		switch {
+		case na > 0 && len(t.Targets) == 0 && t.Type != "multishot":
+			return at("%d connections activate it but none starts on it (htsim aborts)", na)
+		case t.Type == "oneshot" && na > 1:
+			return at("a oneshot is activated by %d connections; htsim aborts on the second", na)
+		case t.Type == "barrier" && int64(na) > t.Count:
+			return at("a barrier of count %d is activated by %d connections; htsim aborts on the extra ones", t.Count, na)
+		}
+		for j, g := range t.Targets {
+			f := &cm.Flows[g]
+			switch t.Type {
+			case "oneshot":
+				f.Need = 1
+			case "multishot":
+				f.Need = int32(j + 1)
+			case "barrier":
+				f.Need = int32(t.Count)
+			}
+		}
+	}
+	for i, ft := range p.flowTrig {
+		f := &cm.Flows[i]
+		if ft.sendDone != 0 {
+			f.OnSendDone = cm.Triggers[p.trigs[ft.sendDone]].Targets
+		}
+		if ft.recvDone != 0 {
+			f.OnRecvDone = cm.Triggers[p.trigs[ft.recvDone]].Targets
+		}
+	}
 	return nil
 }
 
@@ -295,6 +479,12 @@ func (p *cmParser) finish() (*ConnMatrix, error) {
 	}
 	if n := len(p.cm.Flows); n != p.conns {
 		return nil, fmt.Errorf("%s:%d: Connections %d but the file has %d connection lines", p.name, p.connsLine, p.conns, n)
+	}
+	if n := int64(len(p.cm.Triggers)); p.trigCount >= 0 && n != p.trigCount || p.trigCount < 0 && n > 0 {
+		return nil, fmt.Errorf("%s:%d: Triggers %d but the file has %d trigger lines", p.name, max(p.trigLine, 1), max(p.trigCount, 0), n)
+	}
+	if err := p.linkTriggers(); err != nil {
+		return nil, err
 	}
 	cm := p.cm
 	cm.Nodes, cm.Connections = p.nodes, p.conns

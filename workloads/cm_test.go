@@ -24,7 +24,7 @@ func TestParseCM_HtsimFile(t *testing.T) {
 	}
 	checkIDs(t, cm.Flows)
 	wantFirst := Flow{ID: 0, Src: 0, Dst: 5, Size: 2000000, Start: 0}
-	if cm.Flows[0] != wantFirst {
+	if !reflect.DeepEqual(cm.Flows[0], wantFirst) {
 		t.Errorf("Flows[0] = %+v, want %+v", cm.Flows[0], wantFirst)
 	}
 	// start is in picoseconds: 10000000 ps = 10 us.
@@ -93,12 +93,21 @@ func TestParseCM_Errors(t *testing.T) {
 		{"negative src", head + "-1->2 start 0 size 10\n", "x.cm:3: src: \"-1\" must not be negative"},
 		{"dst out of range", head + "0->8 start 0 size 10\n", "x.cm:3: dst: host 8 does not exist (Nodes 8)"},
 		{"self", head + "3->3 start 0 size 10\n", "x.cm:3: src and dst are both host 3"},
-		{"trigger attr", head + "0->1 id 1 start 0 size 10 send_done_trigger 1\n", "x.cm:3: triggers are not supported yet (send_done_trigger)"},
-		{"trigger start", head + "0->1 id 1 trigger 2 size 10\n", "x.cm:3: triggers are not supported yet (trigger)"},
-		{"recv trigger", head + "0->1 id 1 start 0 size 10 recv_done_trigger 1\n", "x.cm:3: triggers are not supported yet (recv_done_trigger)"},
-		{"addon", head + "0->1 id 1 start 0 size 10 addon\n", "x.cm:3: triggers are not supported yet (addon)"},
-		{"trigger line", "Nodes 8\nConnections 1\nTriggers 0\n0->1 start 0 size 10\ntrigger id 1 oneshot\n", "x.cm:5: triggers are not supported yet (trigger line)"},
-		{"triggers header", "Nodes 8\nConnections 1\nTriggers 1\n", "x.cm:3: triggers are not supported yet (Triggers 1)"},
+		{"trigger undefined", "Nodes 8\nConnections 1\n0->1 id 1 start 0 size 10 send_done_trigger 1\n", "x.cm:3: trigger 1 is used but no trigger line defines it"},
+		{"trigger and start", "Nodes 8\nConnections 1\nTriggers 1\n0->1 id 1 trigger 2 start 0 size 10\ntrigger id 2 oneshot\n", "x.cm:4: start and trigger: a flow starts at a time or on a trigger, not both"},
+		{"trigger zero", head + "0->1 id 1 start 0 size 10 recv_done_trigger 0\n", "x.cm:3: recv_done_trigger: trigger ids are 1..4294967295 (htsim's triggerid_t), got 0"},
+		{"addon", head + "0->1 id 1 start 0 size 10 addon\n", "x.cm:3: the addon attribute is not supported"},
+		{"trigger count mismatch", "Nodes 8\nConnections 1\nTriggers 0\n0->1 start 0 size 10\ntrigger id 1 oneshot\n", "x.cm:3: Triggers 0 but the file has 1 trigger lines"},
+		{"trigger no header", "Nodes 8\nConnections 1\n0->1 start 0 size 10\ntrigger id 1 oneshot\n", "x.cm:1: Triggers 0 but the file has 1 trigger lines"},
+		{"trigger no type", "Nodes 8\nConnections 0\nTriggers 1\ntrigger id 1\n", "x.cm:4: trigger 1: missing type (oneshot, multishot or barrier)"},
+		{"trigger no id", "Nodes 8\nConnections 0\nTriggers 1\ntrigger oneshot\n", "x.cm:4: trigger: missing id"},
+		{"trigger twice", "Nodes 8\nConnections 0\nTriggers 2\ntrigger id 1 oneshot\ntrigger id 1 barrier count 2\n", "x.cm:5: trigger 1 is already defined on line 4"},
+		{"barrier no count", "Nodes 8\nConnections 0\nTriggers 1\ntrigger id 1 barrier\n", "x.cm:4: trigger 1: a barrier needs a positive count"},
+		{"trigger bad attr", "Nodes 8\nConnections 0\nTriggers 1\ntrigger id 1 twoshot\n", "x.cm:4: trigger: unknown attribute \"twoshot\" (want id, oneshot, multishot, barrier or count)"},
+		{"oneshot twice", "Nodes 8\nConnections 3\nTriggers 1\n0->1 start 0 size 10 send_done_trigger 1\n1->2 start 0 size 10 recv_done_trigger 1\n2->3 trigger 1 size 10\ntrigger id 1 oneshot\n", "x.cm:7: trigger 1: a oneshot is activated by 2 connections; htsim aborts on the second"},
+		{"barrier overflow", "Nodes 8\nConnections 3\nTriggers 1\n0->1 start 0 size 10 send_done_trigger 1\n1->2 start 0 size 10 recv_done_trigger 1\n2->3 trigger 1 size 10\ntrigger id 1 barrier count 1\n", "x.cm:7: trigger 1: a barrier of count 1 is activated by 2 connections; htsim aborts on the extra ones"},
+		{"no targets", "Nodes 8\nConnections 1\nTriggers 1\n0->1 start 0 size 10 send_done_trigger 1\ntrigger id 1 barrier count 1\n", "x.cm:5: trigger 1: 1 connections activate it but none starts on it (htsim aborts)"},
+		{"triggers twice", "Nodes 8\nConnections 0\nTriggers 0\nTriggers 0\n", "x.cm:4: Triggers given twice (also line 3)"},
 		{"failures header", "Nodes 8\nFailures 2\n", "x.cm:2: link failures are not supported yet (Failures 2)"},
 		{"failure line", head + "failure switch_type TOR switch_id 0 link_id 1\n", "x.cm:3: link failures are not supported yet (failure line)"},
 		{"prio", head + "0->1 start 0 size 10 prio 3\n", "x.cm:3: flow priorities are not supported yet (prio)"},
@@ -186,5 +195,43 @@ func TestParseCM_QuotesOnlyTheTokenAtFault(t *testing.T) {
 		if msg := err.Error(); strings.Contains(msg, long[:maxQuoted+1]) || strings.Contains(msg, "more words") {
 			t.Errorf("error quotes more than the token's first %d bytes: %s", maxQuoted, msg)
 		}
+	}
+}
+
+func TestParseCM_Triggers(t *testing.T) {
+	// htsim's semantics (sim/trigger.cpp): a oneshot starts all its
+	// targets on the first activation, a multishot its k-th target on its
+	// k-th activation, a barrier all its targets on its count-th.
+	in := `Nodes 8
+Connections 6
+Triggers 3
+0->1 id 1 start 0 size 100 recv_done_trigger 1
+1->2 id 2 trigger 1 size 100 send_done_trigger 2
+3->4 id 3 start 0 size 100 recv_done_trigger 2
+2->5 id 4 trigger 2 size 100 recv_done_trigger 3
+5->6 id 5 trigger 3 size 100
+6->7 id 6 trigger 3 size 100
+trigger id 1 oneshot
+trigger id 2 barrier count 2
+trigger id 3 multishot
+`
+	cm, err := ParseCM("t.cm", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type dep struct {
+		need     int32
+		rec, snd []int32
+	}
+	want := []dep{{0, []int32{1}, nil}, {1, nil, []int32{3}}, {0, []int32{3}, nil}, {2, []int32{4, 5}, nil}, {1, nil, nil}, {2, nil, nil}}
+	for i, f := range cm.Flows {
+		got := dep{f.Need, f.OnRecvDone, f.OnSendDone}
+		if !reflect.DeepEqual(got, want[i]) {
+			t.Errorf("flow %d: need %d, on recv %v, on send %v; want %+v", i, f.Need, f.OnRecvDone, f.OnSendDone, want[i])
+		}
+	}
+	if len(cm.Triggers) != 3 || cm.Triggers[1].Type != "barrier" || cm.Triggers[1].Count != 2 ||
+		!reflect.DeepEqual(cm.Triggers[1].Activators, []int32{1, 2}) || !reflect.DeepEqual(cm.Triggers[2].Targets, []int32{4, 5}) {
+		t.Errorf("triggers %+v", cm.Triggers)
 	}
 }

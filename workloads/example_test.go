@@ -28,7 +28,7 @@ Connections 2
 	// Output:
 	// flow 0: 0->3 2000000 bytes at 0 ps
 	// flow 1: 2->1 65536 bytes at 1000000 ps
-	// x.cm:3: triggers are not supported yet (send_done_trigger)
+	// x.cm:3: trigger 7 is used but no trigger line defines it
 }
 
 func ExamplePoisson() {

@@ -17,6 +17,16 @@ type Flow struct {
 	Src, Dst int      // host indices
 	Size     int64    // bytes
 	Start    sim.Time // when the sender may send its first byte
+	// Dependencies (hostsim.FlowSpec has the same fields): with Need > 0
+	// the flow starts, instead of at Start, once it has been activated
+	// Need times, each activation arriving Delay after its cause.
+	// OnRecvDone and OnSendDone list (by index in the same list) the flows
+	// this one activates when its receiver has every byte, and when its
+	// sender has every ACK.
+	Need       int32
+	Delay      sim.Time
+	OnRecvDone []int32
+	OnSendDone []int32
 }
 
 // maxFlows is the longest flow list: IDs are int32.

@@ -130,7 +130,7 @@ func TestIncast(t *testing.T) {
 	checkIDs(t, flows)
 	for i, f := range flows {
 		want := Flow{ID: int32(i), Src: senders[i], Dst: 0, Size: 4096, Start: sim.Microsecond}
-		if f != want {
+		if !reflect.DeepEqual(f, want) {
 			t.Errorf("flows[%d] = %+v, want %+v", i, f, want)
 		}
 	}

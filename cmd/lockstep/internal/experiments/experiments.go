@@ -51,6 +51,7 @@ const (
 	hyStartFile   = "hystart"
 	scalableFile  = "scalable"
 	sprayingFile  = "spraying"
+	allreduceFile = "allreduce"
 )
 
 // All lists the experiments by name.
@@ -59,6 +60,7 @@ func All() []Experiment {
 		{Name: "multi-loss", Summary: "STrack vs cumulative-ACK Reno, NewReno, SACK, RACK-TLP under correlated burst losses", File: multiLossFile, Run: multiLoss},
 		{Name: "hystart", Summary: "CUBIC's seven HyStart variants on the 2011 netdev report's 1 Gb/s, 11.3 ms path", File: hyStartFile, Run: hyStart},
 		{Name: "scalable", Summary: "Scalable TCP (Kelly, Linux) vs Reno, CUBIC, DCTCP: fairness with 10-1000 flows, a 100 ms flap, a chaotic link", File: scalableFile, Run: scalableExp},
+		{Name: "allreduce", Summary: "ring vs halving-doubling vs double binary tree all-reduce on a rail-optimised fabric and a fat-tree, ECMP vs spraying, with a second job; the ring's busbw against the analytical bound", File: allreduceFile, Run: allreduce},
 		{Name: "spraying", Summary: "STrack spraying vs DCTCP and Reno over ECMP on a leaf-spine and a k=8 fat-tree, with a degraded link", File: sprayingFile, Run: spraying},
 	}
 }

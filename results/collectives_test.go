@@ -1,0 +1,97 @@
+package results_test
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-sim/lockstep/runner"
+	"github.com/lockstep-sim/lockstep/scenario"
+	"github.com/lockstep-sim/lockstep/sim"
+	"github.com/lockstep-sim/lockstep/workloads"
+)
+
+const ringYAML = `topology:
+  type: leafspine
+  leafspine: {leaves: 2, spines: 2, hosts_per_leaf: 2, host: {rate: 100Gbps, delay: 1us}, fabric: {rate: 100Gbps, delay: 1us}}
+impairments:
+  - {link: [h3, leaf1], rate_note: slow, schedule: [{at: 0s, rate: 10Gbps}]}
+workload:
+  - type: collective
+    size: 400KB
+    collective: {job: dp, op: allreduce, ranks: 4, chunks: 2, delay: 3us, iterations: 2, compute: 5us}
+`
+
+// TestCollectives_ReceiverSideCompletion: every waiting flow starts
+// exactly delay after the last of the flows it waits on arrived (or the
+// sender finished, for the pipeline window), and collectives.csv and
+// jobs.csv agree with the flow records and with NCCL's definitions.
+func TestCollectives_ReceiverSideCompletion(t *testing.T) {
+	b, err := scenario.Load("ring.yaml", []byte(strings.Replace(ringYAML, "rate_note: slow, ", "", 1)), scenario.Dir("."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.Run(b, runner.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flows := b.Fabric.Flows
+	last := make([]sim.Time, len(flows)) // latest activation arrival
+	for i := range flows {
+		rec := &r.Records[i]
+		if !rec.Finished {
+			t.Fatalf("flow %d did not finish", i)
+		}
+		for _, g := range flows[i].OnRecvDone() {
+			last[g] = max(last[g], rec.Finish+flows[g].Delay)
+		}
+		for _, g := range flows[i].OnSendDone() {
+			last[g] = max(last[g], rec.AckedAt+flows[g].Delay)
+		}
+	}
+	waiting := 0
+	for i := range flows {
+		if flows[i].Need == 0 {
+			continue
+		}
+		waiting++
+		if got := r.Records[i].StartAt; got != last[i] {
+			t.Errorf("flow %d started at %v, want %v (its last activation)", i, got, last[i])
+		}
+	}
+	if waiting == 0 {
+		t.Fatal("no flow waits")
+	}
+	rows := r.Collectives()
+	if len(rows) != 2 {
+		t.Fatalf("%d collective rows, want 2 iterations", len(rows))
+	}
+	for _, c := range rows {
+		if !c.Done || c.CCT() != c.End-c.Start || c.Ideal <= 0 || c.CCT() < c.Ideal {
+			t.Errorf("iteration %d: %+v (CCT %v, ideal %v)", c.Inst.Iteration, c, c.CCT(), c.Ideal)
+		}
+		alg := 400e3 / c.CCT().Seconds() / 1e9
+		if math.Abs(c.AlgBW()-alg) > 1e-9 || math.Abs(c.BusBW()-alg*workloads.BusFactor("allreduce", 4)) > 1e-9 {
+			t.Errorf("algbw %v busbw %v, want %v and x1.5", c.AlgBW(), c.BusBW(), alg)
+		}
+	}
+	// No global barrier: the ranks away from the slow link start
+	// iteration 1 before iteration 0 has ended everywhere.
+	if rows[1].Start >= rows[0].End {
+		t.Errorf("iteration 1 starts at %v, after iteration 0's end %v: a global barrier?", rows[1].Start, rows[0].End)
+	}
+	var cs, js bytes.Buffer
+	if err := r.WriteCollectivesCSV(&cs); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteJobsCSV(&js); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(cs.String(), "job,iteration,type,algorithm,bytes,ranks,start_ns,end_ns,cct_ns,ideal_cct_ns,algbw_GBps,busbw_GBps\ndp,0,allreduce,ring,400000,4,5000.000,") {
+		t.Errorf("collectives.csv:\n%s", cs.String())
+	}
+	if l := strings.Split(js.String(), "\n"); len(l) != 4 || !strings.HasPrefix(l[1], "dp,0,0.000,") {
+		t.Errorf("jobs.csv:\n%s", js.String())
+	}
+}

@@ -1,0 +1,74 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+)
+
+const collTopo = `topology:
+  type: rail
+  rail: {servers: 2, gpus_per_server: 4, servers_per_leaf: 2, spines: 2, host: {rate: 100Gbps}, fabric: {rate: 100Gbps}}
+workload:
+`
+
+// TestCollective_PlacementAndInstances: rail-aware placement orders ranks
+// rail by rail, a job lists one instance per iteration with its flows,
+// and flows of later groups keep their dependencies.
+func TestCollective_PlacementAndInstances(t *testing.T) {
+	text := collTopo + `  - {type: flows, flows: [{src: 0, dst: 1, size: 1KB}]}
+  - {type: collective, size: 8KB, collective: {job: dp, op: allgather, placement: rail, gpus_per_server: 4, iterations: 2}}
+`
+	b, err := Load("c.yaml", []byte(text), Dir("."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Collectives) != 2 {
+		t.Fatalf("%d instances, want 2", len(b.Collectives))
+	}
+	in := b.Collectives[1]
+	if want := []int{0, 4, 1, 5, 2, 6, 3, 7}; !equalInts(in.Hosts, want) {
+		t.Errorf("rail placement %v, want %v", in.Hosts, want)
+	}
+	per := int32(7 * 8) // n-1 steps of n transfers
+	if b.Collectives[0].First != 1 || in.First != 1+per || in.Count != per || in.Iteration != 1 || in.Job != "dp" {
+		t.Errorf("instances %+v", b.Collectives)
+	}
+	for i := range b.Fabric.Flows {
+		f := &b.Fabric.Flows[i]
+		for _, g := range append(append([]int32{}, f.OnRecvDone()...), f.OnSendDone()...) {
+			if g <= f.ID || int(g) >= len(b.Fabric.Flows) {
+				t.Fatalf("flow %d activates %d: dependencies must point to later flows of the scenario", f.ID, g)
+			}
+		}
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestCollective_Errors(t *testing.T) {
+	for _, c := range []struct{ w, want string }{
+		{"{type: collective, size: 1KB}", "workload[0].collective: required for type collective"},
+		{"{type: collective, size: 1KB, collective: {op: allreduce, ranks: 9}}", "workload[0].collective.ranks: 9 ranks from host 0 do not fit"},
+		{"{type: collective, size: 1KB, collective: {op: allreduce, algorithm: halving_doubling, ranks: 6}}", "power-of-two"},
+		{"{type: collective, size: 1KB, collective: {op: broadcast}}", "unknown collective \"broadcast\""},
+		{"{type: collective, size: 1KB, collective: {op: allreduce, placement: rail, gpus_per_server: 3}}", "gpus_per_server"},
+		{"{type: collective, size: 1KB, hosts: [0, 0], collective: {op: allreduce}}", "ranks 0 and 1 are both on host 0"},
+		{"{type: permutation, size: 1KB, collective: {op: allreduce}}", "not a field of type permutation"},
+		{"{type: cm, file: x.cm, trigger_delay: -1us}", "trigger_delay"},
+	} {
+		_, err := Load("c.yaml", []byte(collTopo+"  - "+c.w+"\n"), Dir("."))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.w, err, c.want)
+		}
+	}
+}

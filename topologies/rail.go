@@ -1,0 +1,104 @@
+package topologies
+
+import (
+	"fmt"
+
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// RailConfig is the requested state of a rail-optimised fabric: Servers
+// servers of GPUs NICs each, NIC g of every server on rail g. Each rail is
+// a leaf-spine of its own: leaves of ServersPerLeaf servers' NIC g, every
+// leaf of the rail on every one of the rail's Spines. With Joined the
+// rails share their spines instead (Spines in all, every leaf of every
+// rail on each), so traffic between rails crosses a spine. Without it the
+// rails would be disconnected (the servers' NVLink, over which NCCL moves
+// such data, is not modelled: docs/decisions.md), so it is an error unless
+// the servers have one NIC.
+type RailConfig struct {
+	Servers, GPUs, ServersPerLeaf, Spines int
+	Joined                                bool
+	Host                                  TierConfig // NIC-leaf links
+	Fabric                                TierConfig // leaf-spine links (rate required)
+	SwitchLatency                         sim.Time
+}
+
+// Rail builds a rail-optimised fabric. Nodes are the hosts h0.. (NICs;
+// host s*GPUs+g is NIC g of server s), then the leaves rail<g>-leaf<l>
+// rail by rail, then the spines (spine<j> when joined, else
+// rail<g>-spine<j>). Links: every NIC to its leaf in host order (tier 1),
+// then every leaf to its spines, leaf by leaf (tier 2).
+func Rail(cfg RailConfig) (*Topology, error) {
+	switch {
+	case cfg.Servers < 1:
+		return nil, fmt.Errorf("rail.servers: must be at least 1, got %d", cfg.Servers)
+	case cfg.GPUs < 1:
+		return nil, fmt.Errorf("rail.gpus_per_server: must be at least 1, got %d", cfg.GPUs)
+	case cfg.ServersPerLeaf < 1 || cfg.Servers%cfg.ServersPerLeaf != 0:
+		return nil, fmt.Errorf("rail.servers_per_leaf: must divide servers (%d), got %d", cfg.Servers, cfg.ServersPerLeaf)
+	case cfg.Spines < 1:
+		return nil, fmt.Errorf("rail.spines: must be at least 1, got %d", cfg.Spines)
+	case cfg.SwitchLatency < 0:
+		return nil, fmt.Errorf("rail.switch_latency: must not be negative, got %v", cfg.SwitchLatency)
+	case !cfg.Joined && cfg.GPUs > 1:
+		return nil, fmt.Errorf("rail.joined: separate rails leave the NICs of one server unconnected " +
+			"(lockstep does not model NVLink, over which NCCL crosses rails): join the rails at the spines")
+	}
+	if err := checkTier("rail.host", cfg.Host, false); err != nil {
+		return nil, err
+	}
+	if err := checkTier("rail.fabric", cfg.Fabric, false); err != nil {
+		return nil, err
+	}
+	hosts, ok := mulLimit(cfg.Servers, cfg.GPUs, maxNodes)
+	if !ok {
+		return nil, fmt.Errorf("rail: %d servers of %d NICs is more than %d nodes", cfg.Servers, cfg.GPUs, maxNodes)
+	}
+	leavesPerRail := cfg.Servers / cfg.ServersPerLeaf
+	leaves := leavesPerRail * cfg.GPUs
+	spines := cfg.Spines
+	if !cfg.Joined {
+		spines *= cfg.GPUs
+	}
+	up := int64(leaves) * int64(cfg.Spines)
+	if err := checkSize("rail", hosts+leaves+spines, int(min(up+int64(hosts), int64(maxLinks)+1))); err != nil {
+		return nil, err
+	}
+	t := &Topology{Name: fmt.Sprintf("rail-%dx%d", cfg.Servers, cfg.GPUs), Hosts: make([]int, hosts)}
+	for h := 0; h < hosts; h++ {
+		t.Nodes = append(t.Nodes, Node{Name: fmt.Sprintf("h%d", h), Kind: Host})
+		t.Hosts[h] = h
+	}
+	leafBase := len(t.Nodes)
+	for g := 0; g < cfg.GPUs; g++ {
+		for l := 0; l < leavesPerRail; l++ {
+			t.Nodes = append(t.Nodes, Node{Name: fmt.Sprintf("rail%d-leaf%d", g, l), Kind: Switch, Tier: 1, Latency: cfg.SwitchLatency})
+		}
+	}
+	spineBase := len(t.Nodes)
+	for j := 0; j < spines; j++ {
+		name := fmt.Sprintf("spine%d", j)
+		if !cfg.Joined {
+			name = fmt.Sprintf("rail%d-spine%d", j/cfg.Spines, j%cfg.Spines)
+		}
+		t.Nodes = append(t.Nodes, Node{Name: name, Kind: Switch, Tier: 2, Latency: cfg.SwitchLatency})
+	}
+	add := func(a, b, tier int, c *TierConfig) {
+		t.Links = append(t.Links, Link{A: a, B: b, Rate: c.Rate, Delay: c.Delay, Queue: c.Queue, Tier: tier})
+	}
+	for h := 0; h < hosts; h++ {
+		s, g := h/cfg.GPUs, h%cfg.GPUs
+		add(h, leafBase+g*leavesPerRail+s/cfg.ServersPerLeaf, 1, &cfg.Host)
+	}
+	for leaf := 0; leaf < leaves; leaf++ {
+		g := leaf / leavesPerRail
+		for j := 0; j < cfg.Spines; j++ {
+			sp := j
+			if !cfg.Joined {
+				sp = g*cfg.Spines + j
+			}
+			add(leafBase+leaf, spineBase+sp, 2, &cfg.Fabric)
+		}
+	}
+	return t, nil
+}

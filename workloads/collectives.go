@@ -1,0 +1,465 @@
+package workloads
+
+import (
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// Collective operations and algorithms (CollectiveConfig).
+const (
+	OpAllReduce     = "allreduce"
+	OpReduceScatter = "reduce_scatter"
+	OpAllGather     = "allgather"
+	OpAllToAll      = "alltoall"
+
+	AlgRing             = "ring"
+	AlgHalvingDoubling  = "halving_doubling"
+	AlgDoubleBinaryTree = "double_binary_tree"
+	AlgDirect           = "direct" // alltoall: every rank to every other at once
+)
+
+// CollectiveConfig is one collective of a group of ranks.
+type CollectiveConfig struct {
+	Op        string
+	Algorithm string // default: ring (alltoall: direct)
+	// Hosts[r] is the host of rank r (distinct).
+	Hosts []int
+	// Size is the message in bytes as NCCL's tests count it: the buffer of
+	// every rank for allreduce, the whole (gathered) buffer for allgather,
+	// reduce_scatter and alltoall.
+	Size int64
+	// Chunks cuts every step's transfer into this many pieces (default 1);
+	// Pipeline is how many of a step's pieces a rank has in flight at once
+	// (default: all of them): piece k+Pipeline starts when the sender has
+	// every ACK of piece k.
+	Chunks, Pipeline int
+	// Start is when the collective starts (ignored for flows that wait on
+	// StartAfter); Delay is the delay of every dependency inside it (a
+	// reduction's cost, say).
+	Start, Delay sim.Time
+}
+
+// CollectiveFlows are the flows of one collective, numbered from 0 (the
+// dependencies refer to these numbers). Starts are the flows that begin
+// the collective (Need counts only their dependencies inside it) and Ends
+// of every rank the flows it receives that activate nothing: when they
+// have arrived the rank holds its result.
+type CollectiveFlows struct {
+	Flows  []Flow
+	Starts []int32
+	Ends   [][]int32 // by rank
+}
+
+// BusFactor is NCCL's bus bandwidth factor (nccl-tests doc/PERFORMANCE.md):
+// busbw = algbw * factor, 2(n-1)/n for allreduce and (n-1)/n for
+// reduce_scatter, allgather and alltoall.
+func BusFactor(op string, n int) float64 {
+	f := float64(n-1) / float64(n)
+	if op == OpAllReduce {
+		return 2 * f
+	}
+	return f
+}
+
+// Collective expands a collective into flows whose dependencies are the
+// algorithm's: each step of a rank starts when the data it needs has
+// arrived at the rank (receiver-side completion).
+func Collective(c CollectiveConfig) (*CollectiveFlows, error) {
+	n := len(c.Hosts)
+	if n < 2 {
+		return nil, fmt.Errorf("a collective needs at least 2 ranks, got %d", n)
+	}
+	seen := map[int]int{}
+	for r, h := range c.Hosts {
+		if h < 0 {
+			return nil, fmt.Errorf("rank %d: host %d does not exist", r, h)
+		}
+		if q, dup := seen[h]; dup {
+			return nil, fmt.Errorf("ranks %d and %d are both on host %d", q, r, h)
+		}
+		seen[h] = r
+	}
+	if c.Chunks == 0 {
+		c.Chunks = 1
+	}
+	if c.Pipeline == 0 || c.Pipeline > c.Chunks {
+		c.Pipeline = c.Chunks
+	}
+	if c.Chunks < 1 || c.Pipeline < 1 {
+		return nil, fmt.Errorf("chunks and pipeline must be positive, got %d and %d", c.Chunks, c.Pipeline)
+	}
+	if c.Size <= 0 || c.Start < 0 || c.Delay < 0 {
+		return nil, fmt.Errorf("size must be positive and start and delay not negative")
+	}
+	g := &collGen{c: c, n: n, out: &CollectiveFlows{Ends: make([][]int32, n)}}
+	alg := c.Algorithm
+	switch c.Op {
+	case OpAllReduce:
+		switch alg {
+		case "", AlgRing:
+			g.ring(2 * (n - 1))
+		case AlgHalvingDoubling:
+			if n&(n-1) != 0 {
+				return nil, fmt.Errorf("halving_doubling needs a power-of-two number of ranks, got %d", n)
+			}
+			g.halvingDoubling()
+		case AlgDoubleBinaryTree:
+			g.doubleTree()
+		default:
+			return nil, fmt.Errorf("unknown allreduce algorithm %q (known: ring, halving_doubling, double_binary_tree)", alg)
+		}
+	case OpReduceScatter, OpAllGather:
+		if alg != "" && alg != AlgRing {
+			return nil, fmt.Errorf("%s supports the ring algorithm only, got %q", c.Op, alg)
+		}
+		g.ring(n - 1)
+	case OpAllToAll:
+		if alg != "" && alg != AlgDirect {
+			return nil, fmt.Errorf("alltoall supports the direct algorithm only, got %q", alg)
+		}
+		g.allToAll()
+	default:
+		return nil, fmt.Errorf("unknown collective %q (known: allreduce, reduce_scatter, allgather, alltoall)", c.Op)
+	}
+	if err := g.err; err != nil {
+		return nil, err
+	}
+	g.finish()
+	return g.out, nil
+}
+
+type collGen struct {
+	c   CollectiveConfig
+	n   int
+	out *CollectiveFlows
+	err error
+}
+
+// pieces returns the sizes of size bytes cut into Chunks pieces (the first
+// ones one byte larger when it does not divide), or an error when a piece
+// would be empty.
+func (g *collGen) pieces(size int64) []int64 {
+	k := int64(g.c.Chunks)
+	if size < k {
+		if g.err == nil {
+			g.err = fmt.Errorf("a transfer of %d bytes cannot be cut into %d chunks: use a larger size or fewer ranks or chunks", size, k)
+		}
+		k = max(size, 1)
+	}
+	p := make([]int64, k)
+	for i := range p {
+		p[i] = size / k
+		if int64(i) < size%k {
+			p[i]++
+		}
+	}
+	return p
+}
+
+// transfer adds the pieces of one transfer from rank a to rank b of size
+// bytes and returns their flow indices. after[k] lists, per piece, the
+// flows whose arrival at a piece k waits on (nil: none). The pipeline
+// window makes piece k also wait on the sender's completion of piece
+// k-Pipeline.
+func (g *collGen) transfer(a, b int, size int64, after [][]int32) []int32 {
+	ps := g.pieces(size)
+	ids := make([]int32, len(ps))
+	fs := &g.out.Flows
+	for k, sz := range ps {
+		id := int32(len(*fs))
+		ids[k] = id
+		*fs = append(*fs, Flow{ID: id, Src: g.c.Hosts[a], Dst: g.c.Hosts[b], Size: sz, Start: g.c.Start, Delay: g.c.Delay})
+		var deps []int32
+		if k < len(after) {
+			deps = after[k]
+		}
+		for _, d := range deps {
+			(*fs)[d].OnRecvDone = append((*fs)[d].OnRecvDone, id)
+		}
+		(*fs)[id].Need = int32(len(deps))
+		if w := g.c.Pipeline; k >= w {
+			prev := ids[k-w]
+			(*fs)[prev].OnSendDone = append((*fs)[prev].OnSendDone, id)
+			(*fs)[id].Need++
+		}
+		if (*fs)[id].Need == 0 {
+			g.out.Starts = append(g.out.Starts, id)
+		}
+	}
+	return ids
+}
+
+// perPiece turns a list of transfers (each a list of piece ids) into what
+// transfer's after wants: piece k waits on piece k of each (or on all of
+// the pieces of each when the counts differ).
+func perPiece(chunks int, deps ...[]int32) [][]int32 {
+	after := make([][]int32, chunks)
+	for k := range after {
+		for _, d := range deps {
+			if len(d) == chunks {
+				after[k] = append(after[k], d[k])
+			} else {
+				after[k] = append(after[k], d...)
+			}
+		}
+	}
+	return after
+}
+
+// ring is a ring of steps steps: in step s rank r sends segment (r-s) mod n
+// to rank r+1, once it has received that segment from rank r-1 in step
+// s-1 (for allreduce the first n-1 steps reduce, the rest gather).
+func (g *collGen) ring(steps int) {
+	n := g.n
+	seg := (g.c.Size + int64(n) - 1) / int64(n) // the last segment may be padded
+	prev := make([][]int32, n)                  // by sending rank: the pieces of the last step
+	for s := 0; s < steps; s++ {
+		cur := make([][]int32, n)
+		for r := 0; r < n; r++ {
+			var after [][]int32
+			if s > 0 {
+				after = perPiece(g.c.Chunks, prev[(r-1+n)%n])
+			}
+			cur[r] = g.transfer(r, (r+1)%n, seg, after)
+		}
+		prev = cur
+	}
+}
+
+// halvingDoubling is Rabenseifner's allreduce: a reduce-scatter by
+// recursive halving (partners n/2, n/4, .. 1 apart, sending half of what
+// is left each time), then an allgather by recursive doubling in reverse.
+func (g *collGen) halvingDoubling() {
+	n := g.n
+	logn := bits.TrailingZeros(uint(n))
+	type step struct {
+		dist int
+		size int64
+	}
+	var steps []step
+	for s := 1; s <= logn; s++ {
+		steps = append(steps, step{n >> s, max(g.c.Size>>s, 1)})
+	}
+	for s := logn - 1; s >= 0; s-- {
+		steps = append(steps, steps[s])
+	}
+	prevIn := make([][]int32, n) // by receiving rank: what it got in the last step
+	for _, st := range steps {
+		curIn := make([][]int32, n)
+		for r := 0; r < n; r++ {
+			p := r ^ st.dist
+			var after [][]int32
+			if prevIn[r] != nil {
+				after = perPiece(g.c.Chunks, prevIn[r])
+			}
+			curIn[p] = g.transfer(r, p, st.size, after)
+		}
+		prevIn = curIn
+	}
+}
+
+// doubleTree is NCCL's double binary tree: each of two binary trees
+// reduces half of the message to its root and broadcasts it back; a rank
+// that is inner in one tree is a leaf in the other (the second tree is the
+// first with the ranks rotated by n/2; NCCL builds its second tree by
+// mirroring, docs/decisions.md). A rank sends up once it has received
+// from its children, and down once it has received from its parent (the
+// root: from its children).
+func (g *collGen) doubleTree() {
+	n := g.n
+	halves := [2]int64{(g.c.Size + 1) / 2, g.c.Size / 2}
+	for t, size := range halves {
+		if size == 0 {
+			continue
+		}
+		rank := func(pos int) int { return (pos + t*(n/2)) % n }
+		// Reduce: positions from the last up, so children come first.
+		up := make([][]int32, n) // by position: its transfer to its parent
+		for v := n - 1; v >= 1; v-- {
+			var deps [][]int32
+			for _, ch := range []int{2*v + 1, 2*v + 2} {
+				if ch < n {
+					deps = append(deps, up[ch])
+				}
+			}
+			up[v] = g.transfer(rank(v), rank((v-1)/2), size, perPiece(g.c.Chunks, deps...))
+		}
+		down := make([][]int32, n) // by position: its parent's transfer to it
+		for v := 1; v < n; v++ {
+			par := (v - 1) / 2
+			var deps [][]int32
+			if par == 0 {
+				for _, ch := range []int{1, 2} {
+					if ch < n {
+						deps = append(deps, up[ch])
+					}
+				}
+			} else {
+				deps = append(deps, down[par])
+			}
+			down[v] = g.transfer(rank(par), rank(v), size, perPiece(g.c.Chunks, deps...))
+		}
+	}
+}
+
+// allToAll sends Size/n bytes from every rank to every other at once.
+func (g *collGen) allToAll() {
+	n := g.n
+	per := (g.c.Size + int64(n) - 1) / int64(n)
+	for r := 0; r < n; r++ {
+		for d := 1; d < n; d++ {
+			g.transfer(r, (r+d)%n, per, nil)
+		}
+	}
+}
+
+// finish lists every rank's end flows: received there, activating
+// nothing on receipt.
+func (g *collGen) finish() {
+	rankOf := make(map[int]int, g.n)
+	for r, h := range g.c.Hosts {
+		rankOf[h] = r
+	}
+	for i := range g.out.Flows {
+		f := &g.out.Flows[i]
+		if len(f.OnRecvDone) == 0 {
+			r := rankOf[f.Dst]
+			g.out.Ends[r] = append(g.out.Ends[r], f.ID)
+		}
+	}
+}
+
+// JobConfig is a training job: Iterations times a compute phase of
+// Compute followed by the collective.
+type JobConfig struct {
+	Collective CollectiveConfig
+	Iterations int
+	Compute    sim.Time
+	// ComputeMax, when above Compute, makes every rank's compute phase of
+	// every iteration uniform in [Compute, ComputeMax], drawn from rng in
+	// (iteration, rank) order: stragglers.
+	ComputeMax sim.Time
+	// Buckets (default 1) cuts the collective into this many of
+	// size/Buckets, overlapped with compute: bucket b of a rank starts
+	// when (b+1)/Buckets of its compute is done, as data-parallel training
+	// all-reduces gradient buckets during the backward pass.
+	Buckets int
+}
+
+// computeTimes draws the compute phase of every (iteration, rank).
+func (j *JobConfig) computeTimes(n int, rng *rand.Rand) [][]sim.Time {
+	out := make([][]sim.Time, j.Iterations)
+	for it := range out {
+		out[it] = make([]sim.Time, n)
+		for r := range out[it] {
+			out[it][r] = j.Compute
+			if j.ComputeMax > j.Compute && rng != nil {
+				out[it][r] += sim.Time(rng.Int64N(int64(j.ComputeMax-j.Compute) + 1))
+			}
+		}
+	}
+	return out
+}
+
+// JobFlows are a job's flows, numbered from 0, and where each iteration's
+// collective lies among them.
+type JobFlows struct {
+	Flows []Flow
+	// Iters[i] is the flow range [First, First+Count) of iteration i.
+	Iters []FlowRange
+}
+
+// FlowRange is a contiguous range of flows.
+type FlowRange struct{ First, Count int32 }
+
+// Job expands a job: iteration 0's collective starts at Start plus the
+// rank's compute;
+// iteration i+1's flows from rank r start Compute after rank r has
+// received the last of its data of iteration i (its end flows), so ranks
+// run ahead or behind as the fabric lets them, as they do in a
+// data-parallel job without a global barrier.
+func Job(j JobConfig, rng *rand.Rand) (*JobFlows, error) {
+	if j.Iterations < 1 {
+		return nil, fmt.Errorf("iterations must be at least 1, got %d", j.Iterations)
+	}
+	if j.Compute < 0 {
+		return nil, fmt.Errorf("compute must not be negative")
+	}
+	if j.ComputeMax != 0 && j.ComputeMax < j.Compute {
+		return nil, fmt.Errorf("compute_max %v is less than compute %v", j.ComputeMax, j.Compute)
+	}
+	nb := max(j.Buckets, 1)
+	c := j.Collective
+	if c.Size < int64(nb) {
+		return nil, fmt.Errorf("%d bytes cannot be cut into %d buckets", c.Size, nb)
+	}
+	c.Size = (c.Size + int64(nb) - 1) / int64(nb)
+	one, err := Collective(c)
+	if err != nil {
+		return nil, err
+	}
+	per := len(one.Flows)
+	if int64(per)*int64(nb)*int64(j.Iterations) > maxFlows {
+		return nil, fmt.Errorf("%d iterations of %d flows is more than the %d flows a list can hold", j.Iterations, per*nb, maxFlows)
+	}
+	rankOf := make(map[int]int, len(c.Hosts))
+	for r, h := range c.Hosts {
+		rankOf[h] = r
+	}
+	for r, e := range one.Ends {
+		if len(e) == 0 && j.Iterations > 1 {
+			return nil, fmt.Errorf("rank %d receives nothing, so no iteration can follow", r)
+		}
+	}
+	compute := j.computeTimes(len(c.Hosts), rng)
+	// bucketAt is when bucket b of a rank's compute is ready: buckets of
+	// the gradients come out evenly through the backward pass.
+	bucketAt := func(d sim.Time, b int) sim.Time { return d * sim.Time(b+1) / sim.Time(nb) }
+	out := &JobFlows{Flows: make([]Flow, 0, per*nb*j.Iterations)}
+	for it := 0; it < j.Iterations; it++ {
+		first := int32(it * nb * per)
+		out.Iters = append(out.Iters, FlowRange{First: first, Count: int32(nb * per)})
+		for b := 0; b < nb; b++ {
+			base := first + int32(b*per)
+			for _, f := range one.Flows {
+				f.ID += base
+				f.OnRecvDone = shift(f.OnRecvDone, base)
+				f.OnSendDone = shift(f.OnSendDone, base)
+				out.Flows = append(out.Flows, f)
+			}
+			for _, st := range one.Starts {
+				f := &out.Flows[base+st]
+				r := rankOf[f.Src]
+				if it == 0 {
+					f.Start += bucketAt(compute[0][r], b)
+					continue
+				}
+				// Wait for the rank's last data of every bucket of the
+				// previous iteration.
+				f.Need, f.Delay = int32(nb*len(one.Ends[r])), bucketAt(compute[it][r], b)
+				for pb := 0; pb < nb; pb++ {
+					prev := first - int32(nb*per) + int32(pb*per)
+					for _, e := range one.Ends[r] {
+						pe := &out.Flows[prev+e]
+						pe.OnRecvDone = append(pe.OnRecvDone, base+st)
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func shift(ids []int32, by int32) []int32 {
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make([]int32, len(ids))
+	for i, v := range ids {
+		out[i] = v + by
+	}
+	return out
+}
