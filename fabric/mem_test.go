@@ -62,14 +62,15 @@ func setupHeap(tb testing.TB, cfg fabric.Config) uint64 {
 //     ring empty), up to two switch ports (about 160 B each) and two index
 //     ports (20 B each): 900 B;
 //   - per element (host or switch): engine and fabric entries, the host
-//     struct, a route row pointer: 200 B;
+//     struct (with its PFC pause state), the switch struct (568 B, shared
+//     over its ports), a route row pointer: 300 B;
 //   - per flow: the sender with its controller, recovery and RTO (about
 //     700 B), the receiver, the record (with its start time, for flows
 //     that wait on others) and its start event: 1,540 B;
 //   - the routes' cells: 4 B per (switch, edge switch).
 const (
 	boundPerLink    = 900
-	boundPerElement = 200
+	boundPerElement = 300
 	boundPerFlow    = 1540
 )
 
