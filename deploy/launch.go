@@ -603,11 +603,7 @@ func (l *launch) collect(nc *nats.Conn) error {
 		if m.Control.UnmarshalBody(&a) != nil {
 			return
 		}
-		// As a node does (node.abortTrusted): with member keys, an abort
-		// must be signed by the launcher or a coordinator unless the
-		// embedded server lets only them publish on the subject.
-		if c := l.member(member.Launcher); c != nil && !(c.ServerAuth && len(a.Sig) == 0) &&
-			!c.ByAuthority(wire.AbortMessage(c.Run, &a), a.Sig) {
+		if !l.member(member.Launcher).TrustsAbort(&a) {
 			l.abortsRejected.Add(1)
 			return
 		}

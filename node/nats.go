@@ -286,7 +286,7 @@ func Run(ctx context.Context, cfg Config) error {
 				switch m.Control.Type {
 				case wire.TypeAbort:
 					var a wire.Abort
-					if err := m.Control.UnmarshalBody(&a); err != nil || !abortTrusted(cfg, &a) {
+					if err := m.Control.UnmarshalBody(&a); err != nil || !cfg.Creds.TrustsAbort(&a) {
 						perf.Rejected++
 						log.Warn("abort rejected", "from", a.From, "err", err)
 						continue
@@ -389,18 +389,6 @@ func attributed(subj wire.Subjects, cfg Config, subject string, m *wire.Message)
 		// Reports go to the coordinator, never to a node.
 	}
 	return fmt.Errorf("%v message on %s", m.Kind, subject)
-}
-
-// abortTrusted says whether a node acts on an abort: with member
-// credentials, it must be signed by the launcher or a coordinator, unless
-// the server itself lets only them publish on the abort subject (then an
-// unsigned abort is theirs, and a signed one must still verify).
-func abortTrusted(cfg Config, a *wire.Abort) bool {
-	c := cfg.Creds
-	if c == nil || (c.ServerAuth && len(a.Sig) == 0) {
-		return true
-	}
-	return c.ByAuthority(wire.AbortMessage(c.Run, a), a.Sig)
 }
 
 // ErrSetupNotSigned marks a setup the launcher did not sign.

@@ -198,6 +198,18 @@ func (c *Creds) ByAuthority(msg, sig []byte) bool {
 	return false
 }
 
+// TrustsAbort says whether member c (nil: a run without member keys, which
+// trusts every abort) acts on a: it must be signed by the launcher or a
+// coordinator, unless the server itself lets only them publish on the
+// abort subject (then an unsigned abort is theirs, and a signed one must
+// still verify).
+func (c *Creds) TrustsAbort(a *wire.Abort) bool {
+	if c == nil || (c.ServerAuth && len(a.Sig) == 0) {
+		return true
+	}
+	return c.ByAuthority(wire.AbortMessage(c.Run, a), a.Sig)
+}
+
 // Abort is an abort from member c with reason, signed (c may be nil: an
 // unsigned abort, for runs without member keys).
 func (c *Creds) Abort(reason string) wire.Abort {
