@@ -61,6 +61,15 @@ type Endpoint struct {
 	lastHalve sim.Time     // PathSimRR: last all-paths-skipped halving
 	halved    bool
 
+	// UET (uet_endpoint.go): the recovery's NACK and timer seams and the
+	// controller's NACK reaction, found once by type assertion.
+	nackRec   NackRecovery
+	nackCtl   NackReactor
+	toPaths   TimedOutPaths
+	ownTimers bool // the recovery times packets out itself: no RTO
+	pds       bool // UET PDS receivers: data packets may request an ACK
+	ne        NackEvent
+
 	lastTraceAt sim.Time
 	lastCwnd    int64
 	lastSsth    int64
@@ -154,6 +163,8 @@ type Actions struct {
 	RTO bool
 	// RecoveryTimer: the Recovery's own deadline fired.
 	RecoveryTimer bool
+	// Nack: a trim NACK took a packet out of the flight (OnNack).
+	Nack bool
 	// Done: this ACK acknowledged the last byte of the flow.
 	Done bool
 	// Send: the owner should now send what the endpoint allows.
@@ -166,6 +177,10 @@ type Actions struct {
 type Sent struct {
 	Entropy uint16
 	CWR     bool // RFC 3168 §6.1.2: the window was reduced
+	// AckReq asks a UET receiver to acknowledge this packet at once
+	// (uec.cpp sendNewPacket/sendRtxPacket set_ar: the flow's last packet,
+	// the one that fills the window, every retransmission).
+	AckReq bool
 }
 
 // Timer names one of the endpoint's deadlines.
@@ -214,6 +229,7 @@ func NewEndpoint(cfg EndpointConfig, ctl Controller, rec Recovery) (*Endpoint, e
 	if cfg.Paths != nil {
 		ep.pm = NewPathManager(*cfg.Paths, cfg.PathBase)
 	}
+	ep.initUET()
 	ep.st = rec.State()
 	ep.readCtl()
 	return ep, nil
@@ -354,8 +370,12 @@ func (ep *Endpoint) OnSent(now sim.Time, seg Segment, rng *rand.Rand) Sent {
 	default:
 		s.Entropy = ep.cfg.FlowEntropy
 	}
+	seg.Entropy = s.Entropy
 	ep.st = ep.rec.OnSent(now, seg, ep.rttInfo())
-	if ep.rtoAt == sim.Never {
+	if ep.pds {
+		s.AckReq = ep.ackRequest(seg)
+	}
+	if ep.rtoAt == sim.Never && !ep.ownTimers {
 		ep.armRTO(now + ep.rto.Timeout()) // RFC 6298 §5.1
 	}
 	if ep.cfg.Pacing.Enabled {
@@ -454,6 +474,7 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 		ae.MinRTT, ae.ECE, ae.InRecovery, ae.MSS = ep.rto.MinRTT(), ece, ep.st.InRecovery, ep.mss
 		ae.SndUna, ae.SndNxt, ae.Delivered = ep.st.Una, ep.st.Nxt, ep.delivered
 		ae.CwndLimited, ae.Paced = limited, ep.cfg.Pacing.Enabled
+		ae.InFlight = ep.st.Pipe
 		ep.ctl.OnAck(&ep.ae)
 		ep.readCtl()
 	}
@@ -485,7 +506,7 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 		return act
 	}
 	ep.cwndLimited = false
-	if v.AdvancedUna {
+	if v.AdvancedUna && !ep.ownTimers {
 		ep.armRTO(now + ep.rto.Timeout()) // RFC 6298 §5.3
 	}
 	act.Send = true
@@ -512,6 +533,11 @@ func (ep *Endpoint) onRecoveryTimer(now sim.Time) Actions {
 	event := "recovery-timer"
 	v := ep.timed.OnDeadline(now, ep.rttInfo())
 	ep.st = v.SeqState
+	if v.TimedOut > 0 {
+		ep.packetTimeouts(now, v.TimedOut)
+		act.RTO = true
+		event = "rto"
+	}
 	if v.EnterRecovery {
 		// RACK's reordering timer found a loss: fast recovery begins.
 		ep.congestion(now, CongLoss, LossFlight(v, ep.st.Flight))

@@ -23,6 +23,17 @@ const (
 	// PathSimRR is the STrack-Sim rule: round robin, an entropy is skipped
 	// for SkipTime after a mark.
 	PathSimRR
+	// UET's load-balancing policies (uet-htsim uec_mp.cpp; cc/uetpaths.go):
+	// PathOblivious sprays over the entropies in a shuffled round robin
+	// (UecMpOblivious); PathBitmap does too but skips entropies penalised
+	// by marks, trims and timeouts (UecMpBitmap); PathREPS recycles the
+	// entropies of unmarked ACKs (UecMpReps, the REPS paper); PathMixed
+	// recycles good entropies first and falls back on the bitmap
+	// (UecMpMixed, htsim main_uec's default).
+	PathOblivious
+	PathBitmap
+	PathREPS
+	PathMixed
 )
 
 // ParsePathMode maps a scenario name to a PathMode.
@@ -34,9 +45,21 @@ func ParsePathMode(s string) (PathMode, error) {
 		return PathReuse, nil
 	case "strack-sim":
 		return PathSimRR, nil
+	case "oblivious":
+		return PathOblivious, nil
+	case "bitmap":
+		return PathBitmap, nil
+	case "reps":
+		return PathREPS, nil
+	case "mixed":
+		return PathMixed, nil
 	}
-	return 0, fmt.Errorf("unknown path selection %q (known: skip, reuse, strack-sim)", s)
+	return 0, fmt.Errorf("unknown path selection %q (known: skip, reuse, strack-sim, oblivious, bitmap, reps, mixed)", s)
 }
+
+// UET reports whether m is one of UET's load-balancing policies, which
+// spread over a power-of-two number of entropies.
+func (m PathMode) UET() bool { return m >= PathOblivious && m <= PathMixed }
 
 // PathConfig configures STrack's path manager: how a sender picks the
 // entropy of each data packet from the echoes of per-packet ACKs.
@@ -44,6 +67,17 @@ type PathConfig struct {
 	Mode      PathMode
 	Entropies int      // N, the entropies a sender cycles through (e.g. 256)
 	SkipTime  sim.Time // PathSimRR: how long a marked entropy is skipped (50 us)
+	// NoShuffle: PathOblivious and PathBitmap cycle in plain order instead
+	// of XOR-ing the index with a random mask drawn per cycle (a testing
+	// knob: traces derive their expectations by hand).
+	NoShuffle bool
+	// REPSBuffer is the number of recycled entropies PathREPS keeps (0: 8,
+	// the REPS paper's and htsim's CircularBufferREPS default).
+	REPSBuffer int
+	// REPSFreeze: after a timeout PathREPS stops exploring and cycles
+	// through its cached entropies for this long (REPS freezing mode; 0:
+	// off).
+	REPSFreeze sim.Time
 }
 
 // PathManager chooses entropies for one STrack sender. It is a pure state
@@ -58,6 +92,7 @@ type PathManager struct {
 	skipUntil []sim.Time // PathSimRR: skipped until then
 	next      int        // PathReuse: -1 = pick at random
 	skipTime  sim.Time
+	uet       *uetPaths // UET's policies
 	// Skips counts entropies passed over; AllSkipped the times every
 	// entropy was skipped at once (PathSimRR).
 	Skips, AllSkipped uint64
@@ -74,6 +109,8 @@ func NewPathManager(cfg PathConfig, base uint16) *PathManager {
 		p.skipUntil = make([]sim.Time, cfg.Entropies)
 	case PathReuse:
 		// Reuse keeps no per-entropy state.
+	default:
+		p.uet = newUETPaths(cfg, base)
 	}
 	p.cursor = -1
 	return p
@@ -109,6 +146,8 @@ func (p *PathManager) Pick(now sim.Time, rng *rand.Rand, firstWindow bool) uint1
 			return p.base + uint16(rng.IntN(p.n))
 		}
 		return p.base + uint16(p.next)
+	case PathOblivious, PathBitmap, PathREPS, PathMixed:
+		return p.uet.pick(now, rng)
 	default: // PathSimRR
 		for tries := 0; tries < p.n; tries++ {
 			i := p.advance()
@@ -126,6 +165,14 @@ func (p *PathManager) Pick(now sim.Time, rng *rand.Rand, firstWindow bool) uint1
 // returns true when, after this ACK, every entropy is being skipped
 // (PathSimRR's signal to halve the window).
 func (p *PathManager) OnAck(now sim.Time, entropy uint16, marked bool, cwndPkts int64) bool {
+	if p.uet != nil {
+		fb := pathGood
+		if marked {
+			fb = pathECN
+		}
+		p.uet.feedback(now, entropy, fb)
+		return false
+	}
 	i := int(entropy - p.base)
 	if i < 0 || i >= p.n {
 		return false
@@ -141,7 +188,7 @@ func (p *PathManager) OnAck(now sim.Time, entropy uint16, marked bool, cwndPkts 
 		} else {
 			p.next = i
 		}
-	case PathSimRR:
+	default: // PathSimRR
 		if !marked {
 			return false
 		}
@@ -155,4 +202,20 @@ func (p *PathManager) OnAck(now sim.Time, entropy uint16, marked bool, cwndPkts 
 		return true
 	}
 	return false
+}
+
+// OnNack takes the entropy of a packet a switch trimmed in the fabric
+// (UET's policies penalise it; STrack's modes learn of trims from their
+// bitmaps and do nothing here).
+func (p *PathManager) OnNack(now sim.Time, entropy uint16) {
+	if p.uet != nil {
+		p.uet.feedback(now, entropy, pathNack)
+	}
+}
+
+// OnTimeout takes the entropy of a packet whose timer expired.
+func (p *PathManager) OnTimeout(now sim.Time, entropy uint16) {
+	if p.uet != nil {
+		p.uet.feedback(now, entropy, pathTimeout)
+	}
 }

@@ -25,6 +25,12 @@ type Config struct {
 	MaxAckDelay sim.Time
 	// Strack parameterises the "strack" controller (nil: defaults).
 	Strack *StrackConfig
+	// NSCC parameterises the "nscc" controller (nil: DefaultNSCCConfig);
+	// its Options override it key by key (nsccOptions).
+	NSCC *NSCCConfig
+	// PacketRTO is the per-packet timeout of a recovery that times packets
+	// out one by one ("uet"): a fixed RTO, set from the transport's.
+	PacketRTO sim.Time
 	// Options are module-specific settings as key=value text, checked by
 	// the module's constructor (an unknown key is an error): cubic
 	// hystart=, fast_convergence=, tcp_friendliness=; scalable
@@ -117,10 +123,10 @@ func (c *Config) Validate() error {
 }
 
 // ControllerNames lists the congestion controls NewController knows.
-var ControllerNames = []string{"reno", "cubic", "scalable", "dctcp", "strack", "strack-sim"}
+var ControllerNames = []string{"reno", "cubic", "scalable", "dctcp", "strack", "strack-sim", "nscc"}
 
 // RecoveryNames lists the recoveries NewRecovery knows.
-var RecoveryNames = []string{"reno", "newreno", "sack", "rack", "strack"}
+var RecoveryNames = []string{"reno", "newreno", "sack", "rack", "strack", "uet"}
 
 // NewController builds the Controller c names.
 func NewController(c Config) (Controller, error) {
@@ -185,6 +191,18 @@ func newController(c Config, o *options) (Controller, error) {
 		return NewStrack(sc, c.MSS, c.InitCwnd), nil
 	case "strack-sim":
 		return NewStrackSim(c.MSS, c.InitCwnd), nil
+	case "nscc":
+		nc := DefaultNSCCConfig()
+		if c.NSCC != nil {
+			nc = *c.NSCC
+		}
+		if err := nsccOptions(o, &nc); err != nil {
+			return nil, err
+		}
+		if err := nc.Validate(); err != nil {
+			return nil, err
+		}
+		return NewNSCC(nc, c.MSS), nil
 	}
 	return nil, fmt.Errorf("cc: unknown congestion control %q (known: %v)", c.CC, ControllerNames)
 }
@@ -222,6 +240,8 @@ func NewRecovery(c Config, size uint64) (Recovery, error) {
 			r.ReoWnd = c.Strack.ReoWnd
 		}
 		return r, nil
+	case "uet":
+		return NewUETRecovery(c.MSS, size, c.PacketRTO)
 	}
 	return nil, fmt.Errorf("recovery: unknown loss recovery %q (known: %v)", c.Recovery, RecoveryNames)
 }

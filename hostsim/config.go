@@ -71,12 +71,28 @@ type Config struct {
 	RWnd int64
 	// Trace records a cwnd time series for the flows it selects.
 	Trace TraceConfig
-	// STrack, when set, gives every sender STrack's path manager
-	// (entropies steered by the echoes of per-packet ACKs). Per-packet
-	// ACKs and NACK bitmaps follow from the module's capabilities
-	// (cc.PerPacketAcker), not from this field.
+	// STrack, when set, gives every sender a path manager: STrack's
+	// (entropies steered by the echoes of per-packet ACKs) or a UET
+	// load-balancing policy (cc/uetpaths.go). Per-packet ACKs, NACK
+	// bitmaps and UET's PDS receivers follow from the module's
+	// capabilities (cc.PerPacketAcker, cc.PDSAcker), not from this field.
 	STrack *STrackConfig
+	// PDS configures UET's receivers (used when the recovery is a
+	// cc.PDSAcker).
+	PDS PDSConfig
 }
+
+// PDSConfig is the receiver side of UET's packet delivery sublayer
+// (hostsim/uet.go).
+type PDSConfig struct {
+	// AckBytes: a receiver acknowledges once this many bytes (headers
+	// included) arrived since its last ACK (uet-htsim
+	// UecSink::_bytes_unacked_threshold, 16384; 0: that default).
+	AckBytes int64
+}
+
+// DefaultPDSAckBytes is htsim's UecSink::_bytes_unacked_threshold.
+const DefaultPDSAckBytes = 16384
 
 // DelAckConfig is the receivers' delayed-ACK policy (RFC 5681 §4.2, RFC
 // 1122 §4.2.3.2, Linux's __tcp_ack_snd_check).
@@ -128,6 +144,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("ack_size: must be positive, got %d", c.AckSize)
 	}
 	c.CC.MSS = c.MTU - c.Header
+	c.CC.PacketRTO = 0
+	if c.RTO.Mode == cc.RTOFixed {
+		c.CC.PacketRTO = c.RTO.Fixed // a per-packet timeout (recovery uet)
+	}
 	c.CC.MaxAckDelay = 0
 	if c.DelAck.Enabled {
 		c.CC.MaxAckDelay = c.DelAck.Timeout
@@ -172,9 +192,18 @@ func (c *Config) Validate() error {
 		if st.Mode == PathSimRR && st.SkipTime <= 0 {
 			return fmt.Errorf("strack.skip_time: must be positive, got %v", st.SkipTime)
 		}
+		if st.Mode.UET() && st.Entropies&(st.Entropies-1) != 0 {
+			return fmt.Errorf("entropies: UET's load balancing needs a power of two, got %d", st.Entropies)
+		}
+		if st.REPSBuffer < 0 || st.REPSBuffer > 1<<15 || st.REPSFreeze < 0 {
+			return fmt.Errorf("reps_buffer and reps_freeze: must not be negative (reps_buffer at most 32768)")
+		}
 	}
-	if caps.PerPacketAcks {
-		c.DelAck.Enabled = false // the module needs an ACK per packet (STrack)
+	if caps.PerPacketAcks || caps.PDSAcks {
+		c.DelAck.Enabled = false // ACKs per packet (STrack) or by PDS's rules (UET)
+	}
+	if c.PDS.AckBytes < 0 {
+		return fmt.Errorf("pds.ack_bytes: must not be negative, got %d", c.PDS.AckBytes)
 	}
 	if c.RWnd < 0 {
 		return fmt.Errorf("rwnd: must not be negative, got %d", c.RWnd)

@@ -28,6 +28,7 @@ type Receiver struct {
 	delackAt      sim.Time // delayed-ACK deadline; Never when none
 	delackTimerAt sim.Time // time of the pending timer event; Never if none
 	nack          bool     // STrack: the next ACK carries the received bitmap
+	pds           pdsState // UET's ACK state (uet.go)
 }
 
 // bitmap is STrack's received bitmap: bit i is set when segment
@@ -50,8 +51,11 @@ func (r *Receiver) bitmap(mss int64) uint64 {
 }
 
 func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
+	if h.T.Caps.PDSAcks {
+		r.onPDSData(h, e, pkt) // UET's receiver (uet.go)
+		return
+	}
 	cfg := &h.T.Cfg
-	now := e.Now()
 	if pkt.Flags&sim.FlagTrimmed != 0 {
 		r.onTrimmed(h, e, pkt)
 		return
@@ -80,17 +84,7 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 		r.tsRecent, r.tsSet = pkt.TSval, true
 	}
 	r.unacked++
-	rec := &h.T.Records[pkt.Flow]
-	rec.BytesReceived = r.rcvNxt
-	if !r.done && r.rcvNxt >= r.size {
-		r.done = true
-		rec.Finished = true
-		rec.Finish = now
-		h.T.flowDone(pkt.Flow)
-		if next := h.T.Flows[pkt.Flow].OnRecvDone(); len(next) > 0 {
-			h.T.activate(h, e, next)
-		}
-	}
+	r.delivered(h, e)
 	echo := r.ceLatched
 	if cfg.Echo == EchoPerPacket || h.T.Caps.PerPacketAcks {
 		echo = ce
@@ -113,7 +107,7 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 		return
 	}
 	if r.delackAt == sim.Never {
-		r.delackAt = now + d.Timeout
+		r.delackAt = e.Now() + d.Timeout
 		r.armDelAck(h, e)
 	}
 }
@@ -145,6 +139,23 @@ func (r *Receiver) onDelAckTimer(h *Host, e *sim.Engine) {
 	}
 }
 
+// delivered records the bytes delivered in order and completes the flow
+// when the last one is in (activating the flows that wait on it).
+func (r *Receiver) delivered(h *Host, e *sim.Engine) {
+	rec := &h.T.Records[r.flow]
+	rec.BytesReceived = r.rcvNxt
+	if r.done || r.rcvNxt < r.size {
+		return
+	}
+	r.done = true
+	rec.Finished = true
+	rec.Finish = e.Now()
+	h.T.flowDone(r.flow)
+	if next := h.T.Flows[r.flow].OnRecvDone(); len(next) > 0 {
+		h.T.activate(h, e, next)
+	}
+}
+
 // onTrimmed handles a data packet a switch trimmed to its header (NDP): its
 // payload is lost, and the receiver knows it at once. A transport with
 // per-packet ACKs (STrack) learns of the hole from the NACK bitmap of the
@@ -164,27 +175,16 @@ func (r *Receiver) onTrimmed(h *Host, e *sim.Engine, pkt *sim.Packet) {
 func (r *Receiver) sendAck(h *Host, e *sim.Engine, pkt *sim.Packet, echo bool) {
 	cfg := &h.T.Cfg
 	f := &h.T.Flows[r.flow]
-	a := e.Pool.Alloc()
-	ack := e.Pool.Get(a)
-	ack.ID = e.NewPacketID(h.ID)
-	ack.Flow = r.flow
-	ack.SrcHost, ack.DstHost = int32(f.Dst), int32(f.Src)
-	ack.DstPort = uint16(f.ID)
-	ack.SrcPort = uint16(f.ID>>16) ^ 5201
-	ack.Proto = 6
+	a, ack := r.newAck(h, e)
 	if pkt != nil {
 		ack.Entropy = pkt.Entropy
 		ack.Seq = pkt.Seq
 	} else {
 		ack.Entropy = uint16(sim.Mix64(uint64(f.ID)))
 	}
-	ack.Flags = sim.FlagAck
 	if echo {
 		ack.Flags |= sim.FlagECE
 	}
-	ack.Ack = r.rcvNxt
-	ack.Size = int32(cfg.AckSize)
-	ack.TSval = e.Now()
 	ack.TSecr = r.tsRecent
 	if cfg.SACK {
 		r.fillSack(ack)
@@ -198,6 +198,25 @@ func (r *Receiver) sendAck(h *Host, e *sim.Engine, pkt *sim.Packet, echo bool) {
 	r.tsSet = false
 	r.delackAt = sim.Never
 	h.send(e, a)
+}
+
+// newAck allocates an ACK of the flow from this receiver to its sender:
+// addresses, ports, the cumulative ACK and the timestamp filled in.
+func (r *Receiver) newAck(h *Host, e *sim.Engine) (sim.PktRef, *sim.Packet) {
+	f := &h.T.Flows[r.flow]
+	a := e.Pool.Alloc()
+	ack := e.Pool.Get(a)
+	ack.ID = e.NewPacketID(h.ID)
+	ack.Flow = r.flow
+	ack.SrcHost, ack.DstHost = int32(f.Dst), int32(f.Src)
+	ack.DstPort = uint16(f.ID)
+	ack.SrcPort = uint16(f.ID>>16) ^ 5201
+	ack.Proto = 6
+	ack.Flags = sim.FlagAck
+	ack.Ack = r.rcvNxt
+	ack.Size = int32(h.T.Cfg.AckSize)
+	ack.TSval = e.Now()
+	return a, ack
 }
 
 // fillSack writes up to MaxSackBlocks blocks, most recently changed first

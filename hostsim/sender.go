@@ -18,6 +18,9 @@ type Sender struct {
 	// perPacket: the receiver answers every data packet and the ACK names
 	// it (STrack): ACKs carry an echo.
 	perPacket bool
+	// pds: UET's receivers (cc.PDSAcker): ACKs echo their packet and carry
+	// a SACK bitmap, trim NACKs name a packet (uet.go).
+	pds bool
 
 	// Pending timer events, at most one per kind (Never: none). A deadline
 	// that moves later is picked up when the pending event fires.
@@ -25,7 +28,8 @@ type Sender struct {
 	recTimerAt  sim.Time // the Recovery's own timer
 	paceTimerAt sim.Time // pacing
 
-	ack cc.Ack // scratch: the ACK being processed
+	ack  cc.Ack  // scratch: the ACK being processed
+	nack cc.Nack // scratch: the NACK being processed
 }
 
 func newSender(cfg *Config, caps cc.Capabilities, f *FlowSpec) (*Sender, error) {
@@ -47,7 +51,7 @@ func newSender(cfg *Config, caps cc.Capabilities, f *FlowSpec) (*Sender, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &Sender{spec: f, ep: ep, perPacket: caps.PerPacketAcks,
+	return &Sender{spec: f, ep: ep, perPacket: caps.PerPacketAcks || caps.PDSAcks, pds: caps.PDSAcks,
 		timerAt: sim.Never, recTimerAt: sim.Never, paceTimerAt: sim.Never}, nil
 }
 
@@ -102,6 +106,9 @@ func (s *Sender) sendSegment(h *Host, e *sim.Engine, cfg *Config, rec *FlowRecor
 	if seg.Retx {
 		pkt.Flags |= sim.FlagRetx
 		rec.Retransmits++
+	}
+	if sent.AckReq {
+		pkt.Flags |= sim.FlagAckReq
 	}
 	pkt.Entropy = sent.Entropy
 	pkt.Seq = seg.Seq
@@ -172,6 +179,9 @@ func (s *Sender) onRecoveryTimer(h *Host, e *sim.Engine) {
 		s.armRecoveryTimer(h, e)
 		return
 	}
+	if act.RTO {
+		h.T.Records[s.spec.ID].Timeouts++ // per-packet timers (UET)
+	}
 	s.record(h, act)
 	s.trySend(h, e)
 }
@@ -199,6 +209,10 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 		return
 	}
 	now := e.Now()
+	if s.pds && pkt.Flags&sim.FlagNack != 0 {
+		s.onNack(h, e, pkt)
+		return
+	}
 	rec := &h.T.Records[s.spec.ID]
 	// Field by field: a composite literal would zero and copy the whole
 	// struct (it holds a slice) on every ACK.
@@ -208,6 +222,10 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	if s.perPacket {
 		a.Echo, a.EchoValid = pkt.Seq, true
 		a.Nack, a.Bitmap = pkt.Flags&sim.FlagNack != 0, pkt.Bitmap
+		// A PDS ACK always carries its SACK bitmap and echoes its
+		// packet's send time, even 0.
+		a.Nack = a.Nack || s.pds
+		a.HasTSecr = a.HasTSecr || s.pds
 	}
 	if s.ack.ECE {
 		rec.ECNMarkedAcks++

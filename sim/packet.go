@@ -38,6 +38,9 @@ const (
 	// quanta of classes 0-3 and Ack those of classes 4-7, 16 bits each.
 	// It is never forwarded.
 	FlagPause
+	// FlagAckReq: a UET data packet asks its receiver for an ACK at once
+	// (the PDS ack-request flag; uet-htsim's set_ar).
+	FlagAckReq
 )
 
 // The traffic class (0-7, 802.1p-like priority) rides in the top three
@@ -101,7 +104,7 @@ type Packet struct {
 	Size    int32  // bytes on the wire, headers included
 	Payload int32  // payload bytes
 	Seq     uint64 // first payload byte (data); echoed sequence (acks)
-	Ack     uint64 // cumulative acknowledgement (acks)
+	Ack     uint64 // cumulative acknowledgement (acks); the Hops at which a switch trimmed a data packet
 	Bitmap  uint64 // received-bitmap after Ack (NACKs)
 	TSval   Time   // sender's timestamp (RFC 7323 style, exact)
 	TSecr   Time   // echoed timestamp

@@ -453,39 +453,6 @@ func parseRange(s string) (sim.SackBlock, error) {
 	return sim.SackBlock{Start: x, End: y}, nil
 }
 
-// timeUnits are the units a duration may carry.
-var timeUnits = []struct {
-	suffix string
-	unit   sim.Time
-}{{"ps", sim.Picosecond}, {"ns", sim.Nanosecond}, {"us", sim.Microsecond},
-	{"ms", sim.Millisecond}, {"s", sim.Second}}
-
 // parseDuration reads "0" or a decimal number with a unit ps, ns, us, ms or
-// s ("100us", "1.5ms"). The value must be a whole number of picoseconds.
-func parseDuration(s string) (sim.Time, error) {
-	if s == "0" {
-		return 0, nil
-	}
-	for _, u := range timeUnits {
-		num, ok := strings.CutSuffix(s, u.suffix)
-		if !ok {
-			continue
-		}
-		whole, frac, _ := strings.Cut(num, ".")
-		w, err := strconv.ParseInt(whole, 10, 64)
-		if err != nil || w < 0 {
-			return 0, fmt.Errorf("bad duration %q", s)
-		}
-		t := sim.Time(w) * u.unit
-		scale := u.unit
-		for _, c := range frac {
-			if c < '0' || c > '9' || scale%10 != 0 {
-				return 0, fmt.Errorf("bad duration %q (at most picosecond precision)", s)
-			}
-			scale /= 10
-			t += sim.Time(c-'0') * scale
-		}
-		return t, nil
-	}
-	return 0, fmt.Errorf("duration %q has no unit (ps, ns, us, ms, s)", s)
-}
+// s ("100us", "1.5ms"): cc.ParseDuration.
+func parseDuration(s string) (sim.Time, error) { return cc.ParseDuration(s) }
