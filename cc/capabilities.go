@@ -107,6 +107,13 @@ type TimedOutPaths interface {
 	TimedOutEntropies() []uint16
 }
 
+// ECNReactor is a controller that reads the ECN echo of every ACK in
+// OnAck itself (NSCC's quadrants): the endpoint applies no RFC 3168
+// once-per-window reduction for it.
+type ECNReactor interface {
+	ReactsToECN()
+}
+
 // Capabilities is what a pair of modules declares.
 type Capabilities struct {
 	// PDSAcks: PDSAcker.

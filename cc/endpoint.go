@@ -67,6 +67,7 @@ type Endpoint struct {
 	nackCtl   NackReactor
 	toPaths   TimedOutPaths
 	ownTimers bool // the recovery times packets out itself: no RTO
+	ownECN    bool // the controller reads ECE itself (ECNReactor)
 	pds       bool // UET PDS receivers: data packets may request an ACK
 	ne        NackEvent
 
@@ -488,7 +489,7 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 			act.ECNCut = true
 			event = "all-paths-skipped"
 		}
-	} else if ep.cfg.ECN && ece && !ep.st.InRecovery && (!ep.ecnReduced || ep.st.Una > ep.ecnRecover) {
+	} else if ep.cfg.ECN && ece && !ep.ownECN && !ep.st.InRecovery && (!ep.ecnReduced || ep.st.Una > ep.ecnRecover) {
 		// RFC 3168 §6.1.2: react to ECE at most once per window of data.
 		ep.congestion(now, CongECN, ep.st.Flight)
 		ep.ecnRecover, ep.ecnReduced = ep.st.Nxt, true

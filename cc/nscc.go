@@ -191,6 +191,7 @@ var (
 	_ Controller  = (*NSCC)(nil)
 	_ NackReactor = (*NSCC)(nil)
 	_ Observer    = (*NSCC)(nil)
+	_ ECNReactor  = (*NSCC)(nil)
 )
 
 // bdpOf is htsim's timeAsSec(rtt) * (linkspeed / 8), truncated to bytes.
@@ -517,6 +518,9 @@ func traceTime(t sim.Time) string {
 	}
 	return t.String()
 }
+
+// ReactsToECN implements ECNReactor: the quadrants read every ACK's mark.
+func (n *NSCC) ReactsToECN() {}
 
 // RequiredRecovery implements RecoveryRequirer: UET's packet-level
 // recovery (cc/uet_recovery.go).

@@ -29,6 +29,7 @@ func (ep *Endpoint) initUET() {
 	ep.toPaths, _ = ep.rec.(TimedOutPaths)
 	_, ep.ownTimers = ep.rec.(OwnTimeouts)
 	_, ep.pds = ep.rec.(PDSAcker)
+	_, ep.ownECN = ep.ctl.(ECNReactor)
 }
 
 // ackRequest is htsim's set_ar rule: a retransmission, the flow's last new

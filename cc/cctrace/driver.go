@@ -9,9 +9,10 @@
 // language is described in docs/cc-trace.md.
 //
 // Not modelled: a receiver (the script says what each ACK acknowledges;
-// delayed ACKs are the script's to write), packets (ids, ports, entropy)
-// and STrack's path manager, which needs the echoed entropy of each ACK.
-// The endpoint's pacing, TSO deferral and receive window are there
+// delayed ACKs are the script's to write) and packets (ids, ports). A
+// path manager (DriverConfig.Paths) picks each packet's entropy from the
+// entropies ACKs and NACKs echo, as the script writes them. The
+// endpoint's pacing, TSO deferral and receive window are there
 // (DriverConfig) but scripts leave them off.
 package cctrace
 
@@ -45,6 +46,10 @@ type DriverConfig struct {
 	TSOSegments int
 	Pacing      cc.PacingConfig
 	RWnd        int64
+	// Paths gives the endpoint a path manager (STrack's modes or UET's
+	// load-balancing policies) with entropies from 0: a packet's entropy
+	// is its index.
+	Paths *cc.PathConfig
 }
 
 // Ack is one ACK packet as the sender receives it.
@@ -66,6 +71,8 @@ type Ack struct {
 	EchoValid bool
 	Nack      bool
 	Bitmap    uint64
+	// Entropy is the entropy the ACK echoes (the path manager's input).
+	Entropy uint16
 }
 
 // Events counts what happened since the last TakeEvents.
@@ -76,6 +83,7 @@ type Events struct {
 	ECNCuts       int // ECN reductions (OnCongestion(CongECN))
 	RTOs          int // retransmission timer expiries (OnCongestion(CongRTO))
 	RecTimers     int // TimedRecovery deadlines fired
+	Nacks         int // trim NACKs that took a packet out of the flight
 	Done          bool
 }
 
@@ -89,9 +97,11 @@ type Driver struct {
 	now      sim.Time
 	highSent uint64 // highest byte sent + 1
 
-	sent   []cc.Segment // segments sent since the last TakeSent
+	sent   []cc.Segment // segments sent since the last TakeSent (with their entropy)
+	ackReq []bool       // whether each asked for an ACK at once (cc.Sent.AckReq)
 	events Events
-	ack    cc.Ack // scratch
+	ack    cc.Ack  // scratch
+	nack   cc.Nack // scratch
 }
 
 // NewDriver returns a driver at time 0 with nothing sent.
@@ -107,7 +117,7 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	}
 	ep, err := cc.NewEndpoint(cc.EndpointConfig{MSS: cfg.MSS, Size: cfg.Size, RTO: cfg.RTO,
 		ECN: cfg.ECN, Header: cfg.Header, TSOSegments: cfg.TSOSegments, Pacing: cfg.Pacing,
-		RWnd: cfg.RWnd, Hops: cfg.Hops}, cfg.CC, cfg.Rec)
+		RWnd: cfg.RWnd, Hops: cfg.Hops, Paths: cfg.Paths}, cfg.CC, cfg.Rec)
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +156,14 @@ func (d *Driver) TakeSent() []cc.Segment {
 	return s
 }
 
+// TakeAckReqs returns, for the segments TakeSent returned last, whether
+// each asked for an ACK at once; the slice is reused.
+func (d *Driver) TakeAckReqs() []bool {
+	a := d.ackReq
+	d.ackReq = d.ackReq[:0]
+	return a
+}
+
 // TakeEvents returns and clears the event counts.
 func (d *Driver) TakeEvents() Events {
 	e := d.events
@@ -167,11 +185,13 @@ func (d *Driver) Send(limit int) int {
 		if !ok {
 			break
 		}
-		d.ep.OnSent(d.now, seg, d.rng)
+		sent := d.ep.OnSent(d.now, seg, d.rng)
 		if e := seg.Seq + uint64(seg.Len); e > d.highSent {
 			d.highSent = e
 		}
+		seg.Entropy = sent.Entropy
 		d.sent = append(d.sent, seg)
+		d.ackReq = append(d.ackReq, sent.AckReq)
 		n++
 	}
 	return n
@@ -197,6 +217,9 @@ func (d *Driver) count(a cc.Actions) {
 	if a.RecoveryTimer {
 		d.events.RecTimers++
 	}
+	if a.Nack {
+		d.events.Nacks++
+	}
 	if a.Done {
 		d.events.Done = true
 	}
@@ -210,11 +233,29 @@ func (d *Driver) OnAck(a Ack) {
 		return
 	}
 	d.ack = cc.Ack{Ack: a.Ack, Sack: a.Sack, ECE: a.ECE, Echo: a.Echo, EchoValid: a.EchoValid,
-		Nack: a.Nack, Bitmap: a.Bitmap}
+		Nack: a.Nack, Bitmap: a.Bitmap, Entropy: a.Entropy}
 	if a.RTT > 0 {
 		d.ack.TSecr, d.ack.HasTSecr = d.now-a.RTT, true
 	}
 	act := d.ep.OnAck(d.now, &d.ack)
+	d.count(act)
+	if act.Send && d.autoSend {
+		d.Send(0)
+	}
+}
+
+// OnNack processes a trim NACK at the current time with
+// cc.Endpoint.OnNack, then, with AutoSend, sends. rtt > 0 makes its echoed
+// timestamp now - rtt.
+func (d *Driver) OnNack(n cc.Nack, rtt sim.Time) {
+	if d.ep.Done() {
+		return
+	}
+	d.nack = n
+	if rtt > 0 {
+		d.nack.TSecr, d.nack.HasTSecr = d.now-rtt, true
+	}
+	act := d.ep.OnNack(d.now, &d.nack)
 	d.count(act)
 	if act.Send && d.autoSend {
 		d.Send(0)
