@@ -57,6 +57,27 @@ func ParsePathMode(s string) (PathMode, error) {
 	return 0, fmt.Errorf("unknown path selection %q (known: skip, reuse, strack-sim, oblivious, bitmap, reps, mixed)", s)
 }
 
+// String is the mode's scenario name.
+func (m PathMode) String() string {
+	switch m {
+	case PathSkip:
+		return "skip"
+	case PathReuse:
+		return "reuse"
+	case PathSimRR:
+		return "strack-sim"
+	case PathOblivious:
+		return "oblivious"
+	case PathBitmap:
+		return "bitmap"
+	case PathREPS:
+		return "reps"
+	case PathMixed:
+		return "mixed"
+	}
+	return "invalid"
+}
+
 // UET reports whether m is one of UET's load-balancing policies, which
 // spread over a power-of-two number of entropies.
 func (m PathMode) UET() bool { return m >= PathOblivious && m <= PathMixed }
