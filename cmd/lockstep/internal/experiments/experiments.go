@@ -52,6 +52,7 @@ const (
 	scalableFile  = "scalable"
 	sprayingFile  = "spraying"
 	allreduceFile = "allreduce"
+	nsccFile      = "nscc"
 )
 
 // All lists the experiments by name.
@@ -62,6 +63,7 @@ func All() []Experiment {
 		{Name: "scalable", Summary: "Scalable TCP (Kelly, Linux) vs Reno, CUBIC, DCTCP: fairness with 10-1000 flows, a 100 ms flap, a chaotic link", File: scalableFile, Run: scalableExp},
 		{Name: "allreduce", Summary: "ring vs halving-doubling vs double binary tree all-reduce on a rail-optimised fabric and a fat-tree, ECMP vs spraying, with a second job; the ring's busbw against the analytical bound", File: allreduceFile, Run: allreduce},
 		{Name: "spraying", Summary: "STrack spraying vs DCTCP and Reno over ECMP on a leaf-spine and a k=8 fat-tree, with a degraded link", File: sprayingFile, Run: spraying},
+		{Name: "nscc", Summary: "Ultra Ethernet's NSCC (four load-balancing policies) vs STrack vs DCTCP on htsim's perm1024 inputs and an incast", File: nsccFile, Run: nsccExp},
 	}
 }
 
