@@ -70,8 +70,8 @@ func TestUET_PDS_MatchesReference(t *testing.T) {
 	for trial := range 50 {
 		r := newUET(t, mss, n*mss, rto)
 		type rec struct {
-			sent              bool
-			at                sim.Time
+			sent        bool
+			at          sim.Time
 			acked, lost bool
 		}
 		ref := make([]rec, n)
