@@ -85,13 +85,12 @@ func nsDCTCP(s *scenario.Scenario) {
 
 // nsSizes are the workloads' sizes.
 type nsSizes struct {
-	quick          bool
-	incastSenders  int
-	incastSize     yamlx.Size
-	incastFirst    int // the first sender's host index
-	permSize       yamlx.Size
-	spreadSeeds    int
-	idealPermFCTus float64 // a flow alone on the fabric, receiver side
+	quick         bool
+	incastSenders int
+	incastSize    yamlx.Size
+	incastFirst   int // the first sender's host index
+	permSize      yamlx.Size
+	spreadSeeds   int
 }
 
 func nsSizesFor(env *Env) nsSizes {
