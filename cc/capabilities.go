@@ -92,6 +92,13 @@ type NackEvent struct {
 	MSS           int64
 }
 
+// TimeoutReactor is a controller that hears of the bytes a recovery's
+// per-packet timers declared lost (NSCC: mark_packet_for_retransmission),
+// instead of OnCongestion(CongRTO).
+type TimeoutReactor interface {
+	OnPacketTimeout(now sim.Time, bytes int64)
+}
+
 // OwnTimeouts is a recovery that times out packets itself, one by one
 // (UET: each packet RTO after it left): the endpoint arms no RFC 6298
 // timer, and the recovery's TimedRecovery deadline does the work.

@@ -93,10 +93,6 @@ type CongestionEvent struct {
 	// (RFC 5681's FlightSize), at the moment of the event.
 	FlightSize int64
 	MSS        int64
-	// Bytes is the payload the event concerns when it is a part of the
-	// flight: the segments a per-packet timer declared lost (CongRTO from a
-	// recovery with timers of its own, UET's). 0 otherwise.
-	Bytes int64
 }
 
 // Controller is a congestion-control algorithm. It owns cwnd and ssthresh.
@@ -188,8 +184,8 @@ type AckVerdict struct {
 	LossFlightSize int64
 	// TimedOut is the payload a recovery's per-packet timers declared lost
 	// (OnDeadline of a recovery that owns its timeouts, UET's): the
-	// endpoint tells the controller (CongRTO with Bytes) and the path
-	// manager.
+	// endpoint tells the controller (TimeoutReactor, else CongRTO) and
+	// the path manager.
 	TimedOut int64
 	// SeqState is the sequence state after the ACK.
 	SeqState

@@ -49,27 +49,21 @@ type Endpoint struct {
 	rtoAt       sim.Time // retransmission deadline; Never when disarmed
 	paceAt      sim.Time // earliest time the next burst may leave
 	inBurst     int      // segments of the current burst sent
-	paceBlocked bool     // the last Next stopped on pacing
 	ecnRecover  uint64   // no new ECN reduction until SndUna passes this
+	paceBlocked bool     // the last Next stopped on pacing
 	ecnReduced  bool     // an ECN reduction happened (ecnRecover is valid)
 	cwrPending  bool     // set CWR on the next data packet
 	done        bool
 	cwndLimited bool  // sending stopped on cwnd since the last ACK
+	halved      bool  // PathSimRR: a halving happened (lastHalve valid)
 	delivered   int64 // bytes acknowledged so far
 
 	pm        *PathManager // STrack's entropy choice; nil otherwise
 	lastHalve sim.Time     // PathSimRR: last all-paths-skipped halving
-	halved    bool
 
-	// UET (uet_endpoint.go): the recovery's NACK and timer seams and the
-	// controller's NACK reaction, found once by type assertion.
-	nackRec   NackRecovery
-	nackCtl   NackReactor
-	toPaths   TimedOutPaths
-	ownTimers bool // the recovery times packets out itself: no RTO
-	ownECN    bool // the controller reads ECE itself (ECNReactor)
-	pds       bool // UET PDS receivers: data packets may request an ACK
-	ne        NackEvent
+	// uet holds the UET seams of the modules (uet_endpoint.go), nil when
+	// they have none.
+	uet *uetSeams
 
 	lastTraceAt sim.Time
 	lastCwnd    int64
@@ -373,10 +367,10 @@ func (ep *Endpoint) OnSent(now sim.Time, seg Segment, rng *rand.Rand) Sent {
 	}
 	seg.Entropy = s.Entropy
 	ep.st = ep.rec.OnSent(now, seg, ep.rttInfo())
-	if ep.pds {
+	if ep.uet != nil && ep.uet.pds {
 		s.AckReq = ep.ackRequest(seg)
 	}
-	if ep.rtoAt == sim.Never && !ep.ownTimers {
+	if ep.rtoAt == sim.Never && (ep.uet == nil || !ep.uet.ownTimers) {
 		ep.armRTO(now + ep.rto.Timeout()) // RFC 6298 §5.1
 	}
 	if ep.cfg.Pacing.Enabled {
@@ -489,7 +483,7 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 			act.ECNCut = true
 			event = "all-paths-skipped"
 		}
-	} else if ep.cfg.ECN && ece && !ep.ownECN && !ep.st.InRecovery && (!ep.ecnReduced || ep.st.Una > ep.ecnRecover) {
+	} else if ep.cfg.ECN && ece && (ep.uet == nil || !ep.uet.ownECN) && !ep.st.InRecovery && (!ep.ecnReduced || ep.st.Una > ep.ecnRecover) {
 		// RFC 3168 §6.1.2: react to ECE at most once per window of data.
 		ep.congestion(now, CongECN, ep.st.Flight)
 		ep.ecnRecover, ep.ecnReduced = ep.st.Nxt, true
@@ -507,7 +501,7 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 		return act
 	}
 	ep.cwndLimited = false
-	if v.AdvancedUna && !ep.ownTimers {
+	if v.AdvancedUna && (ep.uet == nil || !ep.uet.ownTimers) {
 		ep.armRTO(now + ep.rto.Timeout()) // RFC 6298 §5.3
 	}
 	act.Send = true

@@ -188,10 +188,11 @@ func (c *NSCCConfig) Validate() error {
 }
 
 var (
-	_ Controller  = (*NSCC)(nil)
-	_ NackReactor = (*NSCC)(nil)
-	_ Observer    = (*NSCC)(nil)
-	_ ECNReactor  = (*NSCC)(nil)
+	_ Controller     = (*NSCC)(nil)
+	_ NackReactor    = (*NSCC)(nil)
+	_ Observer       = (*NSCC)(nil)
+	_ ECNReactor     = (*NSCC)(nil)
+	_ TimeoutReactor = (*NSCC)(nil)
 )
 
 // bdpOf is htsim's timeAsSec(rtt) * (linkspeed / 8), truncated to bytes.
@@ -442,20 +443,21 @@ func (n *NSCC) OnNack(ev *NackEvent) {
 	n.NackDecreases++
 }
 
-// OnCongestion implements Controller.OnCongestion. A per-packet timeout
-// takes the packet out of the window (mark_packet_for_retransmission,
-// floored at one MTU and not capped). Losses and ECN reach NSCC through
-// NACKs and ACKs only.
-func (n *NSCC) OnCongestion(ev *CongestionEvent) {
-	if ev.Kind != CongRTO {
-		return
-	}
-	b := ev.Bytes
-	if b == 0 {
-		b = ev.MSS
-	}
-	n.cwnd = max(n.cwnd-n.wire(b), n.mtu)
+// OnPacketTimeout implements TimeoutReactor: a per-packet timeout takes
+// the packets out of the window (mark_packet_for_retransmission, floored
+// at one MTU and not capped).
+func (n *NSCC) OnPacketTimeout(now sim.Time, bytes int64) {
+	n.cwnd = max(n.cwnd-n.wire(bytes), n.mtu)
 	n.state = StateTimeoutDecrease
+}
+
+// OnCongestion implements Controller.OnCongestion. Losses and ECN reach
+// NSCC through NACKs and ACKs only; an RTO of the endpoint's (which UET's
+// recovery never arms) counts as one packet timed out.
+func (n *NSCC) OnCongestion(ev *CongestionEvent) {
+	if ev.Kind == CongRTO {
+		n.OnPacketTimeout(ev.Now, ev.MSS)
+	}
 }
 
 // OnRecoveryExit implements Controller.OnRecoveryExit (UET's recovery has

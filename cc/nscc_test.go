@@ -122,11 +122,11 @@ func TestNSCC_QuickAdaptGate(t *testing.T) {
 func TestNSCC_TimeoutCutsOnePacketFlooredNotCapped(t *testing.T) {
 	cfg, mss := htsimPerm1024()
 	n := NewNSCC(cfg, mss)
-	n.OnCongestion(&CongestionEvent{Kind: CongRTO, Bytes: 2 * mss, MSS: mss})
+	n.OnPacketTimeout(0, 2*mss)
 	if n.WireCwnd() != 262926-2*4150 || n.State() != StateTimeoutDecrease {
 		t.Errorf("two packets timed out: want %d, got %d (%v)", 262926-2*4150, n.WireCwnd(), n.State())
 	}
-	n.OnCongestion(&CongestionEvent{Kind: CongRTO, Bytes: 1 << 30, MSS: mss})
+	n.OnPacketTimeout(0, 1<<30)
 	if n.WireCwnd() != 4150 {
 		t.Errorf("the window's floor is one MTU: got %d", n.WireCwnd())
 	}

@@ -22,14 +22,34 @@ type Nack struct {
 	HasTSecr bool
 }
 
-// initUET finds the UET seams of the modules.
+// uetSeams are the UET seams of an endpoint's modules, found once by type
+// assertion (kept apart so that other flows pay one pointer).
+type uetSeams struct {
+	nackRec   NackRecovery
+	nackCtl   NackReactor
+	toCtl     TimeoutReactor
+	toPaths   TimedOutPaths
+	ownTimers bool // the recovery times packets out itself: no RTO
+	ownECN    bool // the controller reads ECE itself (ECNReactor)
+	pds       bool // UET PDS receivers: data packets may request an ACK
+	ne        NackEvent
+}
+
+// initUET finds the UET seams of the modules; the struct is allocated
+// only for modules that have some.
 func (ep *Endpoint) initUET() {
-	ep.nackRec, _ = ep.rec.(NackRecovery)
-	ep.nackCtl, _ = ep.ctl.(NackReactor)
-	ep.toPaths, _ = ep.rec.(TimedOutPaths)
-	_, ep.ownTimers = ep.rec.(OwnTimeouts)
-	_, ep.pds = ep.rec.(PDSAcker)
-	_, ep.ownECN = ep.ctl.(ECNReactor)
+	nackRec, _ := ep.rec.(NackRecovery)
+	nackCtl, _ := ep.ctl.(NackReactor)
+	toCtl, _ := ep.ctl.(TimeoutReactor)
+	toPaths, _ := ep.rec.(TimedOutPaths)
+	_, ownTimers := ep.rec.(OwnTimeouts)
+	_, pds := ep.rec.(PDSAcker)
+	_, ownECN := ep.ctl.(ECNReactor)
+	if nackRec == nil && nackCtl == nil && toCtl == nil && toPaths == nil && !ownTimers && !pds && !ownECN {
+		return
+	}
+	ep.uet = &uetSeams{nackRec: nackRec, nackCtl: nackCtl, toCtl: toCtl, toPaths: toPaths,
+		ownTimers: ownTimers, pds: pds, ownECN: ownECN}
 }
 
 // ackRequest is htsim's set_ar rule: a retransmission, the flow's last new
@@ -42,11 +62,14 @@ func (ep *Endpoint) ackRequest(seg Segment) bool {
 // packetTimeouts tells the controller and the path manager that the
 // recovery's timers declared bytes lost.
 func (ep *Endpoint) packetTimeouts(now sim.Time, bytes int64) {
-	ep.ce = CongestionEvent{Now: now, Kind: CongRTO, FlightSize: ep.st.Flight, MSS: ep.mss, Bytes: bytes}
-	ep.ctl.OnCongestion(&ep.ce)
-	ep.readCtl()
-	if ep.pm != nil && ep.toPaths != nil {
-		for _, e := range ep.toPaths.TimedOutEntropies() {
+	if ep.uet != nil && ep.uet.toCtl != nil {
+		ep.uet.toCtl.OnPacketTimeout(now, bytes)
+		ep.readCtl()
+	} else {
+		ep.congestion(now, CongRTO, ep.st.Flight)
+	}
+	if ep.pm != nil && ep.uet != nil && ep.uet.toPaths != nil {
+		for _, e := range ep.uet.toPaths.TimedOutEntropies() {
 			ep.pm.OnTimeout(now, e)
 		}
 	}
@@ -60,22 +83,23 @@ func (ep *Endpoint) packetTimeouts(now sim.Time, bytes int64) {
 // counts as an ACK with the header's mark. Actions.Send asks the owner to
 // send (the retransmission).
 func (ep *Endpoint) OnNack(now sim.Time, n *Nack) Actions {
-	if ep.done || ep.nackRec == nil {
+	if ep.done || ep.uet == nil || ep.uet.nackRec == nil {
 		return Actions{}
 	}
+	u := ep.uet
 	prior := ep.st.Pipe
-	bytes, st, ok := ep.nackRec.OnNack(now, n.Seq)
+	bytes, st, ok := u.nackRec.OnNack(now, n.Seq)
 	ep.st = st
 	if !ok {
 		return Actions{}
 	}
-	if ep.nackCtl != nil {
-		ev := &ep.ne
+	if u.nackCtl != nil {
+		ev := &u.ne
 		*ev = NackEvent{Now: now, Bytes: bytes, LastHop: n.LastHop, PriorInFlight: prior, MSS: ep.mss}
 		if n.HasTSecr {
 			ev.RTT = now - n.TSecr
 		}
-		ep.nackCtl.OnNack(ev)
+		u.nackCtl.OnNack(ev)
 		ep.readCtl()
 	}
 	if ep.pm != nil {

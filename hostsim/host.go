@@ -134,6 +134,8 @@ type Host struct {
 
 	nic  sim.PktQueue
 	busy bool
+	// ctl: UET hosts' control queue (uet_nic.go); nil for the others.
+	ctl *pdsNIC
 	// Misrouted counts packets that arrived for another host (dropped).
 	Misrouted uint64
 	// Created counts packets this host put on its NIC; Consumed those it
@@ -175,7 +177,12 @@ func (h *Host) ScheduleStart(e *sim.Engine, f *FlowSpec) {
 }
 
 // Queued is the number of packets waiting in the NIC queue.
-func (h *Host) Queued() int { return h.nic.Len() }
+func (h *Host) Queued() int {
+	if h.ctl != nil {
+		return h.nic.Len() + h.ctl.q.Len()
+	}
+	return h.nic.Len()
+}
 
 // OnTimer handles an EvTimer event.
 func (h *Host) OnTimer(e *sim.Engine, ev *sim.Event) {
@@ -221,12 +228,28 @@ func (h *Host) OnTxDone(e *sim.Engine) {
 // a data packet of a class its switch paused (IEEE 802.1Qbb; the NIC has
 // one FIFO, so a paused head holds the packets behind it).
 func (h *Host) kick(e *sim.Engine) {
-	if h.busy || h.nic.Len() == 0 || h.held(e, *h.nic.Front()) {
+	if h.busy {
 		return
 	}
-	p := h.nic.Pop()
-	h.nic.Bytes -= int64(e.Pool.Get(p).Size)
+	if h.ctl != nil && h.ctl.q.Len() > 0 && h.controlTurn(e) {
+		h.transmitFrom(e, &h.ctl.q)
+		return
+	}
+	if h.nic.Len() == 0 || h.held(e, *h.nic.Front()) {
+		return
+	}
+	h.transmitFrom(e, &h.nic)
+}
+
+// transmitFrom starts the head packet of q.
+func (h *Host) transmitFrom(e *sim.Engine, q *sim.PktQueue) {
+	p := q.Pop()
+	pkt := e.Pool.Get(p)
+	q.Bytes -= int64(pkt.Size)
 	h.busy = true
+	if h.T.Caps.PDSAcks && pkt.Flags&sim.FlagData != 0 {
+		pkt.TSval = e.Now() // sent when it starts serialising (uet_nic.go)
+	}
 	e.Transmit(h.Link, p)
 }
 
@@ -264,6 +287,10 @@ func (h *Host) send(e *sim.Engine, p sim.PktRef) {
 	h.Created++
 	if h.Tap != nil {
 		h.Tap(e.Now(), e.Pool.Get(p), true)
+	}
+	if h.T.Caps.PDSAcks {
+		h.sendPDS(e, p)
+		return
 	}
 	if !h.busy && h.nic.Len() == 0 && !h.held(e, p) {
 		h.busy = true

@@ -28,7 +28,10 @@ type Receiver struct {
 	delackAt      sim.Time // delayed-ACK deadline; Never when none
 	delackTimerAt sim.Time // time of the pending timer event; Never if none
 	nack          bool     // STrack: the next ACK carries the received bitmap
-	pds           pdsState // UET's ACK state (uet.go)
+	// UET's ACK state (uet.go; here, they fill the padding after nack).
+	pdsGot      bool  // a data packet arrived (UecSink::_received_bytes > 0)
+	pdsAckReq   bool  // an ack request waits for the reorder queue (_ack_request)
+	pdsAccepted int32 // bytes since the last ACK (_accepted_bytes)
 }
 
 // bitmap is STrack's received bitmap: bit i is set when segment

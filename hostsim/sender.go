@@ -28,8 +28,7 @@ type Sender struct {
 	recTimerAt  sim.Time // the Recovery's own timer
 	paceTimerAt sim.Time // pacing
 
-	ack  cc.Ack  // scratch: the ACK being processed
-	nack cc.Nack // scratch: the NACK being processed
+	ack cc.Ack // scratch: the ACK being processed
 }
 
 func newSender(cfg *Config, caps cc.Capabilities, f *FlowSpec) (*Sender, error) {

@@ -25,13 +25,6 @@ import (
 // at the last hop (the switch noted its Hops in the header's Ack). Packet
 // numbers (PSN) are Seq/MSS.
 
-// pdsState is a UET receiver's ACK state.
-type pdsState struct {
-	accepted int64 // bytes since the last ACK (_accepted_bytes)
-	got      bool  // a data packet arrived (_received_bytes > 0)
-	ackReq   bool  // an ack request waits for the reorder queue (_ack_request)
-}
-
 // has reports whether bytes [s, t) all arrived already.
 func (r *Receiver) has(s, t uint64) bool {
 	if t <= r.rcvNxt {
@@ -60,30 +53,30 @@ func (r *Receiver) onPDSData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 		return
 	}
 	ce := pkt.Flags&sim.FlagCE != 0
-	r.pds.accepted += int64(pkt.Size)
+	r.pdsAccepted += pkt.Size
 	if have {
 		// A duplicate: acknowledge at once.
 		r.sendPDSAck(h, e, pkt, ce)
 		return
 	}
-	force := !r.pds.got
-	r.pds.got = true
+	force := !r.pdsGot
+	r.pdsGot = true
 	if pkt.Flags&sim.FlagAckReq != 0 {
 		force = true
-		r.pds.ackReq = true
+		r.pdsAckReq = true
 	}
 	inOrder := pkt.Seq == r.rcvNxt
 	r.accept(pkt.Seq, end)
 	r.delivered(h, e)
-	if inOrder && len(r.ooo) == 0 && r.pds.ackReq {
+	if inOrder && len(r.ooo) == 0 && r.pdsAckReq {
 		force = true
-		r.pds.ackReq = false
+		r.pdsAckReq = false
 	}
 	every := cfg.PDS.AckBytes
 	if every == 0 {
 		every = DefaultPDSAckBytes
 	}
-	if ce || r.pds.accepted >= every || force {
+	if ce || int64(r.pdsAccepted) >= every || force {
 		r.sendPDSAck(h, e, pkt, ce)
 	}
 }
@@ -114,7 +107,7 @@ func (r *Receiver) sendPDSAck(h *Host, e *sim.Engine, pkt *sim.Packet, ce bool) 
 	}
 	ack.Entropy, ack.Seq, ack.TSecr = pkt.Entropy, pkt.Seq, pkt.TSval
 	ack.Bitmap = r.sackBitmap(pkt.Seq/uint64(h.T.Cfg.CC.MSS), uint64(h.T.Cfg.CC.MSS))
-	r.pds.accepted = 0
+	r.pdsAccepted = 0
 	h.send(e, a)
 }
 
@@ -137,10 +130,9 @@ func (r *Receiver) sendPDSNack(h *Host, e *sim.Engine, pkt *sim.Packet) {
 // onNack hands a trim NACK to the endpoint (cc.Endpoint.OnNack) and sends
 // what it allows: the retransmission.
 func (s *Sender) onNack(h *Host, e *sim.Engine, pkt *sim.Packet) {
-	n := &s.nack
-	*n = cc.Nack{Seq: pkt.Seq, Entropy: pkt.Entropy, LastHop: pkt.Bitmap&1 != 0,
+	n := cc.Nack{Seq: pkt.Seq, Entropy: pkt.Entropy, LastHop: pkt.Bitmap&1 != 0,
 		ECE: pkt.Flags&sim.FlagECE != 0, TSecr: pkt.TSecr, HasTSecr: true}
-	act := s.ep.OnNack(e.Now(), n)
+	act := s.ep.OnNack(e.Now(), &n) // n does not escape: OnNack keeps nothing of it
 	s.record(h, act)
 	if act.Send {
 		s.trySend(h, e)

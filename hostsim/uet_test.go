@@ -145,3 +145,49 @@ func TestPDS_ConfigNeedsFixedRTOAndPowerOfTwo(t *testing.T) {
 		t.Errorf("PDS receivers: want a valid config without delayed ACKs, got %v (delack %v)", err, cfg.DelAck.Enabled)
 	}
 }
+
+// TestPDS_UecNIC_ControlTenToOneAndSendTime: a UET host keeps ACKs and
+// NACKs apart from data and, when both wait, sends ten control packets per
+// data packet (UecNIC::doNextEvent); a data packet's send time is when it
+// starts serialising.
+func TestPDS_UecNIC_ControlTenToOneAndSendTime(t *testing.T) {
+	x := newRx(t, pdsConfig())
+	queue := func(seq int, data bool) {
+		p := x.e.Pool.Alloc()
+		pk := x.e.Pool.Get(p)
+		*pk = sim.Packet{Flow: 0, SrcHost: 0, DstHost: 1, Seq: uint64(seq), TSval: 0}
+		if data {
+			pk.Flags, pk.Payload, pk.Size = sim.FlagData, rxMSS, rxMSS+40
+		} else {
+			pk.Flags, pk.Size = sim.FlagAck, 64
+		}
+		x.h.send(x.e, p)
+	}
+	x.e.SetNow(sim.Microsecond)
+	for i := range 3 {
+		queue(100+i, true)
+	}
+	for i := range 12 {
+		queue(i, false)
+	}
+	x.drain(x.e.Now() + 10*sim.Microsecond)
+	var order []uint64
+	for _, p := range x.acks {
+		order = append(order, p.Seq)
+		if p.Flags&sim.FlagData != 0 && (p.Seq == 100) != (p.TSval == sim.Microsecond) {
+			t.Errorf("data %d: send time %v, want when it started serialising (1us for the first only)", p.Seq, p.TSval)
+		}
+	}
+	want := []uint64{100, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 101, 10, 11, 102}
+	if len(order) != len(want) {
+		t.Fatalf("sent %v, want %v", order, want)
+	}
+	for i := range want {
+		if order[i] != want[i] {
+			t.Fatalf("sent %v, want %v (10 control packets per data packet)", order, want)
+		}
+	}
+	if x.h.Queued() != 0 {
+		t.Errorf("queued %d after the drain, want 0", x.h.Queued())
+	}
+}

@@ -19,7 +19,7 @@ import (
 // ECN thresholds, trimming and timeouts of uet-htsim's main_uec.cpp, and on
 // an incast over the same fabric.
 
-const nsExample = "htsim-perm1024-nscc.yaml"
+const nsExample = "htsim/perm1024-nscc.yaml"
 
 // nsTransport is one row of the tables.
 type nsTransport struct {
@@ -110,7 +110,7 @@ func nsSizesFor(env *Env) nsSizes {
 func nsWorkload(kind string, z nsSizes) func(*scenario.Scenario) {
 	return func(s *scenario.Scenario) {
 		if z.quick {
-			s.Topology.Htsim.File = "htsim/fattree16.topo"
+			s.Topology.Htsim.File = "fattree16.topo"
 			if kind == "perm" {
 				s.Workload = []scenario.Workload{{Type: "permutation", Size: z.permSize}}
 			}
@@ -294,7 +294,7 @@ Data: [nscc/fct.csv](nscc/fct.csv) (` + "`workload,transport,seed,flow,fct_us,se
 const nsSetup = `
 ## Set-up
 
-Every run uses ` + "`examples/htsim-perm1024-nscc.yaml`" + `: htsim's fat_tree_1024.topo
+Every run uses ` + "`examples/htsim/perm1024-nscc.yaml`" + `: htsim's fat_tree_1024.topo
 (1024 hosts, 3 tiers, 100 Gb/s, 1 us per link) and its permutation
 perm_1024n_1024c_0u_2000000b.cm, both read unchanged, with what the .topo
 format cannot say set as uet-htsim's main_uec.cpp sets a UEC run with
