@@ -89,6 +89,9 @@ type PDSConfig struct {
 	// included) arrived since its last ACK (uet-htsim
 	// UecSink::_bytes_unacked_threshold, 16384; 0: that default).
 	AckBytes int64
+	// FIFONIC keeps the hosts' single NIC FIFO, with send times taken
+	// when a packet enters it, instead of UecNIC's rules (uet_nic.go).
+	FIFONIC bool
 }
 
 // DefaultPDSAckBytes is htsim's UecSink::_bytes_unacked_threshold.

@@ -247,7 +247,7 @@ func (h *Host) transmitFrom(e *sim.Engine, q *sim.PktQueue) {
 	pkt := e.Pool.Get(p)
 	q.Bytes -= int64(pkt.Size)
 	h.busy = true
-	if h.T.Caps.PDSAcks && pkt.Flags&sim.FlagData != 0 {
+	if h.T.Caps.PDSAcks && !h.T.Cfg.PDS.FIFONIC && pkt.Flags&sim.FlagData != 0 {
 		pkt.TSval = e.Now() // sent when it starts serialising (uet_nic.go)
 	}
 	e.Transmit(h.Link, p)
@@ -288,7 +288,7 @@ func (h *Host) send(e *sim.Engine, p sim.PktRef) {
 	if h.Tap != nil {
 		h.Tap(e.Now(), e.Pool.Get(p), true)
 	}
-	if h.T.Caps.PDSAcks {
+	if h.T.Caps.PDSAcks && !h.T.Cfg.PDS.FIFONIC {
 		h.sendPDS(e, p)
 		return
 	}

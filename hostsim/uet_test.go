@@ -191,3 +191,24 @@ func TestPDS_UecNIC_ControlTenToOneAndSendTime(t *testing.T) {
 		t.Errorf("queued %d after the drain, want 0", x.h.Queued())
 	}
 }
+
+// TestPDS_FIFONIC_KeepsOneQueue: with FIFONIC a UET host sends in arrival
+// order and keeps the enqueue-time stamps.
+func TestPDS_FIFONIC_KeepsOneQueue(t *testing.T) {
+	cfg := pdsConfig()
+	cfg.PDS.FIFONIC = true
+	x := newRx(t, cfg)
+	for i := range 3 {
+		p := x.e.Pool.Alloc()
+		pk := x.e.Pool.Get(p)
+		*pk = sim.Packet{DstHost: 1, Seq: uint64(i), Flags: sim.FlagData, Payload: rxMSS, Size: rxMSS + 40}
+		if i == 1 {
+			pk.Flags, pk.Payload, pk.Size = sim.FlagAck, 0, 64
+		}
+		x.h.send(x.e, p)
+	}
+	x.drain(x.e.Now() + sim.Microsecond)
+	if len(x.acks) != 3 || x.acks[1].Seq != 1 || x.acks[2].TSval != 0 {
+		t.Fatalf("want the three in order with their enqueue stamps (0), got %+v", x.acks)
+	}
+}

@@ -22,8 +22,9 @@ type NSCC struct {
 	Shuffle    *bool          `yaml:"shuffle"`     // default true
 	REPSBuffer int            `yaml:"reps_buffer"` // default 8
 	REPSFreeze yamlx.Duration `yaml:"reps_freeze"` // default 0: off
-	// Receivers (hostsim/uet.go).
+	// Receivers (hostsim/uet.go) and the hosts' NIC (hostsim/uet_nic.go).
 	AckBytes yamlx.Size `yaml:"ack_bytes"` // default 16384
+	NIC      string     `yaml:"nic"`       // uec (default) or fifo
 	// The window (cc/nscc.go).
 	LinkRate          yamlx.Rate      `yaml:"link_rate"`
 	NetworkRTT        yamlx.Duration  `yaml:"network_rtt"`
@@ -104,6 +105,13 @@ func (l *loader) nscc(t *Transport, sw *Switch, topo *topologies.Topology, c *ho
 		return l.errf("transport.nscc.ack_bytes", "must be between 1 and %d, got %d", int64(MaxBuffer), int64(n.AckBytes))
 	}
 	c.PDS.AckBytes = int64(n.AckBytes)
+	switch n.NIC {
+	case "", "uec":
+	case "fifo":
+		c.PDS.FIFONIC = true
+	default:
+		return l.errf("transport.nscc.nic", "unknown NIC %q (known: uec, fifo)", n.NIC)
+	}
 
 	// The window: htsim's defaults, then the fabric's numbers.
 	nc := cc.DefaultNSCCConfig()

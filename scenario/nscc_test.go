@@ -61,7 +61,7 @@ func TestNSCC_DerivesHtsimsNumbersFromTheFabric(t *testing.T) {
 	b, err = loadHtsim(t, strings.Replace(htsim1024, "mtu: 4150", `mtu: 4150
   init_cwnd: 20
   rto: {mode: fixed, value: 50us}
-  nscc: {lb: reps, entropies: 128, network_rtt: 20us, link_rate: 400Gbps, ack_bytes: 8KiB, gamma: 0.5, qa_gate: 2, quick_adapt: false, shuffle: false}`, 1))
+  nscc: {lb: reps, entropies: 128, network_rtt: 20us, link_rate: 400Gbps, ack_bytes: 8KiB, gamma: 0.5, qa_gate: 2, quick_adapt: false, shuffle: false, nic: fifo}`, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestNSCC_DerivesHtsimsNumbersFromTheFabric(t *testing.T) {
 	n = tc.CC.NSCC
 	if n.NetworkRTT != 20*sim.Microsecond || n.LinkRate != 400*sim.GbitPerSecond || n.Gamma != 0.5 || n.QAGate != 2 ||
 		n.QuickAdapt || n.InitCwnd != 20 || tc.RTO.Fixed != 50*sim.Microsecond || tc.STrack.Mode != cc.PathREPS ||
-		tc.STrack.Entropies != 128 || !tc.STrack.NoShuffle || tc.PDS.AckBytes != 8192 {
+		tc.STrack.Entropies != 128 || !tc.STrack.NoShuffle || tc.PDS.AckBytes != 8192 || !tc.PDS.FIFONIC {
 		t.Errorf("given values not applied: %+v %+v %+v", n, tc.STrack, tc.RTO)
 	}
 }
@@ -90,6 +90,7 @@ func TestNSCC_RefusesWhatItCannotUse(t *testing.T) {
 		{"cc: nscc\n  nscc: {gamma: 2}", "transport.nscc"},
 		{"cc: nscc\n  nscc: {qa_gate: 40}", "transport.nscc.qa_gate"},
 		{"cc: nscc\n  nscc: {colour: red}", "transport.nscc.colour"},
+		{"cc: nscc\n  nscc: {nic: smart}", "transport.nscc.nic"},
 	} {
 		_, err := loadHtsim(t, strings.Replace(htsim1024, "cc: nscc", c.edit, 1))
 		if err == nil || !strings.Contains(err.Error(), c.field) {
