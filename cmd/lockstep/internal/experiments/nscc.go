@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lockstep-sim/lockstep/cc"
+	"github.com/lockstep-sim/lockstep/hostsim"
 	"github.com/lockstep-sim/lockstep/internal/yamlx"
 	"github.com/lockstep-sim/lockstep/runner"
 	"github.com/lockstep-sim/lockstep/scenario"
@@ -143,15 +144,19 @@ type nsRun struct {
 	trims      uint64 // data packets trimmed by switches
 	qa         uint64 // NSCC quick adapts that set a window
 	events     uint64
-	srtt       float64   // mean smoothed RTT at the end, us
 	toFCT      []float64 // FCTs (us) of the flows that had a timeout
+	// rtt and cwnd are the time-weighted means, over the traced flows'
+	// lives, of their smoothed RTT (us) and window (bytes).
+	rtt, cwnd float64
+	ceiling   float64 // NSCC: the mean window ceiling (payload bytes), 0 otherwise
 }
 
 func nsMeasure(r *runner.Result) nsRun {
 	f, unfinished := fcts(r)
 	out := nsRun{fct: f, unfinished: unfinished, t: sum(r), events: r.Summary().Events}
 	tr := r.Fabric.Transport()
-	nsrtt := 0
+	b := &tr.Cfg
+	nn := 0
 	for i, rec := range tr.Records {
 		if rec.AckedAt > 0 {
 			out.done = append(out.done, us(rec.AckedAt-r.Built.Fabric.Flows[i].Start))
@@ -162,35 +167,71 @@ func nsMeasure(r *runner.Result) nsRun {
 		if s := tr.Sender(int32(i)); s != nil {
 			if n, ok := s.Endpoint().Controller().(*cc.NSCC); ok {
 				out.qa += n.QuickAdapts
-			}
-			if v := s.Endpoint().RTO().SRTT(); v > 0 {
-				out.srtt += us(v)
-				nsrtt++
+				out.ceiling += float64(n.MaxCwnd()) * float64(b.CC.MSS) / float64(b.MTU)
+				nn++
 			}
 		}
 	}
-	if nsrtt > 0 {
-		out.srtt /= float64(nsrtt)
+	if nn > 0 {
+		out.ceiling /= float64(nn)
 	}
+	out.rtt, out.cwnd = nsTraceMeans(tr.CwndLog)
 	for _, c := range r.Outputs.Classes {
 		out.trims += c.Trimmed
 	}
 	return out
 }
 
-func (x nsRun) row(label string) string {
-	return fmt.Sprintf("| %s | %.1f | %.1f | %.1f | %.1f | %d | %d | %d | %d | %d | %d |\n", label,
-		percentile(x.fct, 50), percentile(x.fct, 99), percentile(x.fct, 100), percentile(x.done, 100),
-		x.t.retx, x.t.timeouts, x.trims, x.t.drops, x.t.marks, x.qa)
+// nsTraceMeans averages the traced flows' smoothed RTT and window over
+// time: each sample holds until the flow's next one.
+func nsTraceMeans(log []hostsim.CwndRow) (rtt, cwnd float64) {
+	last := map[int32]hostsim.CwndRow{}
+	var wr, wc, total float64
+	for _, r := range log {
+		if p, ok := last[r.Flow]; ok {
+			dt := float64(r.Time - p.Time)
+			wr += dt * us(p.SRTT)
+			wc += dt * float64(p.Cwnd)
+			total += dt
+		}
+		last[r.Flow] = r
+	}
+	if total == 0 {
+		return 0, 0
+	}
+	return wr / total, wc / total
 }
 
-const nsTableHead = "| transport | P50 FCT (us) | P99 FCT (us) | max FCT (us) | max, sender side (us) | retransmissions | timeouts | trims | drops | ECN marks | quick adapts |\n" +
-	"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+// nsTrace traces 16 of the workload's flows, spread over it.
+func nsTrace(kind string, z nsSizes) func(*scenario.Scenario) {
+	n := 1024
+	switch {
+	case kind == "incast":
+		n = z.incastSenders
+	case z.quick:
+		n = 16
+	}
+	var ids []int32
+	for i := 0; i < n; i += max(1, n/16) {
+		ids = append(ids, int32(i))
+	}
+	return func(s *scenario.Scenario) { s.Output.Cwnd = &scenario.CwndOutput{Flows: ids} }
+}
+
+func (x nsRun) row(label string) string {
+	return fmt.Sprintf("| %s | %.1f | %.1f | %.1f | %.1f | %d | %d | %d | %d | %d | %d | %.1f | %.1f |\n", label,
+		percentile(x.fct, 50), percentile(x.fct, 99), percentile(x.fct, 100), percentile(x.done, 100),
+		x.t.retx, x.t.timeouts, x.trims, x.t.drops, x.t.marks, x.qa, x.rtt, x.cwnd/1000)
+}
+
+const nsTableHead = "| transport | P50 FCT (us) | P99 FCT (us) | max FCT (us) | max, sender side (us) | retransmissions | timeouts | trims | drops | ECN marks | quick adapts | mean sRTT (us) | mean cwnd (KB) |\n" +
+	"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
 
 // nsRunOne runs one transport on one workload with one seed.
 func nsRunOne(env *Env, tr nsTransport, kind string, z nsSizes, seed uint64) (nsRun, error) {
 	env.logf("nscc: %s %s seed %d", kind, tr.short, seed)
-	b, err := scenario.LoadFile(filepath.Join(env.Examples, nsExample), tr.mutate, nsWorkload(kind, z), scenario.WithSeed(seed))
+	b, err := scenario.LoadFile(filepath.Join(env.Examples, nsExample), tr.mutate, nsWorkload(kind, z), nsTrace(kind, z),
+		scenario.WithSeed(seed))
 	if err != nil {
 		return nsRun{}, err
 	}
@@ -365,18 +406,23 @@ one flow each way, and the queueing is what sprayed packets meet in the
 core (%d ECN marks). A 2 MB flow alone on this fabric needs about 170 us
 (lockstep's ideal FCT, fct.csv).
 
-The mechanism that moved our result most is the host NIC. With one FIFO
-for data and ACKs and send times taken when a packet enters it (how
-lockstep's other transports send), the same run ends at %.1f us on the
-sender side (%.1f us at the receiver): a host's ACKs wait behind its own
-outgoing window, and its RTT samples include the time its data waited in
-its NIC, so NSCC sees queueing that is not in the network (mean smoothed
-RTT at the end %.1f us with the FIFO, %.1f us with UecNIC's rules) and
-grows more slowly. htsim's UecNIC lets a source send only when a port is
-free and interleaves control packets ten to one, which is what the
-default `+"`nic: uec`"+` does. We could not run htsim here, and the run
-behind 213 us (its seed, its number of entropies and load balancer) is
-not given, so the remaining difference is not attributed.
+What sets the tail: over their lives the 16 traced flows held a mean
+window of %.1f KB against NSCC's ceiling of %.1f KB (1.5 BDP of the base
+RTT), so a flow moves at about window / RTT and its FCT follows the RTT
+it sees (mean smoothed RTT %.1f us). The mechanism that moved our result
+most is the host NIC: with one FIFO for data and ACKs and send times
+taken when a packet enters it (how lockstep's other transports send), a
+host's ACKs wait behind its own outgoing window and its RTT samples
+include the time its data waited in its NIC; the mean smoothed RTT rises
+to %.1f us (window %.1f KB) and the run ends at %.1f us on the sender
+side (%.1f us at the receiver).
+htsim's UecNIC lets a source send only when a port is free and
+interleaves control packets ten to one, which is what the default
+`+"`nic: uec`"+` does; its switches serve ACKs and trimmed headers ahead
+of data, as the example's control class does. We could not run htsim
+here and the run behind 213 us (its seed, entropies, load balancer) is
+not given: the remaining %+.1f%% would be about %.1f us of RTT on every
+flow, and we have not attributed it.
 
 STrack, on the same switches, ends at %.1f us with %d retransmissions
 against %d trims and %d drops: the retransmissions beyond those were of
@@ -391,7 +437,8 @@ timeout (1 ms floor), and their median FCT is %.1f us: the tail is those
 timeouts.
 `, percentile(m.done, 100), percentile(sp, 1), percentile(sp, 100), len(sp),
 		100*(percentile(m.done, 100)/213-1), m.t.retx, m.trims, m.qa, m.t.marks,
-		percentile(ff.done, 100), percentile(ff.fct, 100), ff.srtt, m.srtt,
+		m.cwnd/1000, m.ceiling/1000, m.rtt, ff.rtt, ff.cwnd/1000, percentile(ff.done, 100), percentile(ff.fct, 100),
+		100*(percentile(m.done, 100)/213-1), m.rtt*(213/percentile(m.done, 100)-1),
 		percentile(st.fct, 100), st.t.retx, st.trims, st.t.drops,
 		sr.t.retx, percentile(sr.fct, 100), len(spread[nsSTrackReo]), percentile(spread[nsSTrackReo], 50),
 		percentile(dc.fct, 50), percentile(dc.fct, 100), dc.trims, dc.t.drops, dc.t.timeouts,
@@ -406,14 +453,15 @@ func nsIncastText(w *strings.Builder, inc []nsRun, ideal float64) {
 
 NSCC's last flow finished at %.1f us, %.1f%% above the %.1f us the
 receiver's link needs. Every sender starts at 1.5 BDP, so the first
-windows overflow the last hop, which trims: %d trims, all resent after
-their NACKs (%d retransmissions, %d timeouts). Each NACK takes its packet
-out of the window and asks for quick adapt, which set a window to what
-its flow had delivered %d times. STrack ends at %.1f us (%d
-retransmissions, %d timeouts: its bitmaps learn of trims only from later
-packets, and a flow whose whole tail was trimmed waits for its RTO), DCTCP
-at %.1f us (%d retransmissions, %d timeouts, %d trims: a trim is answered
-by a duplicate ACK, which starts SACK recovery only with two more).
+windows overflow the last hop, which trims: %d trims, %d
+retransmissions, %d timeouts. Each trim's NACK takes its packet out of the
+window and asks for quick adapt, which set a window to what its flow had
+delivered %d times. STrack ends at %.1f us (%d retransmissions, %d
+timeouts): its receivers do not answer a trim, so a sender learns of the
+hole from the bitmaps of later packets, and a trimmed packet with none
+behind it waits for the RTO. DCTCP ends at %.1f us (%d retransmissions, %d
+timeouts, %d trims): a trim is answered by one duplicate ACK, and SACK
+recovery starts only with three (RFC 6675).
 `, percentile(m.fct, 100), 100*(percentile(m.fct, 100)/ideal-1), ideal, m.trims, m.t.retx, m.t.timeouts, m.qa,
 		percentile(st.fct, 100), st.t.retx, st.t.timeouts, percentile(dc.fct, 100), dc.t.retx, dc.t.timeouts, dc.trims)
 }
