@@ -1,5 +1,7 @@
 package cc
 
+import "github.com/lockstep-sim/lockstep/sim"
+
 // Capabilities: a module says what it needs from the host and the
 // scenario by implementing small optional interfaces, found once when the
 // flow is built (gVisor picks its recovery by capability, sackPermitted;
@@ -49,6 +51,73 @@ type ECNDriven interface {
 	NeedsECN()
 }
 
+// RateController is a rate-based controller (DCQCN): PacingRate, in bits
+// per second, paces every packet of the flow through the endpoint's Pacer
+// (cc/pacer.go), and the host hands the flow's packets to its NIC only
+// when the NIC is free, as an RDMA NIC's scheduler pulls from its queue
+// pairs (hostsim/paced.go). Cwnd still gates sending; a purely rate-based
+// controller reports an unlimited window.
+type RateController interface {
+	PacingRate() int64
+}
+
+// LineRateAware is a controller that needs the rate of its host's link
+// (DCQCN starts at line rate and never exceeds it). The endpoint calls
+// SetLineRate before the first packet.
+type LineRateAware interface {
+	SetLineRate(bps int64)
+}
+
+// TimedController is a controller with timers of its own (DCQCN's rate
+// increase timer, its rate-reduction monitor): Deadline is when OnTimer
+// is due (sim.Never: none).
+type TimedController interface {
+	Deadline() sim.Time
+	OnTimer(now sim.Time)
+}
+
+// SendObserver is a controller told of every packet sent, with its size
+// on the wire (DCQCN's byte counter); OnSend reports whether the
+// controller's state changed.
+type SendObserver interface {
+	OnSend(now sim.Time, bytes int64) bool
+}
+
+// CNPReactor is a controller that reacts to congestion notification
+// packets (DCQCN's reaction point) rather than to ECE: receivers (the
+// notification point) send a CNP when CE-marked data arrives, at most one
+// per CNPInterval per flow, in the control class.
+type CNPReactor interface {
+	OnCNP(now sim.Time)
+	CNPInterval() sim.Time
+}
+
+// NakMode is how a RoCE receiver treats out-of-order data.
+type NakMode uint8
+
+// The zero NakMode is "not a RoCE recovery".
+const (
+	// NakGoBackN: the receiver discards out-of-order packets and sends one
+	// NAK (sequence error) per gap; the sender resends from the NAK's
+	// expected sequence number.
+	NakGoBackN NakMode = 1 + iota
+	// NakSelective: the receiver keeps out-of-order packets and answers
+	// each with a NAK naming it (IRN); the sender resends only the holes.
+	NakSelective
+)
+
+// NakRecovery is a RoCE loss recovery: receivers NAK sequence errors as
+// NakMode says instead of sending duplicate ACKs.
+type NakRecovery interface {
+	NakMode() NakMode
+}
+
+// DefaultRecoverer is a controller that names the recovery a scenario
+// gets when it names none (DCQCN: RoCE go-back-N).
+type DefaultRecoverer interface {
+	DefaultRecovery() string
+}
+
 // Capabilities is what a pair of modules declares.
 type Capabilities struct {
 	// PerPacketAcks: PerPacketAcker.
@@ -64,6 +133,14 @@ type Capabilities struct {
 	Recovery string
 	// NeedsECN: ECNDriven.
 	NeedsECN bool
+	// RateBased: RateController.
+	RateBased bool
+	// CNP: CNPReactor (receivers send CNPs, not ECE).
+	CNP bool
+	// Nak: the recovery's NakMode (0: not a RoCE recovery).
+	Nak NakMode
+	// DefaultRecovery: DefaultRecoverer's choice, "" for none.
+	DefaultRecovery string
 }
 
 // CapabilitiesOf reads what ctl and rec declare.
@@ -91,6 +168,18 @@ func CapabilitiesOf(ctl Controller, rec Recovery) Capabilities {
 	}
 	if r, ok := ctl.(RecoveryRequirer); ok {
 		c.Recovery = r.RequiredRecovery()
+	}
+	if _, ok := ctl.(RateController); ok {
+		c.RateBased = true
+	}
+	if _, ok := ctl.(CNPReactor); ok {
+		c.CNP = true
+	}
+	if d, ok := ctl.(DefaultRecoverer); ok {
+		c.DefaultRecovery = d.DefaultRecovery()
+	}
+	if n, ok := rec.(NakRecovery); ok {
+		c.Nak = n.NakMode()
 	}
 	return c
 }

@@ -126,6 +126,10 @@ type AckInfo struct {
 	// segment, is always clear).
 	Nack   bool
 	Bitmap uint64
+	// Nak: the ACK is a RoCE NAK (sequence error): Ack is the receiver's
+	// expected sequence number, and with selective repeat Sack names the
+	// out-of-order packet that triggered it (RoCERecovery).
+	Nak bool
 	// RTTInfo holds the sender's estimates after this ACK's sample and
 	// the RTO deadline before the ACK restarts it (RACK's inputs).
 	RTTInfo

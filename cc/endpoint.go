@@ -35,10 +35,18 @@ type Endpoint struct {
 	timed TimedRecovery // rec, when it has timers of its own
 	obs   Observer      // ctl, when it names its states
 	ssx   SlowStartExit // ctl, when it says why slow start ended
-	rto   *RTO
-	cfg   EndpointConfig
-	mss   int64
-	burst int // TSO burst in segments, at least 1
+	// The capabilities of a rate-based controller (DCQCN), nil otherwise:
+	// its rate paces every packet (pacer), its timers are the endpoint's
+	// TimerCC, it counts the bytes sent and reacts to CNPs.
+	rateCtl  RateController
+	timedCtl TimedController
+	sendObs  SendObserver
+	cnpCtl   CNPReactor
+	pacer    Pacer
+	rto      *RTO
+	cfg      EndpointConfig
+	mss      int64
+	burst    int // TSO burst in segments, at least 1
 
 	// st is the Recovery's state after its last event, and cwnd and ssth
 	// the Controller's after its last: kept here so that no getter is
@@ -62,6 +70,7 @@ type Endpoint struct {
 	halved    bool
 
 	lastTraceAt sim.Time
+	lastRate    int64
 	lastCwnd    int64
 	lastSsth    int64
 	lastState   CongState
@@ -104,6 +113,10 @@ type EndpointConfig struct {
 	FlowEntropy   uint16
 	// Hops is the flow's path length, for hop-aware controllers.
 	Hops int
+	// LineRate is the rate of the host's link in bits per second, for
+	// controllers that need it (LineRateAware); 0: set later with
+	// SetLineRate, before the first packet.
+	LineRate int64
 	// Trace makes the endpoint take cwnd trace samples; TraceInterval keeps
 	// at most one per interval, events excepted (0: every change).
 	Trace         bool
@@ -136,6 +149,9 @@ type Ack struct {
 	EchoValid bool
 	Nack      bool
 	Bitmap    uint64
+	// Nak: a RoCE NAK (sequence error), Ack its expected sequence
+	// (cc.AckInfo.Nak).
+	Nak bool
 	// Entropy is the entropy the ACK echoes (the path manager's input).
 	Entropy uint16
 }
@@ -154,6 +170,10 @@ type Actions struct {
 	RTO bool
 	// RecoveryTimer: the Recovery's own deadline fired.
 	RecoveryTimer bool
+	// CCTimer: the controller's own deadline fired (TimedController).
+	CCTimer bool
+	// CNP: a congestion notification packet was processed (CNPReactor).
+	CNP bool
 	// Done: this ACK acknowledged the last byte of the flow.
 	Done bool
 	// Send: the owner should now send what the endpoint allows.
@@ -176,6 +196,8 @@ const (
 	TimerRTO Timer = 1 + iota
 	// TimerRecovery is the Recovery's own timer (RecoveryDeadline).
 	TimerRecovery
+	// TimerCC is the controller's own timer (CCDeadline).
+	TimerCC
 )
 
 // TraceSample is one cwnd trace row (cwnd.csv, without the flow id).
@@ -187,6 +209,10 @@ type TraceSample struct {
 	MinRTT   sim.Time
 	State    CongState
 	Event    string
+	// Rate and TargetRate are a rate-based controller's rates in bits per
+	// second (0 for window-based controllers), Alpha its α when it has one.
+	Rate, TargetRate int64
+	Alpha            float64
 }
 
 // NewEndpoint returns the endpoint that drives ctl and rec.
@@ -208,6 +234,16 @@ func NewEndpoint(cfg EndpointConfig, ctl Controller, rec Recovery) (*Endpoint, e
 	ep.timed, _ = rec.(TimedRecovery)
 	ep.obs, _ = ctl.(Observer)
 	ep.ssx, _ = ctl.(SlowStartExit)
+	ep.rateCtl, _ = ctl.(RateController)
+	ep.timedCtl, _ = ctl.(TimedController)
+	ep.sendObs, _ = ctl.(SendObserver)
+	ep.cnpCtl, _ = ctl.(CNPReactor)
+	if cfg.LineRate < 0 {
+		return nil, fmt.Errorf("endpoint: line rate must not be negative, got %d", cfg.LineRate)
+	}
+	if l, ok := ctl.(LineRateAware); ok && cfg.LineRate > 0 {
+		l.SetLineRate(cfg.LineRate)
+	}
 	if h, ok := ctl.(HopAware); ok {
 		h.SetHops(cfg.Hops)
 	}
@@ -234,8 +270,53 @@ func (ep *Endpoint) Cwnd() int64 { return ep.cwnd }
 // State is the Recovery's sequence state after its last event.
 func (ep *Endpoint) SeqState() SeqState { return ep.st }
 
-// readCtl refreshes the cached window after a Controller event.
-func (ep *Endpoint) readCtl() { ep.cwnd, ep.ssth = ep.ctl.Cwnd(), ep.ctl.Ssthresh() }
+// readCtl refreshes the cached window (and a rate-based controller's
+// pacing rate) after a Controller event.
+func (ep *Endpoint) readCtl() {
+	ep.cwnd, ep.ssth = ep.ctl.Cwnd(), ep.ctl.Ssthresh()
+	if ep.rateCtl != nil {
+		if r := ep.rateCtl.PacingRate(); r != ep.pacer.Rate() {
+			ep.pacer.SetRate(r)
+			ep.paceAt = ep.pacer.Next()
+		}
+	}
+}
+
+// SetLineRate tells a controller that needs it (LineRateAware) the rate
+// of the host's link, in bits per second. The host calls it when the flow
+// starts, before the first packet.
+func (ep *Endpoint) SetLineRate(bps int64) {
+	if l, ok := ep.ctl.(LineRateAware); ok {
+		l.SetLineRate(bps)
+		ep.readCtl()
+	}
+}
+
+// RateBased reports whether the controller is rate-based: every packet is
+// paced at its rate (RateController).
+func (ep *Endpoint) RateBased() bool { return ep.rateCtl != nil }
+
+// CCDeadline is when the controller's own timer expires (sim.Never: none,
+// or the flow is done).
+func (ep *Endpoint) CCDeadline() sim.Time {
+	if ep.timedCtl == nil || ep.done {
+		return sim.Never
+	}
+	return ep.timedCtl.Deadline()
+}
+
+// OnCNP processes a congestion notification packet at now (a CNPReactor's
+// rate cut). A controller that takes no CNPs ignores it.
+func (ep *Endpoint) OnCNP(now sim.Time) Actions {
+	if ep.done || ep.cnpCtl == nil {
+		return Actions{}
+	}
+	ep.cnpCtl.OnCNP(now)
+	ep.readCtl()
+	act := Actions{CNP: true, Send: true}
+	act.Sampled = ep.traceSample(now, "cnp")
+	return act
+}
 
 // rttInfo is the timing handed to the Recovery with each event.
 func (ep *Endpoint) rttInfo() RTTInfo {
@@ -314,7 +395,7 @@ func (ep *Endpoint) Next(now sim.Time) (Segment, bool) {
 	if !ok {
 		return Segment{}, false
 	}
-	if ep.inBurst == 0 && ep.cfg.Pacing.Enabled && now < ep.paceAt {
+	if ep.inBurst == 0 && (ep.cfg.Pacing.Enabled || ep.rateCtl != nil) && now < ep.paceAt {
 		ep.paceBlocked = true
 		return Segment{}, false
 	}
@@ -358,7 +439,17 @@ func (ep *Endpoint) OnSent(now sim.Time, seg Segment, rng *rand.Rand) Sent {
 	if ep.rtoAt == sim.Never {
 		ep.armRTO(now + ep.rto.Timeout()) // RFC 6298 §5.1
 	}
-	if ep.cfg.Pacing.Enabled {
+	switch {
+	case ep.rateCtl != nil:
+		// A rate-based controller: the NIC's rate limiter (cc/pacer.go),
+		// then the byte counter, whose step re-times the gap.
+		wire := seg.Len + ep.cfg.Header
+		ep.pacer.OnSent(now, wire)
+		ep.paceAt = ep.pacer.Next()
+		if ep.sendObs != nil && ep.sendObs.OnSend(now, wire) {
+			ep.readCtl()
+		}
+	case ep.cfg.Pacing.Enabled:
 		ep.paceAt = max(ep.paceAt, now) + ep.pacingGap(seg.Len+ep.cfg.Header)
 	}
 	ep.inBurst++
@@ -408,6 +499,7 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 		ai.TSecr = a.TSecr
 	}
 	ai.Echo, ai.EchoValid, ai.Nack, ai.Bitmap = 0, false, false, 0
+	ai.Nak = a.Nak
 	if perPacket {
 		ai.Echo, ai.EchoValid = a.Echo, true
 		ai.Nack, ai.Bitmap = a.Nack, a.Bitmap
@@ -500,8 +592,22 @@ func (ep *Endpoint) OnDeadline(now sim.Time, t Timer) Actions {
 		return ep.onRTO(now)
 	case TimerRecovery:
 		return ep.onRecoveryTimer(now)
+	case TimerCC:
+		return ep.onCCTimer(now)
 	}
 	panic(fmt.Sprintf("cc: endpoint deadline of unknown timer %d", t))
+}
+
+// onCCTimer runs the controller's own timers due at now.
+func (ep *Endpoint) onCCTimer(now sim.Time) Actions {
+	if ep.done || ep.timedCtl == nil || ep.timedCtl.Deadline() > now {
+		return Actions{}
+	}
+	ep.timedCtl.OnTimer(now)
+	ep.readCtl()
+	act := Actions{CCTimer: true, Send: true}
+	act.Sampled = ep.traceSample(now, "")
+	return act
 }
 
 func (ep *Endpoint) onRecoveryTimer(now sim.Time) Actions {
@@ -536,7 +642,9 @@ func (ep *Endpoint) onRTO(now sim.Time) Actions {
 	ep.armRTO(now + ep.rto.Timeout())
 	act := Actions{RTO: true, Send: true}
 	act.Sampled = ep.traceSample(now, "rto")
-	ep.paceAt = now
+	if ep.rateCtl == nil {
+		ep.paceAt = now // the NIC's rate limiter keeps its schedule
+	}
 	return act
 }
 
@@ -587,16 +695,30 @@ func (ep *Endpoint) traceSample(now sim.Time, event string) bool {
 		}
 	}
 	cwnd, ssth, st := ep.cwnd, ep.ssth, ep.State()
+	rate := ep.pacer.Rate()
 	if event == "" {
-		if cwnd == ep.lastCwnd && ssth == ep.lastSsth && st == ep.lastState {
+		if cwnd == ep.lastCwnd && ssth == ep.lastSsth && st == ep.lastState && rate == ep.lastRate {
 			return false
 		}
 		if iv := ep.cfg.TraceInterval; iv > 0 && ep.lastTraceAt >= 0 && now-ep.lastTraceAt < iv {
 			return false
 		}
 	}
-	ep.lastTraceAt, ep.lastCwnd, ep.lastSsth, ep.lastState = now, cwnd, ssth, st
+	ep.lastTraceAt, ep.lastCwnd, ep.lastSsth, ep.lastState, ep.lastRate = now, cwnd, ssth, st, rate
 	ep.sample = TraceSample{Time: now, Cwnd: cwnd, Ssthresh: ssth, SRTT: ep.rto.SRTT(),
 		MinRTT: ep.rto.MinRTT(), State: st, Event: event}
+	if ep.rateCtl != nil {
+		ep.sample.Rate = rate
+		if o, ok := ep.ctl.(rateObserver); ok {
+			ep.sample.TargetRate, ep.sample.Alpha = o.TargetRate(), o.AlphaAt(now)
+		}
+	}
 	return true
+}
+
+// rateObserver is what a rate-based controller may report for traces
+// (DCQCN's Rt and α).
+type rateObserver interface {
+	TargetRate() int64
+	AlphaAt(now sim.Time) float64
 }

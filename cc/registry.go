@@ -28,7 +28,8 @@ type Config struct {
 	// Options are module-specific settings as key=value text, checked by
 	// the module's constructor (an unknown key is an error): cubic
 	// hystart=, fast_convergence=, tcp_friendliness=; scalable
-	// variant=kelly|linux; dctcp g=, init_alpha=.
+	// variant=kelly|linux; dctcp g=, init_alpha=; dcqcn profile= and its
+	// parameters (dcqcnOptions).
 	Options map[string]string
 }
 
@@ -59,7 +60,7 @@ func (o *options) float(key string, def float64) (float64, error) {
 	}
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%s option %s: expected a number, got %q", o.module, key, v)
+		return 0, o.valueErr(key, "expected a number, got %q", v)
 	}
 	return f, nil
 }
@@ -72,7 +73,7 @@ func (o *options) boolean(key string, def bool) (bool, error) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, fmt.Errorf("%s option %s: expected true or false, got %q", o.module, key, v)
+		return false, o.valueErr(key, "expected true or false, got %q", v)
 	}
 	return b, nil
 }
@@ -117,10 +118,10 @@ func (c *Config) Validate() error {
 }
 
 // ControllerNames lists the congestion controls NewController knows.
-var ControllerNames = []string{"reno", "cubic", "scalable", "dctcp", "strack", "strack-sim"}
+var ControllerNames = []string{"reno", "cubic", "scalable", "dctcp", "strack", "strack-sim", "dcqcn"}
 
 // RecoveryNames lists the recoveries NewRecovery knows.
-var RecoveryNames = []string{"reno", "newreno", "sack", "rack", "strack"}
+var RecoveryNames = []string{"reno", "newreno", "sack", "rack", "strack", "gbn", "sr"}
 
 // NewController builds the Controller c names.
 func NewController(c Config) (Controller, error) {
@@ -185,6 +186,12 @@ func newController(c Config, o *options) (Controller, error) {
 		return NewStrack(sc, c.MSS, c.InitCwnd), nil
 	case "strack-sim":
 		return NewStrackSim(c.MSS, c.InitCwnd), nil
+	case "dcqcn":
+		d, err := dcqcnOptions(o)
+		if err != nil {
+			return nil, err
+		}
+		return NewDCQCN(d), nil
 	}
 	return nil, fmt.Errorf("cc: unknown congestion control %q (known: %v)", c.CC, ControllerNames)
 }
@@ -222,6 +229,10 @@ func NewRecovery(c Config, size uint64) (Recovery, error) {
 			r.ReoWnd = c.Strack.ReoWnd
 		}
 		return r, nil
+	case "gbn":
+		return NewRoCERecovery(NakGoBackN, c.MSS, size), nil
+	case "sr":
+		return NewRoCERecovery(NakSelective, c.MSS, size), nil
 	}
 	return nil, fmt.Errorf("recovery: unknown loss recovery %q (known: %v)", c.Recovery, RecoveryNames)
 }

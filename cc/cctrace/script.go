@@ -30,6 +30,11 @@ type Header struct {
 	AutoSend bool
 	// Options are passed to the builder, in script order.
 	Options []Option
+	// LineRate is the sender's link rate in bits per second (0: none), for
+	// controllers that need it.
+	LineRate int64
+	// Header is the bytes of headers per packet that pacing counts.
+	Header int64
 }
 
 // stepKind is what a step does.
@@ -44,6 +49,8 @@ const (
 	stepRTO
 	stepLose
 	stepExpect
+	stepCNP
+	stepNak
 )
 
 // Step is one line of a script's body.
@@ -82,7 +89,8 @@ type Script struct {
 
 // expectKeys are the keys an expect line may test.
 var expectKeys = []string{"time", "cwnd", "segs", "ssthresh", "state", "alpha", "pipe",
-	"flight", "una", "nxt", "recovery", "rto", "timer", "sent", "retx", "done"}
+	"flight", "una", "nxt", "recovery", "rto", "timer", "sent", "retx", "done",
+	"rate", "target", "tc", "bc", "bytes", "pace", "cctimer"}
 
 // ParseError is a script that cannot be read.
 type ParseError struct {
@@ -143,7 +151,8 @@ func Parse(name string, src []byte) (*Script, error) {
 // it configures the timer, alone it fires it.
 func isHeaderLine(f []string) bool {
 	switch f[0] {
-	case "cc", "recovery", "mss", "init_cwnd", "size", "dupthresh", "ecn", "autosend", "option":
+	case "cc", "recovery", "mss", "init_cwnd", "size", "dupthresh", "ecn", "autosend", "option",
+		"line_rate", "header":
 		return true
 	case "rto":
 		return len(f) > 1
@@ -205,6 +214,26 @@ func (h *Header) parse(f []string, line int) error {
 		}
 	case "rto":
 		return h.parseRTO(f[1:])
+	case "line_rate":
+		v, err := arg1()
+		if err != nil {
+			return err
+		}
+		r, err := parseRate(v)
+		if err != nil || r <= 0 {
+			return fmt.Errorf("line_rate: want a positive rate such as 40Gbps, got %q", v)
+		}
+		h.LineRate = r
+	case "header":
+		v, err := arg1()
+		if err != nil {
+			return err
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("header: want a non-negative integer, got %q", v)
+		}
+		h.Header = n
 	case "option":
 		if len(f) < 2 {
 			return fmt.Errorf("option: want key=value")
@@ -357,6 +386,28 @@ func parseStep(f []string) (Step, error) {
 			return st, fmt.Errorf("rto: takes no arguments (as a step it fires the timer)")
 		}
 		st.kind = stepRTO
+	case "cnp":
+		if len(args) != 0 {
+			return st, fmt.Errorf("cnp: takes no arguments")
+		}
+		st.kind = stepCNP
+	case "nak":
+		if len(args) == 0 {
+			return st, fmt.Errorf("nak: want the expected sequence number")
+		}
+		n, err := strconv.ParseUint(args[0], 10, 64)
+		if err != nil {
+			return st, fmt.Errorf("nak: want a byte number, got %q", args[0])
+		}
+		st.kind, st.ack, st.n = stepNak, n, 1
+		for _, a := range args[1:] {
+			if !strings.HasPrefix(a, "sack=") && !strings.HasPrefix(a, "rtt=") {
+				return st, fmt.Errorf("nak: unknown argument %q (known: sack=A-B, rtt=D)", a)
+			}
+			if err := st.parseAckArg("nak", a); err != nil {
+				return st, err
+			}
+		}
 	case "lose":
 		if len(args) != 1 {
 			return st, fmt.Errorf("lose: want one byte range START-END")
@@ -386,7 +437,7 @@ func parseStep(f []string) (Step, error) {
 			st.want = append(st.want, expectation{k, v})
 		}
 	default:
-		return st, fmt.Errorf("unknown step %q (steps: send, ack, dupack, rtt, advance, rto, lose, expect)", f[0])
+		return st, fmt.Errorf("unknown step %q (steps: send, ack, dupack, nak, cnp, rtt, advance, rto, lose, expect)", f[0])
 	}
 	return st, nil
 }
@@ -488,4 +539,43 @@ func parseDuration(s string) (sim.Time, error) {
 		return t, nil
 	}
 	return 0, fmt.Errorf("duration %q has no unit (ps, ns, us, ms, s)", s)
+}
+
+// rateUnits are the units a rate may carry, largest first within a
+// spelling so that the longest suffix matches.
+var rateUnits = []struct {
+	suffix string
+	scale  int64
+}{{"Tbps", 1e12}, {"Gbps", 1e9}, {"Mbps", 1e6}, {"Kbps", 1e3}, {"bps", 1}}
+
+// parseRate reads a rate in bits per second: a decimal and a unit (Tbps,
+// Gbps, Mbps, Kbps, bps) or a bare integer. The value must be a whole
+// number of bits per second.
+func parseRate(s string) (int64, error) {
+	for _, u := range rateUnits {
+		num, ok := strings.CutSuffix(s, u.suffix)
+		if !ok {
+			continue
+		}
+		whole, frac, _ := strings.Cut(num, ".")
+		w, err := strconv.ParseInt(whole, 10, 64)
+		if err != nil || w < 0 || w > (1<<62)/u.scale {
+			return 0, fmt.Errorf("bad rate %q", s)
+		}
+		r := w * u.scale
+		scale := u.scale
+		for _, c := range frac {
+			if c < '0' || c > '9' || scale%10 != 0 {
+				return 0, fmt.Errorf("bad rate %q (at most bit/s precision)", s)
+			}
+			scale /= 10
+			r += int64(c-'0') * scale
+		}
+		return r, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad rate %q", s)
+	}
+	return n, nil
 }
