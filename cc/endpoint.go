@@ -238,6 +238,9 @@ func NewEndpoint(cfg EndpointConfig, ctl Controller, rec Recovery) (*Endpoint, e
 	ep.timedCtl, _ = ctl.(TimedController)
 	ep.sendObs, _ = ctl.(SendObserver)
 	ep.cnpCtl, _ = ctl.(CNPReactor)
+	if ep.rateCtl != nil {
+		ep.burst = 1 // the pacer spaces every packet; no TSO bursts
+	}
 	if cfg.LineRate < 0 {
 		return nil, fmt.Errorf("endpoint: line rate must not be negative, got %d", cfg.LineRate)
 	}

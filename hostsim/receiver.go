@@ -28,6 +28,17 @@ type Receiver struct {
 	delackAt      sim.Time // delayed-ACK deadline; Never when none
 	delackTimerAt sim.Time // time of the pending timer event; Never if none
 	nack          bool     // STrack: the next ACK carries the received bitmap
+
+	// RoCE (roce.go): the next ACK is a NAK; the gap a go-back-N NAK was
+	// sent for; the notification point's last CNP, whether a marked
+	// packet came since, and its pending timer.
+	nak        bool
+	nakSent    bool
+	nakFor     uint64
+	cnpSent    bool
+	cnpLast    sim.Time
+	cnpMarked  bool
+	cnpTimerAt sim.Time
 }
 
 // bitmap is STrack's received bitmap: bit i is set when segment
@@ -57,6 +68,16 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 		return
 	}
 	ce := pkt.Flags&sim.FlagCE != 0
+	if h.T.Caps.CNP {
+		// DCQCN's notification point: CNPs, not ECE (roce.go).
+		if ce {
+			r.notify(h, e)
+		}
+		ce = false
+	}
+	if r.outOfOrder(h, e, pkt) {
+		return
+	}
 	if cfg.Echo == EchoPerPacket && cfg.DelAck.Enabled && ce != r.ceState && r.unacked > 0 {
 		// RFC 8257 §3.2: when the CE state changes, acknowledge what
 		// arrived before at once, with the old state.
@@ -193,6 +214,16 @@ func (r *Receiver) sendAck(h *Host, e *sim.Engine, pkt *sim.Packet, echo bool) {
 		ack.Flags |= sim.FlagNack
 		ack.Bitmap = r.bitmap(cfg.CC.MSS)
 		r.nack = false
+	}
+	if r.nak {
+		// A RoCE NAK: Ack is the expected sequence; with selective
+		// repeat the packet that triggered it is its one block (roce.go).
+		ack.Flags |= sim.FlagNack
+		if pkt != nil {
+			ack.Sack[0] = sim.SackBlock{Start: pkt.Seq, End: pkt.Seq + uint64(pkt.Payload)}
+			ack.NSack = 1
+		}
+		r.nak = false
 	}
 	r.unacked = 0
 	r.tsSet = false

@@ -24,6 +24,12 @@ type Sender struct {
 	timerAt     sim.Time // RTO
 	recTimerAt  sim.Time // the Recovery's own timer
 	paceTimerAt sim.Time // pacing
+	ccTimerAt   sim.Time // the controller's own timer
+
+	// nicPaced: a rate-based flow, sent as the NIC pulls (paced.go);
+	// waiting: it is in the host's ready ring. lineSet: the endpoint knows
+	// the link's rate.
+	nicPaced, waiting, lineSet bool
 
 	ack cc.Ack // scratch: the ACK being processed
 }
@@ -47,8 +53,8 @@ func newSender(cfg *Config, caps cc.Capabilities, f *FlowSpec) (*Sender, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &Sender{spec: f, ep: ep, perPacket: caps.PerPacketAcks,
-		timerAt: sim.Never, recTimerAt: sim.Never, paceTimerAt: sim.Never}, nil
+	return &Sender{spec: f, ep: ep, perPacket: caps.PerPacketAcks, nicPaced: caps.RateBased,
+		timerAt: sim.Never, recTimerAt: sim.Never, paceTimerAt: sim.Never, ccTimerAt: sim.Never}, nil
 }
 
 // Cwnd is the sender's congestion window in bytes.
@@ -62,6 +68,14 @@ func (s *Sender) done() bool { return s.ep.Done() }
 
 // trySend sends what the endpoint allows and arms the timers it asks for.
 func (s *Sender) trySend(h *Host, e *sim.Engine) {
+	if !s.lineSet {
+		s.lineSet = true
+		s.ep.SetLineRate(int64(e.Links[h.Link].Spec.Rate))
+	}
+	if s.nicPaced {
+		s.trySendPaced(h, e)
+		return
+	}
 	cfg := &h.T.Cfg
 	rec := &h.T.Records[s.spec.ID]
 	now := e.Now()
@@ -118,6 +132,7 @@ func (s *Sender) armPace(h *Host, e *sim.Engine, at sim.Time) {
 		return
 	}
 	s.paceTimerAt = at
+	h.T.Rate.PaceTimers++
 	e.Schedule(h.ID, at, timerArg(s.spec.ID, timerPace), sim.NoPacket)
 }
 
@@ -150,7 +165,8 @@ func (s *Sender) record(h *Host, act cc.Actions) {
 	}
 	x := s.ep.Sample()
 	h.T.CwndLog = append(h.T.CwndLog, CwndRow{Time: x.Time, Flow: s.spec.ID, Cwnd: x.Cwnd,
-		Ssthresh: x.Ssthresh, SRTT: x.SRTT, MinRTT: x.MinRTT, State: x.State.String(), Event: x.Event})
+		Ssthresh: x.Ssthresh, SRTT: x.SRTT, MinRTT: x.MinRTT, State: x.State.String(), Event: x.Event,
+		Rate: x.Rate, TargetRate: x.TargetRate, Alpha: x.Alpha})
 }
 
 func (s *Sender) onPaceTimer(h *Host, e *sim.Engine) {
@@ -208,6 +224,8 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	if s.perPacket {
 		a.Echo, a.EchoValid = pkt.Seq, true
 		a.Nack, a.Bitmap = pkt.Flags&sim.FlagNack != 0, pkt.Bitmap
+	} else {
+		a.Nak = pkt.Flags&sim.FlagNack != 0 // a RoCE NAK (roce.go)
 	}
 	if s.ack.ECE {
 		rec.ECNMarkedAcks++

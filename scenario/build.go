@@ -745,6 +745,10 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 		return c, l.errf("transport.ecn_echo", "unknown mode %q (known: rfc3168, per-packet)", t.ECNEcho)
 	}
 	caps := cc.Describe(c.CC) // what the modules need, by capability
+	if t.Recovery == "" && caps.DefaultRecovery != "" {
+		c.CC.Recovery = caps.DefaultRecovery // DCQCN: RoCE go-back-N
+		caps = cc.Describe(c.CC)
+	}
 	if caps.NeedsECN && !c.ECN {
 		return c, l.errf("transport.cc", "%s reacts to ECN marks, which it never sees without transport.ecn: true", c.CC.CC)
 	}
@@ -833,6 +837,10 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 		var ue *cc.UnknownOptionError
 		if errors.As(err, &ue) {
 			return c, l.errf("transport.options."+ue.Key, "cc %s takes no such option", ue.Module)
+		}
+		var ve *cc.OptionValueError
+		if errors.As(err, &ve) {
+			return c, l.errf("transport.options."+ve.Key, "%s", ve.Msg)
 		}
 		return c, l.errf("transport", "%v", err)
 	}

@@ -1,0 +1,102 @@
+package hostsim
+
+import (
+	"github.com/lockstep-sim/lockstep/cc"
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// The receiving side of RoCEv2 (a RoCE recovery, cc.NakRecovery, and
+// DCQCN's notification point, cc.CNPReactor).
+//
+// Sequence errors (cc/roce_recovery.go has the sender's side):
+//   - go-back-N: a packet beyond the expected sequence is dropped; the
+//     first one of a gap makes the receiver send a NAK with the expected
+//     sequence, and no other NAK goes for that gap (IBTA vol. 1
+//     §9.7.5.2.8; a lost NAK or resend is the sender's timeout to
+//     recover);
+//   - selective repeat: the packet is kept, and every out-of-order packet
+//     is answered by a NAK carrying the cumulative ACK and the packet's
+//     range (IRN, Mittal et al., SIGCOMM 2018, §3.1).
+// In-order and duplicate packets are acknowledged as any receiver does
+// (at once, or by the delayed-ACK rules when transport.delayed_ack is on).
+//
+// The notification point (Zhu et al., SIGCOMM 2015, §3.1): "if a marked
+// packet arrives for a flow, and no CNP has been sent for the flow in the
+// last N microseconds, a CNP is sent immediately. Then, the NIC generates
+// at most one CNP packet every N microseconds for the flow, if any packet
+// that arrives within that time window was marked." A CNP carries no
+// payload; switches queue it in their control class.
+
+// outOfOrder handles a data packet beyond the expected sequence for a
+// RoCE recovery and reports whether it did (the caller then stops).
+func (r *Receiver) outOfOrder(h *Host, e *sim.Engine, pkt *sim.Packet) bool {
+	mode := h.T.Caps.Nak
+	if mode == 0 || pkt.Seq <= r.rcvNxt {
+		return false
+	}
+	switch mode {
+	case cc.NakGoBackN:
+		// Dropped. One NAK per gap: the gap is the expected sequence.
+		if r.nakSent && r.nakFor == r.rcvNxt {
+			return true
+		}
+		r.nakSent, r.nakFor = true, r.rcvNxt
+		r.nak = true
+		r.sendAck(h, e, nil, false)
+	case cc.NakSelective:
+		r.accept(pkt.Seq, pkt.Seq+uint64(pkt.Payload))
+		r.nak = true
+		r.sendAck(h, e, pkt, false)
+	}
+	h.T.Rate.NAKs++
+	return true
+}
+
+// notify is the notification point: a CE-marked packet arrived.
+func (r *Receiver) notify(h *Host, e *sim.Engine) {
+	now := e.Now()
+	iv := h.T.cnpInterval
+	if !r.cnpSent || now-r.cnpLast >= iv {
+		r.sendCNP(h, e)
+		return
+	}
+	// Within the window of the last CNP: one more when it ends.
+	r.cnpMarked = true
+	at := r.cnpLast + iv
+	if r.cnpTimerAt > at {
+		r.cnpTimerAt = at
+		h.T.Rate.CNPTimers++
+		e.Schedule(h.ID, at, timerArg(r.flow, timerCNP), sim.NoPacket)
+	}
+}
+
+func (r *Receiver) onCNPTimer(h *Host, e *sim.Engine) {
+	if e.Now() != r.cnpTimerAt {
+		return
+	}
+	r.cnpTimerAt = sim.Never
+	if r.cnpMarked && !r.done {
+		r.sendCNP(h, e)
+	}
+	r.cnpMarked = false
+}
+
+// sendCNP sends a congestion notification packet to the flow's sender.
+func (r *Receiver) sendCNP(h *Host, e *sim.Engine) {
+	f := &h.T.Flows[r.flow]
+	p := e.Pool.Alloc()
+	c := e.Pool.Get(p)
+	c.ID = e.NewPacketID(h.ID)
+	c.Flow = r.flow
+	c.SrcHost, c.DstHost = int32(f.Dst), int32(f.Src)
+	c.DstPort = uint16(f.ID)
+	c.SrcPort = uint16(f.ID>>16) ^ 5201
+	c.Proto = 17 // RoCEv2 is UDP (port 4791)
+	c.Entropy = uint16(sim.Mix64(uint64(f.ID)))
+	c.Flags = sim.FlagCNP
+	c.Size = int32(h.T.Cfg.AckSize)
+	c.TSval = e.Now()
+	r.cnpSent, r.cnpLast, r.cnpMarked = true, e.Now(), false
+	h.T.Rate.CNPs++
+	h.send(e, p)
+}
