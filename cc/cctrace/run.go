@@ -39,12 +39,18 @@ func RegistryBuilder(cfg cc.Config, opts []Option, size uint64) (cc.Controller, 
 	}
 	ctl, err := cc.NewController(cfg)
 	if err != nil {
+		key := ""
 		var ue *cc.UnknownOptionError
-		if errors.As(err, &ue) {
-			for _, o := range opts {
-				if o.Key == ue.Key {
-					return nil, nil, &OptionError{Option: o, Err: err}
-				}
+		var ve *cc.OptionValueError
+		switch {
+		case errors.As(err, &ue):
+			key = ue.Key
+		case errors.As(err, &ve):
+			key = ve.Key
+		}
+		for _, o := range opts {
+			if key != "" && o.Key == key {
+				return nil, nil, &OptionError{Option: o, Err: err}
 			}
 		}
 		return nil, nil, err
