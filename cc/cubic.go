@@ -88,6 +88,7 @@ type Cubic struct {
 	lastTime       uint32 // jiffies of the last cnt computation
 	bicOriginPoint uint32 // origin point of the cubic function
 	bicK           uint32 // K, in 1/1024 s
+	bicTarget      uint32 // bic_target of the last cnt computation (a local in the kernel)
 	delayMin       uint32 // delay_min, us; 0 = none yet
 	epochStart     uint32 // beginning of the epoch, valid iff epochStarted
 	ackCnt         uint32 // packets ACKed in the epoch (Reno emulation)
@@ -411,6 +412,7 @@ func (c *Cubic) update(now, acked uint32) {
 		} else {
 			target = c.bicOriginPoint + delta // above origin
 		}
+		c.bicTarget = target
 		if target > cwnd {
 			c.cnt = cwnd / (target - cwnd)
 		} else {
@@ -476,7 +478,7 @@ func (c *Cubic) recalcSsthresh() uint32 {
 // reset is bictcp_reset (cubictcp_state(TCP_CA_Loss)).
 func (c *Cubic) reset() {
 	c.cnt, c.lastMaxCwnd, c.lastCwnd, c.lastTime = 0, 0, 0, 0
-	c.bicOriginPoint, c.bicK, c.delayMin = 0, 0, 0
+	c.bicOriginPoint, c.bicK, c.delayMin, c.bicTarget = 0, 0, 0, 0
 	c.epochStart, c.ackCnt, c.tcpCwnd = 0, 0, 0
 	c.epochStarted = false
 }
