@@ -115,19 +115,10 @@ func hyStartHZ(env *Env, dir string, horizon sim.Time, md, csv *strings.Builder,
 	md.WriteString("| receiver | HZ | exit cwnd min | median | max | exits < 20 | exits < 100 | tests that fired | time to 90% min (ms) | median | max |\n")
 	md.WriteString("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n")
 	for _, h := range res {
-		var cws, t90 []float64
+		cws, t90, below20, below100 := h.stats()
 		fired := map[string]int{}
-		below20, below100 := 0, 0
 		for _, r := range h.runs {
-			cws = append(cws, r.exitCwnd)
-			t90 = append(t90, hsT90ms(r))
 			fired[orDash(r.exitReason)]++
-			if r.exitCwnd < 20 {
-				below20++
-			}
-			if r.exitCwnd < 100 {
-				below100++
-			}
 		}
 		var f []string
 		for _, k := range sortedKeys(fired) {
@@ -185,18 +176,7 @@ func hsHZFill(fill map[string]string, res []hsHZResult) {
 				if h.hz != hz || h.recv != rc {
 					continue
 				}
-				var cws, t90 []float64
-				lt20, lt100 := 0, 0
-				for _, r := range h.runs {
-					cws = append(cws, r.exitCwnd)
-					t90 = append(t90, hsT90ms(r))
-					if r.exitCwnd < 20 {
-						lt20++
-					}
-					if r.exitCwnd < 100 {
-						lt100++
-					}
-				}
+				cws, t90, lt20, lt100 := h.stats()
 				fill[k+"min}"] = fmt.Sprintf("%.0f", percentile(cws, 1))
 				fill[k+"med}"] = fmt.Sprintf("%.0f", percentile(cws, 50))
 				fill[k+"max}"] = fmt.Sprintf("%.0f", percentile(cws, 100))
@@ -227,6 +207,22 @@ receive window's growth, so the second group of lines brackets it with a
 receiver that ACKs every segment. Everything else is the setup above.
 
 `
+
+// stats are h's exit cwnds and times to 90% (ms), and how many exits were
+// below 20 and below 100 packets.
+func (h *hsHZResult) stats() (cws, t90 []float64, lt20, lt100 int) {
+	for _, r := range h.runs {
+		cws = append(cws, r.exitCwnd)
+		t90 = append(t90, hsT90ms(r))
+		if r.exitCwnd < 20 {
+			lt20++
+		}
+		if r.exitCwnd < 100 {
+			lt100++
+		}
+	}
+	return cws, t90, lt20, lt100
+}
 
 // hsT90ms is the time to 90% in ms, +Inf when not reached.
 func hsT90ms(r *hsResult) float64 {
