@@ -834,6 +834,10 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 		if errors.As(err, &ue) {
 			return c, l.errf("transport.options."+ue.Key, "cc %s takes no such option", ue.Module)
 		}
+		var ve *cc.OptionValueError
+		if errors.As(err, &ve) {
+			return c, l.errf("transport.options."+ve.Key, "%v", ve.Err)
+		}
 		return c, l.errf("transport", "%v", err)
 	}
 	return c, nil
