@@ -194,7 +194,7 @@ func New(cfg Config) (*Fabric, error) {
 			}
 			sp := make([]switchsim.Port, len(ports))
 			for pi, p := range ports {
-				sp[pi] = switchsim.Port{Link: DirID(p.Link, t.Links[p.Link].A == node), Peer: sim.ElemID(p.Peer),
+				sp[pi] = switchsim.Port{Link: DirID(p.Link, t.Links[p.Link].A == node), In: DirID(p.Link, t.Links[p.Link].A != node), Peer: sim.ElemID(p.Peer),
 					Queue: t.Links[p.Link].Queue}
 			}
 			sw := switchsim.New(id, node, sp, ix.Routes(), cfg.Forwarding)

@@ -89,6 +89,9 @@ type ClassCounters struct {
 	// back under XON); PausesRecv those its peer sent it.
 	PausesSent, PausesRecv uint64
 	HeadroomDrops          uint64 // lossless packets dropped: PFC headroom exceeded
+	// CutThrough counts the packets of the class this port began to send
+	// before their last byte had arrived.
+	CutThrough uint64
 	PeakBytes              int64
 }
 
@@ -125,13 +128,16 @@ type Port struct {
 	PortCounters
 
 	cls       []classQ
-	*portX          // nil with one class and no PFC or trimming
+	*portX          // nil with one class and no PFC, trimming or cut-through
 	queued    int64 // bytes queued in all classes
-	busy      bool
 	inService int64 // bytes of the packet being serialised (0 for a PAUSE)
-	svcClass  int8  // class of the packet in service; -1: a PAUSE frame
 	svcIn     int16 // its ingress port, when its class is lossless
+	svcClass  int8  // class of the packet in service; -1: a PAUSE frame
 	rr        int8  // DWRR: the class whose turn it is
+	// In is the link direction from Peer into this port (cut-through reads
+	// the ingress rate from it). Placed here, it fills what was padding.
+	In   sim.LinkID
+	busy bool
 }
 
 // Occupancy is the bytes in the buffer: queued plus the one in service.
@@ -193,6 +199,7 @@ func (p *Port) Totals() ClassCounters {
 		t.PausesSent += k.PausesSent
 		t.PausesRecv += k.PausesRecv
 		t.HeadroomDrops += k.HeadroomDrops
+		t.CutThrough += k.CutThrough
 		t.PeakBytes = max(t.PeakBytes, k.PeakBytes)
 	}
 	return t
@@ -296,6 +303,9 @@ func (s *Switch) Configure(e *sim.Engine, c *Config) error {
 	if s.cfg.Trim.Enabled && s.cfg.Trim.Header == 0 {
 		s.cfg.Trim.Header = 64
 	}
+	if s.cfg.CutThrough.Enabled && s.cfg.CutThrough.Header == 0 {
+		s.cfg.CutThrough.Header = 64
+	}
 	if s.cfg.Trim.Enabled && s.cfg.Trim.Queue == 0 {
 		s.cfg.Trim.Queue = 1024 * int64(s.cfg.Trim.Header)
 	}
@@ -333,7 +343,7 @@ func (s *Switch) Configure(e *sim.Engine, c *Config) error {
 	slab := make([]classQ, len(s.Ports)*s.nc)
 	var cc []ClassCounters
 	var cx []classX
-	if s.nc > 1 || c.lossless() || c.Trim.Enabled {
+	if s.nc > 1 || c.lossless() || c.Trim.Enabled || c.HonourPause || c.CutThrough.Enabled {
 		cc = make([]ClassCounters, len(s.Ports)*s.nc)
 		cx = make([]classX, len(s.Ports)*s.nc)
 	}
@@ -498,11 +508,19 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 			s.xoff[pfcIdx] = true
 			s.sendPause(e, in, c, s.cfg.PFC.Quanta)
 		}
-	} else {
+	}
+	from := in
+	if pfcIdx < 0 {
 		in = -1 // nothing to account when it leaves
 	}
 	if !pt.busy && cq.q.Len() == 0 && (pt.portX == nil || pt.ctl.Len() == 0) && !s.paused(e, pt, c) {
-		s.start(e, pt, p, c, size, int16(in))
+		at := e.Now()
+		if s.cfg.CutThrough.Enabled && from >= 0 {
+			if at = s.cutThrough(e, pt, &s.Ports[from], size); at < e.Now() {
+				pt.cc[c].CutThrough++
+			}
+		}
+		s.start(e, pt, p, c, size, int16(in), at)
 		return
 	}
 	cq.q.Push(p)
@@ -579,8 +597,40 @@ func (s *Switch) mark(e *sim.Engine, c *topologies.ECNConfig, occ int64) bool {
 	return false
 }
 
-// start transmits packet p of class c.
-func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64, in int16) {
+// cutThrough is when the transmission of a packet of size bytes that
+// arrived (last byte) now by port from may be taken to have begun on the
+// idle port pt: when its header arrived, if the egress link was free by
+// then and is not faster than the ingress; else now (store-and-forward).
+//
+// The header arrived TxTime(size) - TxTime(header) before the last byte
+// (both at the ingress rate, as the upstream transmitter serialised it).
+// With the egress no faster than the ingress, the transmission that began
+// then ends no earlier than TxTime(header) after now, so nothing is
+// scheduled in the past and a packet sent onto a cut link still arrives
+// more than the link's delay after now: the lookahead of a partitioned run
+// holds (sim.Engine.TransmitFrom). NB(switch): a packet that reached the
+// port's queue between the header and the last byte of this one was sent
+// first; real cut-through silicon would have been sending this one.
+func (s *Switch) cutThrough(e *sim.Engine, pt, from *Port, size int64) sim.Time {
+	now := e.Now()
+	h := int64(s.cfg.CutThrough.Header)
+	if size <= h {
+		return now
+	}
+	in, out := e.Links[from.In], e.Links[pt.Link]
+	if in == nil || in.Spec.Impair != nil || out.Spec.Impair != nil || out.Spec.Rate > in.Spec.Rate {
+		return now
+	}
+	head := now - in.Spec.Rate.TxTime(int(size)) + in.Spec.Rate.TxTime(int(h))
+	if out.BusyUntil() > head {
+		return now
+	}
+	return head
+}
+
+// start transmits packet p of class c, its serialisation beginning at at
+// (now, or earlier for cut-through).
+func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64, in int16, at sim.Time) {
 	pt.busy = true
 	pt.inService = size
 	pt.svcClass = int8(c)
@@ -604,7 +654,7 @@ func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64,
 	if pt.portX != nil {
 		pt.cc[c].TxPackets++
 	}
-	e.Transmit(pt.Link, p)
+	e.TransmitFrom(pt.Link, p, at)
 }
 
 // OnTxDone frees the buffer of the packet that finished and starts the
@@ -655,7 +705,7 @@ func (s *Switch) kick(e *sim.Engine, pt *Port) {
 	size := int64(e.Pool.Get(p).Size)
 	cq.q.Bytes -= size
 	pt.queued -= size
-	s.start(e, pt, p, c, size, in)
+	s.start(e, pt, p, c, size, in, e.Now())
 }
 
 // pick chooses the class to serve, or -1.
