@@ -7,6 +7,7 @@ package fabric
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/lockstep-sim/lockstep/hostsim"
 	"github.com/lockstep-sim/lockstep/sim"
@@ -37,8 +38,55 @@ type Config struct {
 	// of this period while a switch holds packets.
 	QueueSample sim.Time
 	// Switch is every switch's optional mechanisms (classes, PFC, shared
-	// buffer, trimming); the zero value is the plain switch.
+	// buffer, trimming, cut-through); the zero value is the plain switch.
 	Switch switchsim.Config
+	// SwitchTiers, when it has an entry for a switch's tier
+	// (topologies.Node.Tier), gives that switch's mechanisms instead.
+	SwitchTiers map[int]switchsim.Config
+}
+
+// Watchdog is the run's PFC deadlock threshold: the one any switch
+// configuration sets (the scenario makes them agree), 0 for none.
+func (c *Config) Watchdog() sim.Time {
+	w := c.Switch.PFC.Watchdog
+	for _, k := range sortedTiers(c.SwitchTiers) {
+		w = max(w, c.SwitchTiers[k].PFC.Watchdog)
+	}
+	return w
+}
+
+// sortedTiers is the tiers of m in increasing order.
+func sortedTiers(m map[int]switchsim.Config) []int {
+	ks := make([]int, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// switchConfigs resolves the configuration of each tier's switches: a
+// tier's own or the fabric-wide one, with HonourPause set everywhere when
+// any switch may send PAUSE frames.
+func (c *Config) switchConfigs() (def switchsim.Config, tiers map[int]switchsim.Config) {
+	lossless := false
+	all := append([]switchsim.Config{c.Switch}, make([]switchsim.Config, 0, len(c.SwitchTiers))...)
+	for _, k := range sortedTiers(c.SwitchTiers) {
+		all = append(all, c.SwitchTiers[k])
+	}
+	for i := range all {
+		for _, k := range all[i].Classes {
+			lossless = lossless || k.Lossless
+		}
+	}
+	def = c.Switch
+	def.HonourPause = def.HonourPause || lossless
+	tiers = make(map[int]switchsim.Config, len(c.SwitchTiers))
+	for k, v := range c.SwitchTiers {
+		v.HonourPause = v.HonourPause || lossless
+		tiers[k] = v
+	}
+	return def, tiers
 }
 
 const (
@@ -169,6 +217,7 @@ func New(cfg Config) (*Fabric, error) {
 		}
 	}
 
+	swDef, swTiers := cfg.switchConfigs()
 	f := &Fabric{eng: eng, topo: t, tr: tr, hosts: make([]*hostsim.Host, len(t.Hosts)),
 		switches: make([]*switchsim.Switch, n),
 		kind:     make([]uint8, n), hostOf: hostOf, linkPort: linkPort, routes: ix.Routes()}
@@ -198,7 +247,11 @@ func New(cfg Config) (*Fabric, error) {
 					Queue: t.Links[p.Link].Queue}
 			}
 			sw := switchsim.New(id, node, sp, ix.Routes(), cfg.Forwarding)
-			if err := sw.Configure(eng, &cfg.Switch); err != nil {
+			sc := &swDef
+			if c, ok := swTiers[t.Nodes[node].Tier]; ok {
+				sc = &c
+			}
+			if err := sw.Configure(eng, sc); err != nil {
 				return nil, fmt.Errorf("switch %s: %v", t.Nodes[node].Name, err)
 			}
 			sw.SampleEvery = cfg.QueueSample
