@@ -407,14 +407,14 @@ func (l *loader) queue(path string, t *Tier) (topologies.QueueConfig, error) {
 // mechanisms are the switch mechanisms of a group of switches, each with
 // the path of the section it came from (for errors).
 type mechanisms struct {
-	classes                                  []SwitchClass
-	control                                  *int
-	pfc                                      *PFC
-	shared                                   *SharedBuffer
-	trim                                     *Trim
-	cut                                      *CutThrough
-	classesAt, controlAt, pfcAt, sharedAt    string
-	trimAt, cutAt                            string
+	classes                               []SwitchClass
+	control                               *int
+	pfc                                   *PFC
+	shared                                *SharedBuffer
+	trim                                  *Trim
+	cut                                   *CutThrough
+	classesAt, controlAt, pfcAt, sharedAt string
+	trimAt, cutAt                         string
 }
 
 // globalMechanisms are the switch section's.

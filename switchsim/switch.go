@@ -92,7 +92,7 @@ type ClassCounters struct {
 	// CutThrough counts the packets of the class this port began to send
 	// before their last byte had arrived.
 	CutThrough uint64
-	PeakBytes              int64
+	PeakBytes  int64
 }
 
 // classQ is one class queue of a port.
