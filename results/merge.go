@@ -32,7 +32,8 @@ type Outputs struct {
 	Pcaps   []HostPcap // in the scenario's output.pcap order
 	End     sim.Time
 	// StoppedBy is summary.json's stopped_by: "flows-done", "stop_at",
-	// "max_time" or "no-events".
+	// "max_time", "no-events", "pfc-deadlock" (Complete false) or
+	// "incomplete".
 	StoppedBy string
 	Parts     []*Part // by partition (MergePartial: nil where missing)
 	// Complete says the run finished; a run that failed after it started
@@ -119,6 +120,22 @@ func Merge(b *scenario.Built, parts []*Part) (*Outputs, error) {
 		now = max(now, r.Now)
 	}
 	switch {
+	case finish == FinishDeadlock:
+		// A failed run: whole files, marked incomplete, with the report
+		// every part agrees on.
+		d := byPart[0].Deadlock
+		if d == nil {
+			return nil, fmt.Errorf("results: a deadlock finish without its report")
+		}
+		for _, r := range byPart {
+			if r.Deadlock == nil || r.Deadlock.At != d.At || !slices.Equal(r.Deadlock.Cycle, d.Cycle) {
+				return nil, fmt.Errorf("results: partitions 0 and %d report different deadlocks", r.Partition)
+			}
+		}
+		o.End = d.At
+		o.StoppedBy = "pfc-deadlock"
+		o.Reason = d.Report(b.Topo)
+		return o, nil
 	case finish == FinishLimit:
 		o.End = b.Limit()
 		o.StoppedBy = "max_time"

@@ -17,6 +17,9 @@ const (
 	// FinishLimit: events were left at the time limit (stop_at or
 	// max_time).
 	FinishLimit
+	// FinishDeadlock: the PFC deadlock search found one (Part.Deadlock);
+	// every event before its time ran, none after.
+	FinishDeadlock
 )
 
 // FlowPart is one flow's record as one partition saw it: the sender's
@@ -90,6 +93,8 @@ type Part struct {
 	// holds packets outside the fabric (a node's unread batches) adds them.
 	Cons   fabric.Conservation
 	Finish Finish
+	// Deadlock is the PFC deadlock that stopped the run (FinishDeadlock).
+	Deadlock *fabric.Deadlock
 }
 
 // Recorder gathers a fabric's part of the outputs: it taps the local

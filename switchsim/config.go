@@ -83,9 +83,9 @@ type PFC struct {
 	// Quanta of an XOFF frame, in 512-bit times of the link (default
 	// 0xffff). The switch refreshes the pause at half that time.
 	Quanta uint16
-	// Watchdog: a class of a port paused without a break for longer than
-	// this while it holds packets is reported as a PFC deadlock (the run
-	// fails). 0: no watchdog.
+	// Watchdog: a cycle of ports each paused by the next for at least this
+	// long while holding packets is a PFC deadlock, which stops the run
+	// (sim.FindDeadlock; the runner and the barrier search). 0: none.
 	Watchdog sim.Time
 }
 
@@ -153,11 +153,4 @@ func (c *Config) lossless() bool {
 		}
 	}
 	return false
-}
-
-// Alarm is where switches report a run failure (a PFC deadlock); the
-// fabric shares one among its switches and the runner checks it.
-type Alarm struct {
-	Err error
-	At  sim.Time
 }

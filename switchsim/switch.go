@@ -5,13 +5,14 @@
 // packet's entropy value (spraying).
 //
 // Optional mechanisms (Config): up to 8 traffic classes per port with strict
-// priority and DWRR, IEEE 802.1Qbb PFC with PAUSE frames on the wire and a
-// deadlock watchdog, a shared buffer with Choudhury-Hahne dynamic
-// thresholds, NDP packet trimming, ECN on dequeue, and adaptive (per-packet
-// or flowlet) forwarding by local egress occupancy.
+// priority and DWRR, IEEE 802.1Qbb PFC with PAUSE frames on the wire (and
+// the paused ports a deadlock search needs), a shared buffer with Choudhury-Hahne dynamic
+// thresholds, NDP packet trimming, ECN on dequeue, adaptive (per-packet
+// or flowlet) forwarding by local egress occupancy, and cut-through
+// forwarding.
 //
-// It does not model input queueing, in-band telemetry or cut-through, nor
-// header processing time other than a fixed latency, which the fabric adds
+// It does not model input queueing or in-band telemetry, nor header
+// processing time other than a fixed latency, which the fabric adds
 // to the outgoing links.
 package switchsim
 
@@ -215,8 +216,6 @@ type Switch struct {
 	// CtlCreated counts the PAUSE frames the switch made; CtlConsumed those
 	// it received (the conservation check).
 	CtlCreated, CtlConsumed uint64
-	// Alarm, when set, receives a PFC deadlock report.
-	Alarm *Alarm
 
 	routes *topologies.Routes
 	salt   uint64
