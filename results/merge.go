@@ -29,6 +29,8 @@ type Outputs struct {
 	Classes []ClassRow
 	Cwnd    []hostsim.CwndRow
 	Depths  []DepthRow
+	// ClassDepths is queue_depth_class.csv (with several classes).
+	ClassDepths []ClassDepthRow
 	Pcaps   []HostPcap // in the scenario's output.pcap order
 	End     sim.Time
 	// StoppedBy is summary.json's stopped_by: "flows-done", "stop_at",
@@ -219,7 +221,9 @@ func (o *Outputs) mergeSeries(parts []*Part) {
 	var ports []PortRow
 	var classes []ClassPart
 	var depths []DepthPart
+	var cdepths []ClassDepthPart
 	for _, r := range parts {
+		cdepths = append(cdepths, r.ClassDepths...)
 		ports = append(ports, r.Ports...)
 		classes = append(classes, r.Classes...)
 		o.Cwnd = append(o.Cwnd, r.Cwnd...)
@@ -241,6 +245,11 @@ func (o *Outputs) mergeSeries(parts []*Part) {
 		o.Depths = append(o.Depths, d.Row)
 	}
 	slices.SortStableFunc(o.Depths, func(a, b DepthRow) int { return cmp.Compare(a.Time, b.Time) })
+	slices.SortStableFunc(cdepths, func(a, b ClassDepthPart) int { return cmp.Compare(a.Node, b.Node) })
+	for _, d := range cdepths {
+		o.ClassDepths = append(o.ClassDepths, d.Row)
+	}
+	slices.SortStableFunc(o.ClassDepths, func(a, b ClassDepthRow) int { return cmp.Compare(a.Time, b.Time) })
 }
 
 // addPcap appends host h's capture from the part that holds it and
@@ -384,6 +393,13 @@ func (o *Outputs) WriteDir(dir string, perf Perf, extra any) error {
 	if len(o.Depths) > 0 {
 		if err := WriteFileAtomic(filepath.Join(dir, "queue_depth.csv"), func(w io.Writer) error {
 			return WriteDepth(w, o.Depths)
+		}); err != nil {
+			return err
+		}
+	}
+	if len(o.ClassDepths) > 0 {
+		if err := WriteFileAtomic(filepath.Join(dir, "queue_depth_class.csv"), func(w io.Writer) error {
+			return WriteClassDepth(w, o.ClassDepths)
 		}); err != nil {
 			return err
 		}

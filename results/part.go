@@ -44,6 +44,13 @@ type ClassPart struct {
 	Row  ClassRow
 }
 
+// ClassDepthPart is a queue_depth_class.csv row with the switch's node
+// index.
+type ClassDepthPart struct {
+	Node int
+	Row  ClassDepthRow
+}
+
 // DepthPart is a queue_depth.csv row with the switch's node index.
 type DepthPart struct {
 	Node int
@@ -79,6 +86,9 @@ type Part struct {
 	// Depths is the local switches' queue samples (queue_depth.csv),
 	// switch by switch in node order, each in the order taken.
 	Depths []DepthPart
+	// ClassDepths is the same per class queue (queue_depth_class.csv),
+	// with several classes.
+	ClassDepths []ClassDepthPart
 	// Pcaps are the local captured hosts' pcap files, in output.pcap order.
 	Pcaps []HostPcap
 	Stats sim.Stats
@@ -154,6 +164,10 @@ func (r *Recorder) Part(partition int, finish Finish) *Part {
 		if s == nil {
 			continue
 		}
+		for _, q := range s.ClassSamples {
+			p.ClassDepths = append(p.ClassDepths, ClassDepthPart{Node: node, Row: ClassDepthRow{Time: q.Time,
+				Switch: t.Nodes[node].Name, Port: q.Port, Class: q.Class, Bytes: q.Bytes}})
+		}
 		for _, q := range s.Samples {
 			p.Depths = append(p.Depths, DepthPart{Node: node, Row: DepthRow{Time: q.Time,
 				Switch: t.Nodes[node].Name, Port: q.Port, Bytes: q.Bytes}})
@@ -171,7 +185,8 @@ func (r *Recorder) Part(partition int, finish Finish) *Part {
 				p.Classes = append(p.Classes, ClassPart{Node: node, Row: ClassRow{Switch: t.Nodes[node].Name, Port: pi,
 					Peer: t.Nodes[pt.Peer].Name, Class: c, Enqueued: k.Enqueued, Dropped: k.Dropped, Marked: k.Marked,
 					TxPackets: k.TxPackets, Trimmed: k.Trimmed, TrimBytes: k.TrimBytes, PausesSent: k.PausesSent,
-					PausesRecv: k.PausesRecv, Paused: pt.PausedTime(c, r.limit), HeadroomDrops: k.HeadroomDrops, PeakBytes: k.PeakBytes}})
+					PausesRecv: k.PausesRecv, Paused: pt.PausedTime(c, r.limit), HeadroomDrops: k.HeadroomDrops, PeakBytes: k.PeakBytes,
+					CutThrough: k.CutThrough, SharedPeak: max(0, k.SharedPeak)}})
 			}
 		}
 	}

@@ -93,6 +93,9 @@ type ClassCounters struct {
 	// CutThrough counts the packets of the class this port began to send
 	// before their last byte had arrived.
 	CutThrough uint64
+	// SharedPeak is the most bytes the queue held in the shared pool
+	// (beyond its reserve; with a shared buffer).
+	SharedPeak int64
 	PeakBytes  int64
 }
 
@@ -201,6 +204,7 @@ func (p *Port) Totals() ClassCounters {
 		t.PausesRecv += k.PausesRecv
 		t.HeadroomDrops += k.HeadroomDrops
 		t.CutThrough += k.CutThrough
+		t.SharedPeak = max(t.SharedPeak, k.SharedPeak)
 		t.PeakBytes = max(t.PeakBytes, k.PeakBytes)
 	}
 	return t
@@ -240,8 +244,12 @@ type Switch struct {
 	// grid of this period while the switch holds packets (queue_depth.csv).
 	SampleEvery sim.Time
 	Samples     []QueueSample
+	// ClassSamples, with several classes, records each class queue's
+	// occupancy at the same times (queue_depth_class.csv).
+	ClassSamples []ClassSample
 	sampling    bool    // a sample timer is pending
 	lastDepth   []int64 // last recorded occupancy per port
+	lastClass   []int64 // and per port and class
 }
 
 // flowlet is one entry of the flowlet table (CONGA-style: indexed by the
@@ -265,6 +273,14 @@ const (
 type QueueSample struct {
 	Time  sim.Time
 	Port  int32
+	Bytes int64
+}
+
+// ClassSample is one class queue's occupancy at one time.
+type ClassSample struct {
+	Time  sim.Time
+	Port  int32
+	Class int8
 	Bytes int64
 }
 
@@ -342,7 +358,7 @@ func (s *Switch) Configure(e *sim.Engine, c *Config) error {
 	slab := make([]classQ, len(s.Ports)*s.nc)
 	var cc []ClassCounters
 	var cx []classX
-	if s.nc > 1 || c.lossless() || c.Trim.Enabled || c.HonourPause || c.CutThrough.Enabled {
+	if s.nc > 1 || c.lossless() || c.Trim.Enabled || c.HonourPause || c.CutThrough.Enabled || c.Shared.Size > 0 {
 		cc = make([]ClassCounters, len(s.Ports)*s.nc)
 		cx = make([]classX, len(s.Ports)*s.nc)
 	}
@@ -500,6 +516,9 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 		k := &pt.cc[c]
 		k.Enqueued++
 		k.PeakBytes = max(k.PeakBytes, cq.occ)
+		if s.cfg.Shared.Size > 0 {
+			k.SharedPeak = max(k.SharedPeak, cq.occ-s.cfg.Shared.Reserved)
+		}
 	}
 	if pfcIdx >= 0 {
 		s.ing[pfcIdx] += size
@@ -815,6 +834,9 @@ func (s *Switch) OnTimer(e *sim.Engine, arg int64) {
 func (s *Switch) sample(e *sim.Engine) {
 	if s.lastDepth == nil {
 		s.lastDepth = make([]int64, len(s.Ports))
+		if s.nc > 1 {
+			s.lastClass = make([]int64, len(s.Ports)*s.nc)
+		}
 	}
 	busy := false
 	for i := range s.Ports {
@@ -824,6 +846,13 @@ func (s *Switch) sample(e *sim.Engine) {
 			s.lastDepth[i] = d
 		}
 		busy = busy || d > 0
+		for c := 0; c < s.nc && s.lastClass != nil; c++ {
+			k := s.Ports[i].cls[c].occ
+			if last := &s.lastClass[i*s.nc+c]; k != *last || k > 0 {
+				s.ClassSamples = append(s.ClassSamples, ClassSample{Time: e.Now(), Port: int32(i), Class: int8(c), Bytes: k})
+				*last = k
+			}
+		}
 	}
 	s.sampling = false
 	if busy {
