@@ -31,8 +31,8 @@ type Outputs struct {
 	Depths  []DepthRow
 	// ClassDepths is queue_depth_class.csv (with several classes).
 	ClassDepths []ClassDepthRow
-	Pcaps   []HostPcap // in the scenario's output.pcap order
-	End     sim.Time
+	Pcaps       []HostPcap // in the scenario's output.pcap order
+	End         sim.Time
 	// StoppedBy is summary.json's stopped_by: "flows-done", "stop_at",
 	// "max_time", "no-events", "pfc-deadlock" (Complete false) or
 	// "incomplete".

@@ -247,9 +247,9 @@ type Switch struct {
 	// ClassSamples, with several classes, records each class queue's
 	// occupancy at the same times (queue_depth_class.csv).
 	ClassSamples []ClassSample
-	sampling    bool    // a sample timer is pending
-	lastDepth   []int64 // last recorded occupancy per port
-	lastClass   []int64 // and per port and class
+	sampling     bool    // a sample timer is pending
+	lastDepth    []int64 // last recorded occupancy per port
+	lastClass    []int64 // and per port and class
 }
 
 // flowlet is one entry of the flowlet table (CONGA-style: indexed by the
