@@ -45,6 +45,7 @@ func (c *Core) Result() *PartResult {
 	case barrier.FinishDeadlock:
 		why = results.FinishDeadlock
 		d = &fabric.Deadlock{At: c.grant.Start, Threshold: c.F.DeadlockThreshold(), Cycle: c.grant.Cycle}
+	case barrier.FinishIdle, barrier.FinishAllDone:
 	}
 	p := c.rec.Part(c.part, why)
 	p.Deadlock = d
