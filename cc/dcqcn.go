@@ -475,7 +475,7 @@ func (d *DCQCN) Ssthresh() int64 { return unlimitedWindow }
 func dcqcnOptions(o *options) (DCQCNConfig, error) {
 	c, err := DCQCNProfile(o.str("profile", "paper"))
 	if err != nil {
-		return c, &OptionValueError{Module: o.module, Key: "profile", Msg: err.Error()}
+		return c, err
 	}
 	if c.G, err = o.float("g", c.G); err != nil {
 		return c, err
@@ -504,14 +504,9 @@ func dcqcnOptions(o *options) (DCQCNConfig, error) {
 	if c.ByteCounter, err = o.size("byte_counter", c.ByteCounter); err != nil {
 		return c, err
 	}
-	f, err := o.integer("f", int64(c.F))
-	if err != nil {
+	if c.F, err = o.integer("f", c.F); err != nil {
 		return c, err
 	}
-	if f < 1 || f > 1<<16 {
-		return c, o.valueErr("f", "must be between 1 and 65536, got %d", f)
-	}
-	c.F = int(f)
 	if c.RAI, err = o.rate("rai", c.RAI); err != nil {
 		return c, err
 	}
@@ -540,5 +535,5 @@ func dcqcnOptions(o *options) (DCQCNConfig, error) {
 }
 
 func dcqcnErr(key, format string, args ...any) error {
-	return &OptionValueError{Module: "dcqcn", Key: key, Msg: fmt.Sprintf(format, args...)}
+	return &OptionValueError{Module: "dcqcn", Key: key, Err: fmt.Errorf(format, args...)}
 }

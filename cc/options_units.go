@@ -9,30 +9,8 @@ import (
 	"github.com/lockstep-sim/lockstep/sim"
 )
 
-// OptionValueError is an option whose value a module cannot read or
-// refuses.
-type OptionValueError struct{ Module, Key, Msg string }
-
-func (e *OptionValueError) Error() string {
-	return fmt.Sprintf("%s option %s: %s", e.Module, e.Key, e.Msg)
-}
-
 func (o *options) valueErr(key, format string, args ...any) error {
-	return &OptionValueError{Module: o.module, Key: key, Msg: fmt.Sprintf(format, args...)}
-}
-
-// integer reads a whole number.
-func (o *options) integer(key string, def int64) (int64, error) {
-	o.used[key] = true
-	v, ok := o.m[key]
-	if !ok {
-		return def, nil
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil {
-		return 0, o.valueErr(key, "expected a whole number, got %q", v)
-	}
-	return n, nil
+	return &OptionValueError{Module: o.module, Key: key, Err: fmt.Errorf(format, args...)}
 }
 
 // duration reads "0" or a decimal with a unit: ps, ns, us (µs), ms, s.

@@ -39,12 +39,18 @@ func RegistryBuilder(cfg cc.Config, opts []Option, size uint64) (cc.Controller, 
 	}
 	ctl, err := cc.NewController(cfg)
 	if err != nil {
+		key := ""
 		var ue *cc.UnknownOptionError
-		if errors.As(err, &ue) {
-			for _, o := range opts {
-				if o.Key == ue.Key {
-					return nil, nil, &OptionError{Option: o, Err: err}
-				}
+		var ve *cc.OptionValueError
+		switch {
+		case errors.As(err, &ue):
+			key = ue.Key
+		case errors.As(err, &ve):
+			key = ve.Key
+		}
+		for _, o := range opts {
+			if key != "" && o.Key == key {
+				return nil, nil, &OptionError{Option: o, Err: err}
 			}
 		}
 		return nil, nil, err
@@ -125,14 +131,15 @@ type Snapshot struct {
 	Sent       int // segments sent by the step
 	Retx       int // of which retransmissions
 	// A rate-based controller's state (HasRate): rates in bits per
-	// second, its rate-increase counters and byte count, the pacer's next
-	// release and the controller's own deadline.
+	// second, its rate-increase counters and byte count, and the
+	// controller's own deadline.
 	HasRate      bool
 	Rate, Target int64
 	TC, BC       int
 	Bytes        int64
-	PaceAt       sim.Time
 	CCTimer      sim.Time
+	// Extra is what the introspection keys read (introspect.go).
+	Extra extraSnapshot
 }
 
 // Snapshot reads the driver's current state (Sent and Retx are left 0).
@@ -155,8 +162,11 @@ func (d *Driver) Snapshot() Snapshot {
 		s.Rate, s.Target = r.Rate(), r.TargetRate()
 		s.TC, s.BC = r.Counters()
 		s.Bytes = r.ByteCount()
-		s.PaceAt = d.ep.PaceAt()
 		s.CCTimer = d.ep.CCDeadline()
+	}
+	s.Extra = d.extra()
+	if s.Extra.infinite() {
+		s.Ssthresh = infSsthresh
 	}
 	return s
 }
@@ -198,7 +208,7 @@ func (s *Script) Run(w io.Writer, b Builder) error {
 		hops = h.CC.Strack.Hops
 	}
 	d, err := NewDriver(DriverConfig{CC: ctl, Rec: rec, RTO: h.RTO, MSS: h.CC.MSS, Size: h.Size,
-		ECN: h.ECN, AutoSend: h.AutoSend, Hops: hops, LineRate: h.LineRate, Header: h.Header})
+		ECN: h.ECN, AutoSend: h.AutoSend, Hops: hops, Pacing: h.Pacing, LineRate: h.LineRate, Header: h.Header})
 	if err != nil {
 		return &StepError{Name: s.Name, Line: 1, Msg: err.Error()}
 	}
@@ -304,6 +314,7 @@ func (r *runner) step(st *Step) error {
 			snap.Retx++
 		}
 	}
+	snap.Extra.noteSent(sent)
 	r.last = snap
 	r.row(st.Line, st.Text, snap, sent, d.TakeEvents(), note)
 	return nil
@@ -474,12 +485,12 @@ func (r *runner) checkOne(s *Snapshot, e expectation) string {
 		got = strconv.Itoa(s.Retx)
 	case "done":
 		got = yesNo(s.Done)
-	case "rate", "target":
+	case "rate", "target_rate":
 		if !s.HasRate {
 			return e.key + ": the controller is not rate-based"
 		}
 		v := s.Rate
-		if e.key == "target" {
+		if e.key == "target_rate" {
 			v = s.Target
 		}
 		got = fmtRate(v)
@@ -499,18 +510,20 @@ func (r *runner) checkOne(s *Snapshot, e expectation) string {
 		default:
 			got = strconv.FormatInt(s.Bytes, 10)
 		}
-	case "pace", "cctimer":
+	case "cctimer":
 		if !s.HasRate {
 			return e.key + ": the controller is not rate-based"
 		}
-		v := s.PaceAt
-		if e.key == "cctimer" {
-			v = s.CCTimer
-		}
+		v := s.CCTimer
 		got = fmtTimer(v)
 		if e.value != "off" {
 			want, err := parseDuration(e.value)
 			ok = err == nil && want == v
+		}
+	default:
+		var msg string
+		if got, ok, msg = r.checkIntrospect(s, e); msg != "" {
+			return msg
 		}
 	}
 	if !ok {

@@ -35,6 +35,8 @@ type Header struct {
 	LineRate int64
 	// Header is the bytes of headers per packet that pacing counts.
 	Header int64
+	// Pacing is the endpoint's pacing (header `pacing`, introspect.go).
+	Pacing cc.PacingConfig
 }
 
 // stepKind is what a step does.
@@ -87,10 +89,11 @@ type Script struct {
 	Steps  []Step
 }
 
-// expectKeys are the keys an expect line may test.
-var expectKeys = []string{"time", "cwnd", "segs", "ssthresh", "state", "alpha", "pipe",
+// expectKeys are the keys an expect line may test (introspect.go adds its
+// own).
+var expectKeys = append([]string{"time", "cwnd", "segs", "ssthresh", "state", "alpha", "pipe",
 	"flight", "una", "nxt", "recovery", "rto", "timer", "sent", "retx", "done",
-	"rate", "target", "tc", "bc", "bytes", "pace", "cctimer"}
+	"rate", "target_rate", "tc", "bc", "bytes", "cctimer"}, introspectKeys...)
 
 // ParseError is a script that cannot be read.
 type ParseError struct {
@@ -150,6 +153,9 @@ func Parse(name string, src []byte) (*Script, error) {
 // isHeaderLine tells header lines from steps. `rto` is both: with a mode
 // it configures the timer, alone it fires it.
 func isHeaderLine(f []string) bool {
+	if isIntrospectHeader(f) {
+		return true
+	}
 	switch f[0] {
 	case "cc", "recovery", "mss", "init_cwnd", "size", "dupthresh", "ecn", "autosend", "option",
 		"line_rate", "header":
@@ -234,6 +240,8 @@ func (h *Header) parse(f []string, line int) error {
 			return fmt.Errorf("header: want a non-negative integer, got %q", v)
 		}
 		h.Header = n
+	case "max_ack_delay", "pacing":
+		return h.parseIntrospectHeader(f)
 	case "option":
 		if len(f) < 2 {
 			return fmt.Errorf("option: want key=value")
