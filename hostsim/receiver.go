@@ -28,6 +28,7 @@ type Receiver struct {
 	delackAt      sim.Time // delayed-ACK deadline; Never when none
 	delackTimerAt sim.Time // time of the pending timer event; Never if none
 	nack          bool     // STrack: the next ACK carries the received bitmap
+	trimNack      bool     // the next ACK is a trim NACK for the packet it names
 
 	// RoCE (roce.go): the next ACK is a NAK; the gap a go-back-N NAK was
 	// sent for; the notification point's last CNP, whether a marked
@@ -39,7 +40,6 @@ type Receiver struct {
 	cnpLast    sim.Time
 	cnpMarked  bool
 	cnpTimerAt sim.Time
-	trimNack   bool // the next ACK is a trim NACK for the packet it names
 }
 
 // bitmap is STrack's received bitmap: bit i is set when segment
