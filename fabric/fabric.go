@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstep-sim/lockstep/hostsim"
 	"github.com/lockstep-sim/lockstep/sim"
+	"github.com/lockstep-sim/lockstep/stracksim"
 	"github.com/lockstep-sim/lockstep/switchsim"
 	"github.com/lockstep-sim/lockstep/topologies"
 )
@@ -39,11 +40,15 @@ type Config struct {
 	// Switch is every switch's optional mechanisms (classes, PFC, shared
 	// buffer, trimming); the zero value is the plain switch.
 	Switch switchsim.Config
+	// Compat, when set, runs the STrack-Sim compatibility profile instead
+	// of hosts and switches (compat.go): one element, one partition.
+	Compat *stracksim.Config
 }
 
 const (
 	kindHost uint8 = iota + 1
 	kindSwitch
+	kindCompat // a compatibility profile's one element (compat.go)
 )
 
 // Fabric is a built network, ready to run.
@@ -59,6 +64,7 @@ type Fabric struct {
 	hostOf   []int32            // element -> host index, -1 for switches
 	linkPort []int32            // link direction -> port index at its From element
 	alarm    switchsim.Alarm    // a switch's report of a PFC deadlock
+	compat   *stracksim.World   // the compatibility profile's element, or nil
 }
 
 // DirID is the sim link id of topology link i in the direction from its A
@@ -73,6 +79,9 @@ func DirID(i int, aToB bool) sim.LinkID {
 // New builds a fabric. It compiles cfg.Topo (topologies.Compile), which
 // must not change afterwards.
 func New(cfg Config) (*Fabric, error) {
+	if cfg.Compat != nil {
+		return newCompat(cfg)
+	}
 	t := cfg.Topo
 	local := func(node int) bool { return cfg.Local == nil || cfg.Local(node) }
 	// Hop counts for the flows sent here (STrack's target scales with
@@ -327,6 +336,8 @@ func (f *Fabric) dispatch(ev *sim.Event) {
 		case sim.EvTimer:
 			s.OnTimer(e, ev.Arg)
 		}
+	case kindCompat:
+		f.compat.OnEvent(e, ev)
 	}
 }
 
@@ -351,6 +362,12 @@ func (c Conservation) Balance() int64 {
 // Conservation gathers the counts of the local elements.
 func (f *Fabric) Conservation() Conservation {
 	var c Conservation
+	if w := f.compat; w != nil {
+		c.Created, c.Consumed, c.QueueDrops = w.Created, w.Consumed, w.Dropped
+		c.InQueues, c.OnWire = w.Conservation()
+		c.PoolLive = f.eng.Pool.Live()
+		return c
+	}
 	for _, h := range f.hosts {
 		if h == nil {
 			continue

@@ -19,6 +19,7 @@ import (
 	"github.com/lockstep-sim/lockstep/hostsim"
 	"github.com/lockstep-sim/lockstep/internal/yamlx"
 	"github.com/lockstep-sim/lockstep/sim"
+	"github.com/lockstep-sim/lockstep/stracksim"
 	"github.com/lockstep-sim/lockstep/switchsim"
 	"github.com/lockstep-sim/lockstep/topologies"
 	"github.com/lockstep-sim/lockstep/workloads"
@@ -268,7 +269,13 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 			return nil, err
 		}
 	}
-	tc, err := l.transport(&s.Transport)
+	var tc hostsim.Config
+	var compat *stracksim.Config
+	if s.Compat != "" {
+		tc, compat, err = l.compat(s, topo)
+	} else {
+		tc, err = l.transport(&s.Transport)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +301,8 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.Fabric = fabric.Config{Topo: topo, Flows: flows, Transport: tc, Forwarding: fwd, Seed: b.seed, Impairments: imps}
+	b.Fabric = fabric.Config{Topo: topo, Flows: flows, Transport: tc, Forwarding: fwd, Seed: b.seed, Impairments: imps,
+		Compat: compat}
 	if b.Fabric.Switch, err = l.switchConfig(&s.Switch, s.Workload); err != nil {
 		return nil, err
 	}

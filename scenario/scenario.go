@@ -32,6 +32,10 @@ type Scenario struct {
 	Impairments []Impairment   `yaml:"impairments"`
 	Output      Output         `yaml:"output"`
 	Placement   *Placement     `yaml:"placement"`
+	// Compat selects a compatibility profile, which replaces lockstep's
+	// hosts, switches and transports by another simulator's semantics as a
+	// whole: "stracksim" (docs/scenario.md, compat).
+	Compat string `yaml:"compat"`
 
 	memLimit int64 // WithMemoryLimit; not part of the scenario
 	// outside: the files it names may be outside its folder (AllowOutside).
