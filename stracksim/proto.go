@@ -1,7 +1,6 @@
 package stracksim
 
 import (
-	"cmp"
 	"slices"
 
 	"github.com/lockstep-sim/lockstep/hostsim"
@@ -11,45 +10,20 @@ import (
 // noTime marks a sequence number without an entry in send_times.
 const noTime sim.Time = -1
 
-// proto is one host's protocol instance: SimpleTcp or STrackProtocol hold
-// every flow the host sends in a HashMap (tx_flows) and iterate it on each
-// send tick.
-//
-// Rust's HashMap iterates in the order of its keys' hashes, which SipHash
-// keys drawn per map and per process make different in every run. We model
-// each map as iterating in the order of a keyed hash of its keys, the key
-// drawn from the run's seed: one seed is one draw, reproducible, and 20
-// seeds are 20 draws (docs/decisions.md: not hashbrown's bucket layout, a
-// random order fixed per map).
+// proto is one host's protocol instance: SimpleTcp and STrackProtocol
+// hold every flow the host sends in a HashMap (tx_flows) and iterate it on
+// each send tick; each flow's send_times is a HashMap too, iterated for
+// timeouts. Both orders are Rust's (rustMap), with hash keys drawn from
+// the run's seed.
 type proto struct {
-	key uint64    // tx_flows' hash key
-	tx  []*txFlow // tx_flows, in its iteration order
-}
-
-// mapOrder is the iteration position of key in the map keyed by k.
-func mapOrder(k uint64, key int32) uint64 { return sim.Mix64(k ^ uint64(uint32(key))) }
-
-// add inserts f into tx_flows (start_flow_tx).
-func (p *proto) add(f *txFlow) {
-	h := mapOrder(p.key, f.id)
-	i, _ := slices.BinarySearchFunc(p.tx, h, func(g *txFlow, h uint64) int { return cmp.Compare(mapOrder(p.key, g.id), h) })
-	p.tx = slices.Insert(p.tx, i, f)
-}
-
-// find is tx_flows.get(flow).
-func (p *proto) find(id int32) *txFlow {
-	for _, f := range p.tx {
-		if f.id == id {
-			return f
-		}
-	}
-	return nil
+	flows *rustMap // tx_flows' keys
 }
 
 // active is !all_flows_done() for a host that sends: some flow is not done.
-func (p *proto) active() bool {
-	for _, f := range p.tx {
-		if !f.done {
+func (w *World) active(h *host) bool {
+	m := h.p.flows
+	for i := 0; i < m.buckets(); i++ {
+		if id, ok := m.at(i); ok && !w.tx[id].done {
 			return true
 		}
 	}
@@ -64,13 +38,14 @@ type txFlow struct {
 	cwnd, ssth, inflight int32
 	dup, ca              int32 // dup_ack_count, ca_ack_count
 	done                 bool
-	// sent is send_times (seq -> last send time, noTime: no entry). Entries
-	// go when a cumulative ACK passes them; a retransmission of a packet
-	// below un_acked_base adds one that nothing removes, as in the Rust.
-	sent []sim.Time
-	retx []int32 // retransmit_queue
-	key  uint64  // send_times' hash key
-	rec  *hostsim.FlowRecord
+	// sent is send_times: times by seq (noTime: no entry), keys in times'
+	// order. Entries go when a cumulative ACK passes them; a
+	// retransmission of a packet below un_acked_base adds one that nothing
+	// removes, as in the Rust.
+	sent  []sim.Time
+	times *rustMap
+	retx  []int32 // retransmit_queue
+	rec   *hostsim.FlowRecord
 
 	lastCwnd, lastSsth int32 // last cwnd.csv row
 }
@@ -111,20 +86,21 @@ type scratch struct {
 // and every packet sent gets send_times = now.
 func (w *World) sendTick(e *sim.Engine, h *host, now sim.Time) {
 	c := &w.cfg
-	for _, f := range h.p.tx {
-		if f.done {
+	for b := 0; b < h.p.flows.buckets(); b++ {
+		id, ok := h.p.flows.at(b)
+		if !ok || w.tx[id].done {
 			continue
 		}
+		f := w.tx[id]
 		cwnd, inflight, next := f.cwnd, f.inflight, f.next
 		retx := append(w.scr.retx[:0], f.retx...)
 		to := w.scr.to[:0]
-		for seq, t := range f.sent {
-			if t != noTime && now-t > c.RTO && !slices.Contains(retx, int32(seq)) {
-				to = append(to, int32(seq))
+		for i := 0; i < f.times.buckets(); i++ {
+			if seq, ok := f.times.at(i); ok && now-f.sent[seq] > c.RTO && !slices.Contains(retx, seq) {
+				to = append(to, seq)
 			}
 		}
 		if len(to) > 0 {
-			slices.SortFunc(to, func(a, b int32) int { return cmp.Compare(mapOrder(f.key, a), mapOrder(f.key, b)) })
 			f.rec.Timeouts++
 			if c.Protocol == SimpleTcp {
 				f.ssth = max(f.cwnd/2, c.MinCwnd)
@@ -150,6 +126,7 @@ func (w *World) sendTick(e *sim.Engine, h *host, now sim.Time) {
 		f.inflight, f.next = inflight, next
 		f.retx = append(f.retx[:0], retx[i:]...)
 		for _, s := range sends {
+			f.times.insert(s)
 			f.sent[s] = now
 		}
 		w.scr.retx, w.scr.to, w.scr.sends = retx, to, sends
@@ -252,10 +229,10 @@ func (w *World) onData(e *sim.Engine, h *host, pkt *sim.Packet, now sim.Time) {
 
 // onControl is on_tx_control: an ACK or a NACK at the sender.
 func (w *World) onControl(h *host, pkt *sim.Packet, now sim.Time) {
-	f := h.p.find(pkt.Flow)
-	if f == nil {
+	if !h.p.flows.has(pkt.Flow) {
 		return
 	}
+	f := w.tx[pkt.Flow]
 	c := &w.cfg
 	if pkt.Flags&sim.FlagNack != 0 {
 		// on_nack: every hole from the NACK's base below the packet it
@@ -343,6 +320,7 @@ func (w *World) onControl(h *host, pkt *sim.Packet, now sim.Time) {
 func (w *World) advance(f *txFlow, acked int32) int32 {
 	delta := acked - f.base
 	for s := f.base; s < acked; s++ {
+		f.times.remove(s)
 		f.sent[s] = noTime
 	}
 	f.base = acked

@@ -71,15 +71,17 @@ type Fabric struct {
 
 // World is the whole fabric under the STrack-Sim profile, as one element.
 type World struct {
-	cfg   Config
-	elem  sim.ElemID
-	tr    *hostsim.Transport
-	rt    *topologies.Routes
-	hosts []host
-	hostOf []int32  // node -> host index, -1 for switches
-	ports  [][]port // by node (nil for hosts)
-	rx     []rxFlow // by flow
-	trace  []bool   // by flow: cwnd.csv rows
+	cfg    Config
+	elem   sim.ElemID
+	tr     *hostsim.Transport
+	rt     *topologies.Routes
+	hosts  []host
+	hostOf []int32   // node -> host index, -1 for switches
+	ports  [][]port  // by node (nil for hosts)
+	tx     []*txFlow // by flow, once started
+	rx     []rxFlow  // by flow
+	trace  []bool    // by flow: cwnd.csv rows
+	keys   []uint64  // by flow: send_times' hash key
 	out    []sim.PktRef
 	scr    scratch
 
@@ -99,7 +101,7 @@ func New(e *sim.Engine, elem sim.ElemID, fb *Fabric, cfg Config, tr *hostsim.Tra
 	}
 	t := fb.Topo
 	w := &World{cfg: cfg, elem: elem, tr: tr, rt: fb.Routes, hosts: make([]host, len(t.Hosts)),
-		hostOf: make([]int32, len(t.Nodes)), ports: make([][]port, len(t.Nodes)), rx: make([]rxFlow, len(tr.Flows)),
+		hostOf: make([]int32, len(t.Nodes)), ports: make([][]port, len(t.Nodes)), rx: make([]rxFlow, len(tr.Flows)), tx: make([]*txFlow, len(tr.Flows)),
 		trace: make([]bool, len(tr.Flows))}
 	rng := e.Rand(elem)
 	for i := range w.hostOf {
@@ -123,7 +125,7 @@ func New(e *sim.Engine, elem sim.ElemID, fb *Fabric, cfg Config, tr *hostsim.Tra
 		if err != nil {
 			return nil, err
 		}
-		w.hosts[hi] = host{index: int32(hi), up: l, p: proto{key: rng.Uint64()}}
+		w.hosts[hi] = host{index: int32(hi), up: l, p: proto{flows: newRustMap(rng.Uint64(), len(tr.Flows))}}
 	}
 	for node := range t.Nodes {
 		if t.Nodes[node].Kind != topologies.Switch {
@@ -174,6 +176,7 @@ func New(e *sim.Engine, elem sim.ElemID, fb *Fabric, cfg Config, tr *hostsim.Tra
 			w.rx[i].ooo = make([]bool, n)
 		}
 		w.hosts[f.Src].pending++
+		w.keys = append(w.keys, rng.Uint64())
 		w.trace[i] = tr.Cfg.Trace.All
 	}
 	for _, id := range tr.Cfg.Trace.Flows {
@@ -229,8 +232,9 @@ func (w *World) startFlow(e *sim.Engine, id int32, now sim.Time) {
 	rec := &w.tr.Records[id]
 	rec.Started, rec.StartAt = true, now
 	n := w.rx[id].total
-	h.p.add(&txFlow{id: id, dst: int32(f.Dst), total: n, cwnd: w.cfg.InitCwnd, ssth: w.cfg.Ssthresh,
-		sent: newSendTimes(n), key: h.p.key ^ sim.Mix64(uint64(id)+1), rec: rec})
+	w.tx[id] = &txFlow{id: id, dst: int32(f.Dst), total: n, cwnd: w.cfg.InitCwnd, ssth: w.cfg.Ssthresh,
+		sent: newSendTimes(n), times: newRustMap(w.keys[id], int(n)), rec: rec}
+	h.p.flows.insert(id)
 	w.schedule(e, now, evTick, int(h.index), 0, sim.NoPacket)
 }
 
@@ -244,7 +248,7 @@ func (w *World) tick(e *sim.Engine, h *host, now sim.Time) {
 	w.out = w.out[:0]
 	w.sendTick(e, h, now)
 	if len(w.out) == 0 {
-		if h.p.active() || len(h.p.tx) == 0 && h.pending > 0 {
+		if w.active(h) || h.p.flows.items == 0 && h.pending > 0 {
 			w.schedule(e, now+w.cfg.TickIdle, evTick, int(h.index), 0, sim.NoPacket)
 		}
 		return
