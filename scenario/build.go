@@ -782,7 +782,7 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 	}
 	c.RWnd = int64(t.RWnd)
 	if t.STrack != nil && !caps.SteersPaths {
-		return c, l.errf("transport.strack", "only for cc strack or strack-sim, not %q", c.CC.CC)
+		return c, l.errf("transport.strack", "only for cc strack, not %q", c.CC.CC)
 	}
 	if caps.SteersPaths {
 		if t.Recovery == "" && caps.Recovery != "" {
@@ -795,7 +795,7 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 		if st == nil {
 			st = &STrack{}
 		}
-		hc := hostsim.STrackConfig{Entropies: 256, SkipTime: 50 * sim.Microsecond}
+		hc := hostsim.STrackConfig{Entropies: 256}
 		mode := st.Paths
 		if mode == "" {
 			mode = caps.DefaultPaths
@@ -807,9 +807,6 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 		hc.Mode = m
 		if st.Entropies != 0 {
 			hc.Entropies = st.Entropies
-		}
-		if st.SkipTime != 0 {
-			hc.SkipTime = sim.Time(st.SkipTime)
 		}
 		c.STrack = &hc
 		sc := cc.DefaultStrackConfig(c.MTU - c.Header)
@@ -835,6 +832,9 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 			sc.MaxCwnd = int64(st.MaxCwnd)
 		}
 		sc.ReoWnd = sim.Time(st.ReoWnd)
+		if err := l.strackVariant(t, st, &c, &hc, &sc); err != nil {
+			return c, err
+		}
 		c.CC.Strack = &sc
 	}
 	if err := c.Validate(); err != nil {

@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"slices"
+
+	"github.com/lockstep-sim/lockstep/cc"
 	"sort"
 	"strconv"
 
@@ -124,4 +126,45 @@ func (l *loader) compat(s *Scenario, topo *topologies.Topology) (hostsim.Config,
 	tc.MTU, tc.Header, tc.AckSize = int64(c.DataSize), 0, int64(c.AckSize)
 	tc.CC.MSS, tc.CC.InitCwnd = tc.MTU, int64(c.InitCwnd)
 	return tc, &c, nil
+}
+
+// strackVariant applies transport.strack.variant: htsim-pr4 runs STrack as
+// its authors' htsim code does (cc.StrackPR4, cc.GoBackNRecovery): a
+// marked entropy is skipped for max(1, initial window / N) turns, the
+// sender holds back while its NIC queue has more than 2 packets, and the
+// RTO (unless transport.rto is given) is 1 ms, fixed, doubling at every
+// expiry and never reset. Today's STrack settings do not apply to it.
+func (l *loader) strackVariant(t *Transport, st *STrack, c *hostsim.Config, hc *hostsim.STrackConfig, sc *cc.StrackConfig) error {
+	if !slices.Contains(cc.StrackVariants, st.Variant) {
+		return l.errf("transport.strack.variant", "unknown variant %q (known: htsim-pr4)", st.Variant)
+	}
+	sc.Variant = st.Variant
+	if st.Variant == "" {
+		if st.CCEnabled != nil {
+			return l.errf("transport.strack.cc_enabled", "only for variant htsim-pr4")
+		}
+		return nil
+	}
+	for _, x := range []struct {
+		path string
+		set  bool
+	}{{"alpha", st.Alpha != nil}, {"beta", st.Beta != nil}, {"max_mdf", st.MaxMDF != nil},
+		{"base_target", st.BaseTarget != 0}, {"per_hop", st.PerHop != nil}, {"min_cwnd", st.MinCwnd != 0},
+		{"max_cwnd", st.MaxCwnd != 0}, {"reo_wnd", st.ReoWnd != 0}} {
+		if x.set {
+			return l.errf("transport.strack."+x.path, "not used by variant htsim-pr4 (its constants are the code's; the initial window is also the maximum)")
+		}
+	}
+	if hc.Mode != hostsim.PathSkip {
+		return l.errf("transport.strack.paths", "variant htsim-pr4 skips marked paths (skip), not %q", st.Paths)
+	}
+	if st.CCEnabled != nil {
+		sc.PR4.CCEnabled = *st.CCEnabled
+	}
+	hc.SkipRounds = max(1, int(c.CC.InitCwnd)/hc.Entropies)
+	c.HoldBack = 2
+	if t.RTO == (RTO{}) {
+		c.RTO = cc.RTOConfig{Mode: cc.RTOFixed, Fixed: sim.Millisecond, Backoff: true, KeepBackoff: true}
+	}
+	return nil
 }

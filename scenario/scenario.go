@@ -178,7 +178,7 @@ type Transport struct {
 	Pacing *Pacing `yaml:"pacing"`
 	// RWnd is the receive window (default unlimited).
 	RWnd yamlx.Size `yaml:"rwnd"`
-	// STrack configures STrack's endpoints (cc strack or strack-sim).
+	// STrack configures STrack's endpoints (cc strack).
 	STrack *STrack `yaml:"strack"`
 	// Options are the congestion control's own settings (docs/scenario.md
 	// lists them per module), e.g. {variant: linux} for scalable,
@@ -189,9 +189,8 @@ type Transport struct {
 // STrack holds STrack's parameters; docs/scenario.md gives each default
 // and its source.
 type STrack struct {
-	Paths      string          `yaml:"paths"`     // skip (default), reuse, strack-sim
+	Paths      string          `yaml:"paths"`     // skip (default), reuse
 	Entropies  int             `yaml:"entropies"` // default 256
-	SkipTime   yamlx.Duration  `yaml:"skip_time"` // strack-sim: default 50us
 	Alpha      *float64        `yaml:"alpha"`
 	Beta       *float64        `yaml:"beta"`
 	MaxMDF     *float64        `yaml:"max_mdf"`
@@ -202,6 +201,12 @@ type STrack struct {
 	// ReoWnd: a hole counts as lost only if it was sent more than this
 	// before the packet that revealed it (default 0, every hole).
 	ReoWnd yamlx.Duration `yaml:"reo_wnd"`
+	// Variant: "" (today's STrack) or htsim-pr4 (the authors' htsim code,
+	// csg-htsim PR #4; docs/scenario.md).
+	Variant string `yaml:"variant"`
+	// CCEnabled turns htsim-pr4's window control on (default off: a fixed
+	// window equal to the initial window, cut only by timeouts).
+	CCEnabled *bool `yaml:"cc_enabled"`
 }
 
 // DelayedAck is the receivers' delayed-ACK policy.
