@@ -7,7 +7,7 @@
 // data (Leo-Yikang/fabric-sim 30f8e00): src/sim_runner.rs (the event
 // loop, host send ticks, switch egress), src/network/switch.rs (ingress:
 // drop and ECN rule), src/network/link.rs (serialisation), src/nic/tcp.rs
-// (SimpleTcp), src/nic/strack.rs (STrack), src/core/event.rs (event order),
+// (SimpleTCP), src/nic/strack.rs (STrack), src/core/event.rs (event order),
 // src/monitor (FCT percentiles). docs/decisions.md, "STrack-Sim
 // compatibility profile", lists every semantic and what we chose where the
 // Rust code depends on its process (hash-map order).
@@ -36,7 +36,7 @@ const (
 	// SimpleTcp is src/nic/tcp.rs: cumulative ACKs, 3 duplicate ACKs,
 	// halving on every CE-echoing ACK that advances, a fixed timeout
 	// checked at send ticks.
-	SimpleTcp Protocol = 1 + iota
+	SimpleTCP Protocol = 1 + iota
 	// STrack is src/nic/strack.rs in STrack mode: per-packet ACKs, NACKs
 	// with a 64-bit bitmap, path blacklisting on marks.
 	STrack
@@ -44,7 +44,7 @@ const (
 
 func (p Protocol) String() string {
 	switch p {
-	case SimpleTcp:
+	case SimpleTCP:
 		return "simpletcp"
 	case STrack:
 		return "strack"
@@ -56,7 +56,7 @@ func (p Protocol) String() string {
 func ParseProtocol(s string) (Protocol, error) {
 	switch s {
 	case "simpletcp":
-		return SimpleTcp, nil
+		return SimpleTCP, nil
 	case "strack":
 		return STrack, nil
 	}
@@ -71,8 +71,8 @@ type Config struct {
 	// a flow of n bytes is ceil(n/DataSize) packets. AckSize is an ACK's
 	// and a NACK's (64).
 	DataSize, AckSize int32
-	// InitCwnd, MaxCwnd, MinCwnd: 16, 256, 1 (SimpleTcp::new,
-	// STrackProtocol::new). Ssthresh is SimpleTcp's initial slow-start
+	// InitCwnd, MaxCwnd, MinCwnd: 16, 256, 1 (SimpleTCP::new,
+	// STrackProtocol::new). Ssthresh is SimpleTCP's initial slow-start
 	// threshold (64, FlowTxState::new).
 	InitCwnd, MaxCwnd, MinCwnd, Ssthresh int32
 	// RTO is the fixed timeout (rto_ns, 100 us), checked only at send ticks.
@@ -95,7 +95,7 @@ func DefaultConfig(p Protocol) Config {
 // Validate checks c.
 func (c *Config) Validate() error {
 	switch {
-	case c.Protocol != SimpleTcp && c.Protocol != STrack:
+	case c.Protocol != SimpleTCP && c.Protocol != STrack:
 		return fmt.Errorf("protocol: invalid (%d)", c.Protocol)
 	case c.DataSize <= 0 || c.AckSize <= 0:
 		return fmt.Errorf("packet sizes must be positive, got data %d and ack %d", c.DataSize, c.AckSize)

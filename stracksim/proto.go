@@ -30,7 +30,7 @@ func (w *World) active(h *host) bool {
 	return false
 }
 
-// txFlow is FlowTxState (both protocols'; dup and ca are SimpleTcp's).
+// txFlow is FlowTxState (both protocols'; dup and ca are SimpleTCP's).
 // Sequence numbers and windows count packets.
 type txFlow struct {
 	id, dst, total       int32
@@ -58,7 +58,7 @@ func newSendTimes(n int32) []sim.Time {
 	return s
 }
 
-// rxFlow is FlowRxState: next_expected, and SimpleTcp's out_of_order set
+// rxFlow is FlowRxState: next_expected, and SimpleTCP's out_of_order set
 // or STrack's 64-bit received_bits (bit i: next_expected + i arrived).
 type rxFlow struct {
 	total int32
@@ -102,7 +102,7 @@ func (w *World) sendTick(e *sim.Engine, h *host, now sim.Time) {
 		}
 		if len(to) > 0 {
 			f.rec.Timeouts++
-			if c.Protocol == SimpleTcp {
+			if c.Protocol == SimpleTCP {
 				f.ssth = max(f.cwnd/2, c.MinCwnd)
 				f.cwnd = c.InitCwnd
 				f.dup, f.ca = 0, 0
@@ -180,7 +180,7 @@ func (w *World) onData(e *sim.Engine, h *host, pkt *sim.Packet, now sim.Time) {
 	seq := int32(pkt.Seq)
 	nack := false
 	switch w.cfg.Protocol {
-	case SimpleTcp:
+	case SimpleTCP:
 		switch {
 		case seq < r.next:
 		case seq == r.next:
@@ -256,7 +256,7 @@ func (w *World) onControl(h *host, pkt *sim.Packet, now sim.Time) {
 	}
 	event := ""
 	switch c.Protocol {
-	case SimpleTcp:
+	case SimpleTCP:
 		switch {
 		case acked == f.base:
 			f.dup++

@@ -48,7 +48,7 @@ func ackAt(e *sim.Engine, w *World, now sim.Time, ack int32, ce bool, nackSeq in
 // the tick resends at most the OLD cwnd of them, outside the in-flight
 // count, and the rest go on later ticks.
 func TestSimpleTcp_TimeoutRequeuesEveryOldPacket(t *testing.T) {
-	e, w := newTestWorld(t, SimpleTcp, []hostsim.FlowSpec{flow(0, 0, 3, 40*1024, us)})
+	e, w := newTestWorld(t, SimpleTCP, []hostsim.FlowSpec{flow(0, 0, 3, 40*1024, us)})
 	w.startFlow(e, 0, us)
 	if s, _ := tickAt(e, w, us); len(s) != 16 {
 		t.Fatalf("first tick sent %d, want the initial 16", len(s))
@@ -87,7 +87,7 @@ func TestSimpleTcp_TimeoutRequeuesEveryOldPacket(t *testing.T) {
 // that echoes CE halves (no once-per-window guard); a non-advancing CE
 // echo does not.
 func TestSimpleTcp_AckRules(t *testing.T) {
-	e, w := newTestWorld(t, SimpleTcp, []hostsim.FlowSpec{flow(0, 0, 3, 100*1024, us)})
+	e, w := newTestWorld(t, SimpleTCP, []hostsim.FlowSpec{flow(0, 0, 3, 100*1024, us)})
 	w.startFlow(e, 0, us)
 	tickAt(e, w, us)
 	f := w.tx[0]

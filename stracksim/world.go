@@ -172,7 +172,7 @@ func New(e *sim.Engine, elem sim.ElemID, fb *Fabric, cfg Config, tr *hostsim.Tra
 		}
 		n := int32((f.Size + int64(cfg.DataSize) - 1) / int64(cfg.DataSize))
 		w.rx[i] = rxFlow{total: n}
-		if cfg.Protocol == SimpleTcp {
+		if cfg.Protocol == SimpleTCP {
 			w.rx[i].ooo = make([]bool, n)
 		}
 		w.hosts[f.Src].pending++
@@ -381,7 +381,7 @@ func (w *World) cwndRow(f *txFlow, now sim.Time, event string) {
 	}
 	f.lastCwnd, f.lastSsth = f.cwnd, f.ssth
 	ssth := int64(0)
-	if w.cfg.Protocol == SimpleTcp {
+	if w.cfg.Protocol == SimpleTCP {
 		ssth = int64(f.ssth) * int64(w.cfg.DataSize)
 	}
 	w.tr.CwndLog = append(w.tr.CwndLog, hostsim.CwndRow{Time: now, Flow: f.id, Cwnd: int64(f.cwnd) * int64(w.cfg.DataSize),

@@ -141,7 +141,7 @@ func flow(id int32, src, dst int, size int64, start sim.Time) hostsim.FlowSpec {
 // base RTT after it starts: 81 + 500 + 204 + 500 + 81 + 500 ns out and
 // 5 + 500 + 12 + 500 + 5 + 500 ns back, 3388 ns (truncated serialisation).
 func TestBaseRTT_OnePacket(t *testing.T) {
-	e, w := newTestWorld(t, SimpleTcp, []hostsim.FlowSpec{flow(0, 0, 3, 1024, 1000*sim.Nanosecond)})
+	e, w := newTestWorld(t, SimpleTCP, []hostsim.FlowSpec{flow(0, 0, 3, 1024, 1000*sim.Nanosecond)})
 	for ev, ok := e.Next(sim.Never); ok; ev, ok = e.Next(sim.Never) {
 		w.OnEvent(e, &ev)
 	}
@@ -160,7 +160,7 @@ func TestBaseRTT_OnePacket(t *testing.T) {
 // arrival starting its own chain); none once the flow is done.
 func TestTicks_Chains(t *testing.T) {
 	start := 1000 * sim.Nanosecond
-	e, w := newTestWorld(t, SimpleTcp, []hostsim.FlowSpec{flow(0, 0, 3, 40*1024, start)})
+	e, w := newTestWorld(t, SimpleTCP, []hostsim.FlowSpec{flow(0, 0, 3, 40*1024, start)})
 	var ticks, arrivals, want []sim.Time
 	sentTicks, idleTicks := 0, 0
 	for ev, ok := e.Next(sim.Never); ok; ev, ok = e.Next(sim.Never) {

@@ -909,6 +909,14 @@ const spNotes = `
   spraying/utilisation.csv (every top-tier uplink, seed 1).
 - ECN marks are counted at switch ports; Reno's packets are not ECN-capable,
   so it has none.
+- STrack as htsim PR #4 runs it (transport.strack.variant: htsim-pr4,
+  docs/decisions.md): window control off, its window stays the initial
+  window, which here fits the permutation's paths without a drop; under
+  the incast it recovers by timeout only, each loss waiting for its 1 ms
+  RTO (doubled at every further expiry) and go-back-N resending from the
+  first hole. With window control on, its 24 us target lies far above these
+  fabrics' RTTs, and the 0.98 decay per ACK pulls the window towards
+  sqrt(50) packets.
 - Under ECMP, which top-tier links carry a flow depends on the hash of its
   5-tuple; a link no flow hashes to carries ACKs only, which is why ECMP's
   least loaded link is near 0%.
