@@ -914,9 +914,9 @@ const spNotes = `
   window, which here fits the permutation's paths without a drop; under
   the incast it recovers by timeout only, each loss waiting for its 1 ms
   RTO (doubled at every further expiry) and go-back-N resending from the
-  first hole. With window control on, its 24 us target lies far above these
-  fabrics' RTTs, and the 0.98 decay per ACK pulls the window towards
-  sqrt(50) packets.
+  first hole. With window control on, the per-ACK rules (the 24 us target,
+  the 0.98 decay) keep the window at or below the initial window, its
+  maximum, and the permutations run slower.
 - Under ECMP, which top-tier links carry a flow depends on the hash of its
   5-tuple; a link no flow hashes to carries ACKs only, which is why ECMP's
   least loaded link is near 0%.
