@@ -257,9 +257,9 @@ var StrackVariants = []string{"", "htsim-pr4"}
 
 // DefaultStrackConfig has htsim's values (strack.cpp STrackSrc::STrackSrc):
 // alpha 0.25, beta 0.8, max_mdf 0.5, base target 20 us, h = base/6.55 per
-// hop, max cwnd 1000 packets, reset after 5 timeouts. htsim's min cwnd of 10
-// bytes relies on sub-packet pacing, which we do not model: our floor is one
-// segment.
+// hop, max cwnd 1000 packets, reset after 5 timeouts. The floor is one
+// segment, as in the authors' PR #4 (master's constructor says 10 bytes,
+// with sub-packet pacing, which we do not model).
 func DefaultStrackConfig(mss int64) StrackConfig {
 	return StrackConfig{Alpha: 0.25, Beta: 0.8, MaxMDF: 0.5, BaseTarget: 20 * sim.Microsecond,
 		PerHop: 3053435 * sim.Picosecond /* 20 us / 6.55 */, MinCwnd: mss, MaxCwnd: 1000 * mss,
@@ -355,9 +355,9 @@ func (s *Strack) OnAck(ev *AckEvent) {
 }
 
 // OnCongestion implements Controller.OnCongestion. Losses that NACKs
-// reveal only cause retransmissions: the window is delay-driven (in htsim
-// the fast-recovery cut needs 1000 duplicate ACKs, so it never fires, and
-// with spraying most holes are reordering). A timeout cuts by MaxMDF once
+// reveal only cause retransmissions: the window is delay-driven (htsim's
+// master cuts after 3 duplicate ACKs, PR #4 never does; with spraying most
+// holes are reordering). A timeout cuts by MaxMDF once
 // per RTT, and RTXResetThreshold timeouts in a row reset the window (htsim
 // doNextEvent). ECN does not change the window.
 func (s *Strack) OnCongestion(ev *CongestionEvent) {
