@@ -183,10 +183,11 @@ func BenchmarkDCQCNEndpoint(b *testing.B) {
 	ctl := NewDCQCN(DCQCNPaper())
 	rec := NewRoCERecovery(NakGoBackN, 1000, 1<<50)
 	ep, err := NewEndpoint(EndpointConfig{MSS: 1000, Size: 1 << 50, RTO: RTOConfig{Mode: RTOFixed, Fixed: sim.Second},
-		Header: 64, LineRate: 100e9}, ctl, rec)
+		Header: 64}, ctl, rec)
 	if err != nil {
 		b.Fatal(err)
 	}
+	ep.SetLineRate(100e9)
 	rng := rand.New(rand.NewPCG(1, 1))
 	now := sim.Time(0)
 	var ack Ack

@@ -29,20 +29,21 @@ import (
 // Nothing here allocates per ACK or per segment, and randomness comes from
 // the owner's stream (OnSent's rng), drawn in the same order as the
 // packets leave.
+//
+// NB(dcqcn): an Endpoint is 760 bytes; with Go's 8-byte malloc header it
+// fills the 768-byte size class, and one more word would cost 128 bytes
+// per flow (fabric's TestSetupMemory bounds it). Put what only some
+// controllers need behind a pointer, as ctlExt does.
 type Endpoint struct {
 	ctl   Controller
 	rec   Recovery
 	timed TimedRecovery // rec, when it has timers of its own
 	obs   Observer      // ctl, when it names its states
 	ssx   SlowStartExit // ctl, when it says why slow start ended
-	// The capabilities of a rate-based controller (DCQCN), nil otherwise:
-	// its rate paces every packet (pacer), its timers are the endpoint's
-	// TimerCC, it counts the bytes sent and reacts to CNPs.
-	rateCtl  RateController
-	timedCtl TimedController
-	sendObs  SendObserver
-	cnpCtl   CNPReactor
-	pacer    Pacer
+	// x holds what a controller with timers of its own, a byte counter,
+	// a pacing rate or a CNP reaction needs (DCQCN); nil for the others,
+	// so that window controllers pay one pointer.
+	x *ctlExt
 	rto      *RTO
 	cfg      EndpointConfig
 	mss      int64
@@ -68,7 +69,6 @@ type Endpoint struct {
 	pm *PathManager // STrack's entropy choice; nil otherwise
 
 	lastTraceAt sim.Time
-	lastRate    int64
 	lastCwnd    int64
 	lastSsth    int64
 	lastState   CongState
@@ -111,10 +111,6 @@ type EndpointConfig struct {
 	FlowEntropy   uint16
 	// Hops is the flow's path length, for hop-aware controllers.
 	Hops int
-	// LineRate is the rate of the host's link in bits per second, for
-	// controllers that need it (LineRateAware); 0: set later with
-	// SetLineRate, before the first packet.
-	LineRate int64
 	// Trace makes the endpoint take cwnd trace samples; TraceInterval keeps
 	// at most one per interval, events excepted (0: every change).
 	Trace         bool
@@ -209,9 +205,24 @@ type TraceSample struct {
 	MinRTT   sim.Time
 	State    CongState
 	Event    string
-	// Rate and TargetRate are a rate-based controller's rates in bits per
-	// second (0 for window-based controllers), Alpha its α when it has one.
-	Rate, TargetRate int64
+}
+
+// ctlExt is the endpoint's part for controllers with optional
+// capabilities (cc/capabilities.go): a rate-based controller's rate paces
+// every packet (pacer), its own timers are the endpoint's TimerCC, it may
+// count the bytes sent and react to CNPs.
+type ctlExt struct {
+	rate     RateController
+	timed    TimedController
+	sendObs  SendObserver
+	cnp      CNPReactor
+	pacer    Pacer
+	lastRate int64 // the pacing rate at the last trace sample
+}
+
+// RateSample is a rate-based controller's state for a trace row (rate.csv).
+type RateSample struct {
+	Rate, TargetRate int64 // bits per second
 	Alpha            float64
 }
 
@@ -234,18 +245,16 @@ func NewEndpoint(cfg EndpointConfig, ctl Controller, rec Recovery) (*Endpoint, e
 	ep.timed, _ = rec.(TimedRecovery)
 	ep.obs, _ = ctl.(Observer)
 	ep.ssx, _ = ctl.(SlowStartExit)
-	ep.rateCtl, _ = ctl.(RateController)
-	ep.timedCtl, _ = ctl.(TimedController)
-	ep.sendObs, _ = ctl.(SendObserver)
-	ep.cnpCtl, _ = ctl.(CNPReactor)
-	if ep.rateCtl != nil {
+	rate, _ := ctl.(RateController)
+	timed, _ := ctl.(TimedController)
+	sendObs, _ := ctl.(SendObserver)
+	cnp, _ := ctl.(CNPReactor)
+	if rate != nil || timed != nil || sendObs != nil || cnp != nil {
+		// Allocated only here: window controllers pay one nil pointer.
+		ep.x = &ctlExt{rate: rate, timed: timed, sendObs: sendObs, cnp: cnp}
+	}
+	if rate != nil {
 		ep.burst = 1 // the pacer spaces every packet; no TSO bursts
-	}
-	if cfg.LineRate < 0 {
-		return nil, fmt.Errorf("endpoint: line rate must not be negative, got %d", cfg.LineRate)
-	}
-	if l, ok := ctl.(LineRateAware); ok && cfg.LineRate > 0 {
-		l.SetLineRate(cfg.LineRate)
 	}
 	if h, ok := ctl.(HopAware); ok {
 		h.SetHops(cfg.Hops)
@@ -277,17 +286,17 @@ func (ep *Endpoint) SeqState() SeqState { return ep.st }
 // pacing rate) after a Controller event.
 func (ep *Endpoint) readCtl() {
 	ep.cwnd, ep.ssth = ep.ctl.Cwnd(), ep.ctl.Ssthresh()
-	if ep.rateCtl != nil {
-		if r := ep.rateCtl.PacingRate(); r != ep.pacer.Rate() {
-			ep.pacer.SetRate(r)
-			ep.paceAt = ep.pacer.Next()
+	if x := ep.x; x != nil && x.rate != nil {
+		if r := x.rate.PacingRate(); r != x.pacer.Rate() {
+			x.pacer.SetRate(r)
+			ep.paceAt = x.pacer.Next()
 		}
 	}
 }
 
 // SetLineRate tells a controller that needs it (LineRateAware) the rate
-// of the host's link, in bits per second. The host calls it when the flow
-// starts, before the first packet.
+// of the host's link, in bits per second. The owner calls it before the
+// first packet (the host when the flow starts).
 func (ep *Endpoint) SetLineRate(bps int64) {
 	if l, ok := ep.ctl.(LineRateAware); ok {
 		l.SetLineRate(bps)
@@ -297,24 +306,37 @@ func (ep *Endpoint) SetLineRate(bps int64) {
 
 // RateBased reports whether the controller is rate-based: every packet is
 // paced at its rate (RateController).
-func (ep *Endpoint) RateBased() bool { return ep.rateCtl != nil }
+func (ep *Endpoint) RateBased() bool { return ep.x != nil && ep.x.rate != nil }
+
+// RateSample is the rate-based controller's state at now for a trace row
+// (zero for window controllers).
+func (ep *Endpoint) RateSample(now sim.Time) RateSample {
+	if !ep.RateBased() {
+		return RateSample{}
+	}
+	r := RateSample{Rate: ep.x.pacer.Rate()}
+	if o, ok := ep.ctl.(rateObserver); ok {
+		r.TargetRate, r.Alpha = o.TargetRate(), o.AlphaAt(now)
+	}
+	return r
+}
 
 // CCDeadline is when the controller's own timer expires (sim.Never: none,
 // or the flow is done).
 func (ep *Endpoint) CCDeadline() sim.Time {
-	if ep.timedCtl == nil || ep.done {
+	if ep.x == nil || ep.x.timed == nil || ep.done {
 		return sim.Never
 	}
-	return ep.timedCtl.Deadline()
+	return ep.x.timed.Deadline()
 }
 
 // OnCNP processes a congestion notification packet at now (a CNPReactor's
 // rate cut). A controller that takes no CNPs ignores it.
 func (ep *Endpoint) OnCNP(now sim.Time) Actions {
-	if ep.done || ep.cnpCtl == nil {
+	if ep.done || ep.x == nil || ep.x.cnp == nil {
 		return Actions{}
 	}
-	ep.cnpCtl.OnCNP(now)
+	ep.x.cnp.OnCNP(now)
 	ep.readCtl()
 	act := Actions{CNP: true, Send: true}
 	act.Sampled = ep.traceSample(now, "cnp")
@@ -398,7 +420,7 @@ func (ep *Endpoint) Next(now sim.Time) (Segment, bool) {
 	if !ok {
 		return Segment{}, false
 	}
-	if ep.inBurst == 0 && (ep.cfg.Pacing.Enabled || ep.rateCtl != nil) && now < ep.paceAt {
+	if ep.inBurst == 0 && (ep.cfg.Pacing.Enabled || ep.RateBased()) && now < ep.paceAt {
 		ep.paceBlocked = true
 		return Segment{}, false
 	}
@@ -443,13 +465,13 @@ func (ep *Endpoint) OnSent(now sim.Time, seg Segment, rng *rand.Rand) Sent {
 		ep.armRTO(now + ep.rto.Timeout()) // RFC 6298 §5.1
 	}
 	switch {
-	case ep.rateCtl != nil:
+	case ep.RateBased():
 		// A rate-based controller: the NIC's rate limiter (cc/pacer.go),
 		// then the byte counter, whose step re-times the gap.
 		wire := seg.Len + ep.cfg.Header
-		ep.pacer.OnSent(now, wire)
-		ep.paceAt = ep.pacer.Next()
-		if ep.sendObs != nil && ep.sendObs.OnSend(now, wire) {
+		ep.x.pacer.OnSent(now, wire)
+		ep.paceAt = ep.x.pacer.Next()
+		if ep.x.sendObs != nil && ep.x.sendObs.OnSend(now, wire) {
 			ep.readCtl()
 		}
 	case ep.cfg.Pacing.Enabled:
@@ -600,10 +622,10 @@ func (ep *Endpoint) OnDeadline(now sim.Time, t Timer) Actions {
 
 // onCCTimer runs the controller's own timers due at now.
 func (ep *Endpoint) onCCTimer(now sim.Time) Actions {
-	if ep.done || ep.timedCtl == nil || ep.timedCtl.Deadline() > now {
+	if ep.done || ep.x == nil || ep.x.timed == nil || ep.x.timed.Deadline() > now {
 		return Actions{}
 	}
-	ep.timedCtl.OnTimer(now)
+	ep.x.timed.OnTimer(now)
 	ep.readCtl()
 	act := Actions{CCTimer: true, Send: true}
 	act.Sampled = ep.traceSample(now, "")
@@ -642,7 +664,7 @@ func (ep *Endpoint) onRTO(now sim.Time) Actions {
 	ep.armRTO(now + ep.rto.Timeout())
 	act := Actions{RTO: true, Send: true}
 	act.Sampled = ep.traceSample(now, "rto")
-	if ep.rateCtl == nil {
+	if !ep.RateBased() {
 		ep.paceAt = now // the NIC's rate limiter keeps its schedule
 	}
 	return act
@@ -695,24 +717,24 @@ func (ep *Endpoint) traceSample(now sim.Time, event string) bool {
 		}
 	}
 	cwnd, ssth, st := ep.cwnd, ep.ssth, ep.State()
-	rate := ep.pacer.Rate()
+	var rate, lastRate int64
+	if ep.x != nil {
+		rate, lastRate = ep.x.pacer.Rate(), ep.x.lastRate
+	}
 	if event == "" {
-		if cwnd == ep.lastCwnd && ssth == ep.lastSsth && st == ep.lastState && rate == ep.lastRate {
+		if cwnd == ep.lastCwnd && ssth == ep.lastSsth && st == ep.lastState && rate == lastRate {
 			return false
 		}
 		if iv := ep.cfg.TraceInterval; iv > 0 && ep.lastTraceAt >= 0 && now-ep.lastTraceAt < iv {
 			return false
 		}
 	}
-	ep.lastTraceAt, ep.lastCwnd, ep.lastSsth, ep.lastState, ep.lastRate = now, cwnd, ssth, st, rate
+	ep.lastTraceAt, ep.lastCwnd, ep.lastSsth, ep.lastState = now, cwnd, ssth, st
+	if ep.x != nil {
+		ep.x.lastRate = rate
+	}
 	ep.sample = TraceSample{Time: now, Cwnd: cwnd, Ssthresh: ssth, SRTT: ep.rto.SRTT(),
 		MinRTT: ep.rto.MinRTT(), State: st, Event: event}
-	if ep.rateCtl != nil {
-		ep.sample.Rate = rate
-		if o, ok := ep.ctl.(rateObserver); ok {
-			ep.sample.TargetRate, ep.sample.Alpha = o.TargetRate(), o.AlphaAt(now)
-		}
-	}
 	return true
 }
 

@@ -115,7 +115,10 @@ func NewTransport(cfg Config, flows []FlowSpec, isLocal func(host int) bool) (*T
 		if isLocal(f.Dst) {
 			local = true
 			t.receivers[i] = &Receiver{flow: f.ID, size: uint64(f.Size), quick: cfg.DelAck.QuickAcks,
-				delackAt: sim.Never, delackTimerAt: sim.Never, cnpTimerAt: sim.Never}
+				delackAt: sim.Never, delackTimerAt: sim.Never}
+			if t.Caps.Nak != 0 || t.Caps.CNP {
+				t.receivers[i].rx = &roceRx{cnpTimerAt: sim.Never}
+			}
 		}
 		if local {
 			t.Local++
@@ -157,8 +160,9 @@ type Host struct {
 
 	nic  sim.PktQueue
 	busy bool
-	// ready holds the rate-based flows waiting for the NIC (paced.go).
-	ready sim.Ring[int32]
+	// ready holds the rate-based flows waiting for the NIC (paced.go);
+	// nil unless the transport is rate-based.
+	ready *sim.Ring[int32]
 	// Misrouted counts packets that arrived for another host (dropped).
 	Misrouted uint64
 	// Created counts packets this host put on its NIC; Consumed those it
@@ -177,7 +181,11 @@ type Host struct {
 
 // NewHost returns host `index` whose NIC transmits on link.
 func NewHost(id sim.ElemID, index int32, link sim.LinkID, t *Transport) *Host {
-	return &Host{ID: id, Index: index, Link: link, T: t}
+	h := &Host{ID: id, Index: index, Link: link, T: t}
+	if t.Caps.RateBased {
+		h.ready = &sim.Ring[int32]{}
+	}
+	return h
 }
 
 // ScheduleStarts arms a start timer for every flow this host sends. It
@@ -256,7 +264,7 @@ func (h *Host) kick(e *sim.Engine) {
 		return
 	}
 	if h.nic.Len() == 0 {
-		if h.ready.Len() > 0 {
+		if h.ready != nil && h.ready.Len() > 0 {
 			h.serveReady(e) // rate-based flows pull (paced.go)
 		}
 		return

@@ -30,16 +30,8 @@ type Receiver struct {
 	nack          bool     // STrack: the next ACK carries the received bitmap
 	trimNack      bool     // the next ACK is a trim NACK for the packet it names
 
-	// RoCE (roce.go): the next ACK is a NAK; the gap a go-back-N NAK was
-	// sent for; the notification point's last CNP, whether a marked
-	// packet came since, and its pending timer.
-	nak        bool
-	nakSent    bool
-	nakFor     uint64
-	cnpSent    bool
-	cnpLast    sim.Time
-	cnpMarked  bool
-	cnpTimerAt sim.Time
+	nak bool    // RoCE: the next ACK is a NAK (roce.go)
+	rx  *roceRx // RoCE's receive state; nil for other transports
 }
 
 // bitmap is STrack's received bitmap: bit i is set when segment

@@ -27,6 +27,18 @@ import (
 // that arrives within that time window was marked." A CNP carries no
 // payload; switches queue it in their control class.
 
+// roceRx is a RoCE receiver's state beyond the ACK machinery: the gap a
+// go-back-N NAK was sent for, and the notification point's last CNP,
+// whether a marked packet came since, and its pending timer.
+type roceRx struct {
+	nakSent    bool
+	nakFor     uint64
+	cnpSent    bool
+	cnpMarked  bool
+	cnpLast    sim.Time
+	cnpTimerAt sim.Time
+}
+
 // outOfOrder handles a data packet beyond the expected sequence for a
 // RoCE recovery and reports whether it did (the caller then stops).
 func (r *Receiver) outOfOrder(h *Host, e *sim.Engine, pkt *sim.Packet) bool {
@@ -37,10 +49,10 @@ func (r *Receiver) outOfOrder(h *Host, e *sim.Engine, pkt *sim.Packet) bool {
 	switch mode {
 	case cc.NakGoBackN:
 		// Dropped. One NAK per gap: the gap is the expected sequence.
-		if r.nakSent && r.nakFor == r.rcvNxt {
+		if r.rx.nakSent && r.rx.nakFor == r.rcvNxt {
 			return true
 		}
-		r.nakSent, r.nakFor = true, r.rcvNxt
+		r.rx.nakSent, r.rx.nakFor = true, r.rcvNxt
 		r.nak = true
 		r.sendAck(h, e, nil, false)
 	case cc.NakSelective:
@@ -56,29 +68,29 @@ func (r *Receiver) outOfOrder(h *Host, e *sim.Engine, pkt *sim.Packet) bool {
 func (r *Receiver) notify(h *Host, e *sim.Engine) {
 	now := e.Now()
 	iv := h.T.cnpInterval
-	if !r.cnpSent || now-r.cnpLast >= iv {
+	if !r.rx.cnpSent || now-r.rx.cnpLast >= iv {
 		r.sendCNP(h, e)
 		return
 	}
 	// Within the window of the last CNP: one more when it ends.
-	r.cnpMarked = true
-	at := r.cnpLast + iv
-	if r.cnpTimerAt > at {
-		r.cnpTimerAt = at
+	r.rx.cnpMarked = true
+	at := r.rx.cnpLast + iv
+	if r.rx.cnpTimerAt > at {
+		r.rx.cnpTimerAt = at
 		h.T.Rate.CNPTimers++
 		e.Schedule(h.ID, at, timerArg(r.flow, timerCNP), sim.NoPacket)
 	}
 }
 
 func (r *Receiver) onCNPTimer(h *Host, e *sim.Engine) {
-	if e.Now() != r.cnpTimerAt {
+	if e.Now() != r.rx.cnpTimerAt {
 		return
 	}
-	r.cnpTimerAt = sim.Never
-	if r.cnpMarked && !r.done {
+	r.rx.cnpTimerAt = sim.Never
+	if r.rx.cnpMarked && !r.done {
 		r.sendCNP(h, e)
 	}
-	r.cnpMarked = false
+	r.rx.cnpMarked = false
 }
 
 // sendCNP sends a congestion notification packet to the flow's sender.
@@ -96,7 +108,7 @@ func (r *Receiver) sendCNP(h *Host, e *sim.Engine) {
 	c.Flags = sim.FlagCNP
 	c.Size = int32(h.T.Cfg.AckSize)
 	c.TSval = e.Now()
-	r.cnpSent, r.cnpLast, r.cnpMarked = true, e.Now(), false
+	r.rx.cnpSent, r.rx.cnpLast, r.rx.cnpMarked = true, e.Now(), false
 	h.T.Rate.CNPs++
 	h.send(e, p)
 }

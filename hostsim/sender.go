@@ -18,6 +18,10 @@ type Sender struct {
 	// perPacket: the receiver answers every data packet and the ACK names
 	// it (STrack): ACKs carry an echo.
 	perPacket bool
+	// nicPaced: a rate-based flow, sent as the NIC pulls (paced.go);
+	// waiting: it is in the host's ready ring. lineSet: the endpoint knows
+	// the link's rate.
+	nicPaced, waiting, lineSet bool
 
 	// Pending timer events, at most one per kind (Never: none). A deadline
 	// that moves later is picked up when the pending event fires.
@@ -25,11 +29,6 @@ type Sender struct {
 	recTimerAt  sim.Time // the Recovery's own timer
 	paceTimerAt sim.Time // pacing
 	ccTimerAt   sim.Time // the controller's own timer
-
-	// nicPaced: a rate-based flow, sent as the NIC pulls (paced.go);
-	// waiting: it is in the host's ready ring. lineSet: the endpoint knows
-	// the link's rate.
-	nicPaced, waiting, lineSet bool
 
 	ack cc.Ack // scratch: the ACK being processed
 }
@@ -172,8 +171,12 @@ func (s *Sender) record(h *Host, act cc.Actions) {
 	}
 	x := s.ep.Sample()
 	h.T.CwndLog = append(h.T.CwndLog, CwndRow{Time: x.Time, Flow: s.spec.ID, Cwnd: x.Cwnd,
-		Ssthresh: x.Ssthresh, SRTT: x.SRTT, MinRTT: x.MinRTT, State: x.State.String(), Event: x.Event,
-		Rate: x.Rate, TargetRate: x.TargetRate, Alpha: x.Alpha})
+		Ssthresh: x.Ssthresh, SRTT: x.SRTT, MinRTT: x.MinRTT, State: x.State.String(), Event: x.Event})
+	if s.ep.RateBased() {
+		r := s.ep.RateSample(x.Time)
+		row := &h.T.CwndLog[len(h.T.CwndLog)-1]
+		row.Rate, row.TargetRate, row.Alpha = r.Rate, r.TargetRate, r.Alpha
+	}
 }
 
 func (s *Sender) onPaceTimer(h *Host, e *sim.Engine) {

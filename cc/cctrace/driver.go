@@ -117,9 +117,15 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	}
 	ep, err := cc.NewEndpoint(cc.EndpointConfig{MSS: cfg.MSS, Size: cfg.Size, RTO: cfg.RTO,
 		ECN: cfg.ECN, Header: cfg.Header, TSOSegments: cfg.TSOSegments, Pacing: cfg.Pacing,
-		RWnd: cfg.RWnd, Hops: cfg.Hops, LineRate: cfg.LineRate}, cfg.CC, cfg.Rec)
+		RWnd: cfg.RWnd, Hops: cfg.Hops}, cfg.CC, cfg.Rec)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.LineRate < 0 {
+		return nil, fmt.Errorf("cctrace: line rate must not be negative, got %d", cfg.LineRate)
+	}
+	if cfg.LineRate > 0 {
+		ep.SetLineRate(cfg.LineRate)
 	}
 	return &Driver{ep: ep, autoSend: cfg.AutoSend, rng: sim.NewRand(0, 0)}, nil
 }
