@@ -305,7 +305,7 @@ func (d *DCQCN) alphaUpTo(now sim.Time) (float64, sim.Time, bool) {
 	}
 	// The origin moves to the last step applied, so that later steps stay
 	// on the grid of the last CNP (eq. 2) or of the first one (periodic).
-	return a, d.alphaAt + sim.Time((now-d.alphaAt)/p)*p, consumed
+	return a, d.alphaAt + (now-d.alphaAt)/p*p, consumed
 }
 
 // syncAlpha applies the α updates due by now.
