@@ -111,14 +111,9 @@ func (s *Sender) sendPaced(h *Host, e *sim.Engine) {
 // armCCTimer keeps a timer event at or before the controller's own
 // deadline (DCQCN's rate-increase timer).
 func (s *Sender) armCCTimer(h *Host, e *sim.Engine) {
-	d := s.ep.CCDeadline()
-	if d == sim.Never || s.ccTimerAt <= d {
-		return
+	if s.armAt(h, e, &s.ccTimerAt, s.ep.CCDeadline(), timerCC) {
+		h.T.Rate.CCTimers++
 	}
-	d = max(d, e.Now())
-	s.ccTimerAt = d
-	h.T.Rate.CCTimers++
-	e.Schedule(h.ID, d, timerArg(s.spec.ID, timerCC), sim.NoPacket)
 }
 
 func (s *Sender) onCCTimer(h *Host, e *sim.Engine) {

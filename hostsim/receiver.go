@@ -189,14 +189,7 @@ func (r *Receiver) onTrimmed(h *Host, e *sim.Engine, pkt *sim.Packet) {
 func (r *Receiver) sendAck(h *Host, e *sim.Engine, pkt *sim.Packet, echo bool) {
 	cfg := &h.T.Cfg
 	f := &h.T.Flows[r.flow]
-	a := e.Pool.Alloc()
-	ack := e.Pool.Get(a)
-	ack.ID = e.NewPacketID(h.ID)
-	ack.Flow = r.flow
-	ack.SrcHost, ack.DstHost = int32(f.Dst), int32(f.Src)
-	ack.DstPort = uint16(f.ID)
-	ack.SrcPort = uint16(f.ID>>16) ^ 5201
-	ack.Proto = 6
+	a, ack := r.control(h, e, 6)
 	if pkt != nil {
 		ack.Entropy = pkt.Entropy
 		ack.Seq = pkt.Seq
@@ -208,8 +201,6 @@ func (r *Receiver) sendAck(h *Host, e *sim.Engine, pkt *sim.Packet, echo bool) {
 		ack.Flags |= sim.FlagECE
 	}
 	ack.Ack = r.rcvNxt
-	ack.Size = int32(cfg.AckSize)
-	ack.TSval = e.Now()
 	ack.TSecr = r.tsRecent
 	if cfg.SACK {
 		r.fillSack(ack)
@@ -243,6 +234,24 @@ func (r *Receiver) sendAck(h *Host, e *sim.Engine, pkt *sim.Packet, echo bool) {
 	r.tsSet = false
 	r.delackAt = sim.Never
 	h.send(e, a)
+}
+
+// control allocates a control packet (an ACK, a NAK, a CNP) from the
+// flow's receiver to its sender: ids, hosts, ports, protocol, the ACK
+// size and the time stamp.
+func (r *Receiver) control(h *Host, e *sim.Engine, proto uint8) (sim.PktRef, *sim.Packet) {
+	f := &h.T.Flows[r.flow]
+	p := e.Pool.Alloc()
+	c := e.Pool.Get(p)
+	c.ID = e.NewPacketID(h.ID)
+	c.Flow = r.flow
+	c.SrcHost, c.DstHost = int32(f.Dst), int32(f.Src)
+	c.DstPort = uint16(f.ID)
+	c.SrcPort = uint16(f.ID>>16) ^ 5201
+	c.Proto = proto
+	c.Size = int32(h.T.Cfg.AckSize)
+	c.TSval = e.Now()
+	return p, c
 }
 
 // fillSack writes up to MaxSackBlocks blocks, most recently changed first

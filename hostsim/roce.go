@@ -95,19 +95,9 @@ func (r *Receiver) onCNPTimer(h *Host, e *sim.Engine) {
 
 // sendCNP sends a congestion notification packet to the flow's sender.
 func (r *Receiver) sendCNP(h *Host, e *sim.Engine) {
-	f := &h.T.Flows[r.flow]
-	p := e.Pool.Alloc()
-	c := e.Pool.Get(p)
-	c.ID = e.NewPacketID(h.ID)
-	c.Flow = r.flow
-	c.SrcHost, c.DstHost = int32(f.Dst), int32(f.Src)
-	c.DstPort = uint16(f.ID)
-	c.SrcPort = uint16(f.ID>>16) ^ 5201
-	c.Proto = 17 // RoCEv2 is UDP (port 4791)
-	c.Entropy = uint16(sim.Mix64(uint64(f.ID)))
+	p, c := r.control(h, e, 17) // RoCEv2 is UDP (port 4791)
+	c.Entropy = uint16(sim.Mix64(uint64(h.T.Flows[r.flow].ID)))
 	c.Flags = sim.FlagCNP
-	c.Size = int32(h.T.Cfg.AckSize)
-	c.TSval = e.Now()
 	r.rx.cnpSent, r.rx.cnpLast, r.rx.cnpMarked = true, e.Now(), false
 	h.T.Rate.CNPs++
 	h.send(e, p)

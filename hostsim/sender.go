@@ -155,13 +155,21 @@ func (s *Sender) armRTO(h *Host, e *sim.Engine) {
 
 // armRecoveryTimer keeps a timer event at the Recovery's deadline.
 func (s *Sender) armRecoveryTimer(h *Host, e *sim.Engine) {
-	d := s.ep.RecoveryDeadline()
-	if d == sim.Never || s.recTimerAt <= d {
-		return
+	s.armAt(h, e, &s.recTimerAt, s.ep.RecoveryDeadline(), timerRecovery)
+}
+
+// armAt keeps a timer event of kind at or before deadline d (Never:
+// none), *pending being the time of the pending one; it reports whether
+// it scheduled one. A later deadline is picked up when the pending event
+// fires.
+func (s *Sender) armAt(h *Host, e *sim.Engine, pending *sim.Time, d sim.Time, kind int) bool {
+	if d == sim.Never || *pending <= d {
+		return false
 	}
 	d = max(d, e.Now())
-	s.recTimerAt = d
-	e.Schedule(h.ID, d, timerArg(s.spec.ID, timerRecovery), sim.NoPacket)
+	*pending = d
+	e.Schedule(h.ID, d, timerArg(s.spec.ID, kind), sim.NoPacket)
+	return true
 }
 
 // record appends the endpoint's trace sample when it took one.
