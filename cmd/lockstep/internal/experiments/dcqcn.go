@@ -205,7 +205,8 @@ func dqQueueRun(env *Env, n int, sc dqScale) (*dqQueue, error) {
 }
 
 // dqModel is the DCQCN fluid model of Zhu et al. 2015 §5 (as the
-// authors' model code writes it), in packets of dqWire bytes: N flows
+// authors' model code writes it: jitupadhye-zz/rdma,
+// fluidmodel/dcqcn/dcqcn2.m), in packets of dqWire bytes: N flows
 // with rates Rc, Rt and alpha, one queue, RED marking p(q) on the queue
 // τ* ago, and for each flow
 //
