@@ -227,6 +227,7 @@ func (h *Host) kick(e *sim.Engine) {
 	p := h.nic.Pop()
 	h.nic.Bytes -= int64(e.Pool.Get(p).Size)
 	h.busy = true
+	h.stampNIC(e, p)
 	e.Transmit(h.Link, p)
 }
 
@@ -259,6 +260,14 @@ func (h *Host) onPause(e *sim.Engine, pkt *sim.Packet) {
 	h.kick(e)
 }
 
+// stampNIC records, for Swift's endpoint delay, how long packet p waited
+// in the NIC since its transport built it (TSval).
+func (h *Host) stampNIC(e *sim.Engine, p sim.PktRef) {
+	if h.T.Cfg.EndpointDelay {
+		e.Pool.Telemetry(p).NICWait = e.Now() - e.Pool.Get(p).TSval
+	}
+}
+
 // send hands packet p to the NIC.
 func (h *Host) send(e *sim.Engine, p sim.PktRef) {
 	h.Created++
@@ -267,6 +276,7 @@ func (h *Host) send(e *sim.Engine, p sim.PktRef) {
 	}
 	if !h.busy && h.nic.Len() == 0 && !h.held(e, p) {
 		h.busy = true
+		h.stampNIC(e, p)
 		e.Transmit(h.Link, p)
 		return
 	}
@@ -298,10 +308,14 @@ func (h *Host) OnArrive(e *sim.Engine, p sim.PktRef) {
 	switch {
 	case pkt.Flags&sim.FlagData != 0:
 		r := h.T.receivers[pkt.Flow]
-		r.onData(h, e, pkt)
+		r.onData(h, e, p, pkt)
 	case pkt.Flags&sim.FlagAck != 0:
 		s := h.T.senders[pkt.Flow]
-		s.onAck(h, e, pkt)
+		var tel *sim.Telemetry
+		if e.Pool.HasTelemetry() {
+			tel = e.Pool.Telemetry(p)
+		}
+		s.onAck(h, e, pkt, tel)
 	}
 	e.Pool.Free(p)
 }

@@ -273,6 +273,16 @@ type Switch struct {
 	SharedBuffer *SharedBuffer `yaml:"shared_buffer"`
 	// Trim: cut data packets that do not fit to their header.
 	Trim *Trim `yaml:"trim"`
+	// INT: in-band network telemetry (HPCC); on whenever transport.cc
+	// needs it.
+	INT *INT `yaml:"int"`
+}
+
+// INT is in-band network telemetry: every switch appends a record to each
+// data packet, the receiver echoes the records in its ACK.
+type INT struct {
+	HopBytes *yamlx.Size `yaml:"hop_bytes"` // bytes per record (default 8)
+	Header   *yamlx.Size `yaml:"header"`    // bytes of the INT header before any record (default 2)
 }
 
 // SwitchClass is one traffic class of every switch port.

@@ -24,6 +24,8 @@ type RemotePacket struct {
 	At   Time
 	Seq  uint64
 	Pkt  Packet
+	// Tel is the packet's telemetry when the pool keeps it (nil otherwise).
+	Tel *Telemetry
 }
 
 type elemState struct {
@@ -49,6 +51,7 @@ type Engine struct {
 	// signalsOut counts the signals in the outbox (they are not packets).
 	signalsOut int
 	Stats      Stats
+	tels       telArena // telemetry of exported packets
 }
 
 // NewEngine builds an engine for a fabric of numElems elements and the given
@@ -205,6 +208,9 @@ func (e *Engine) Transmit(id LinkID, p PktRef) Time {
 	switch {
 	case l.remote:
 		e.outbox = append(e.outbox, RemotePacket{Link: id, At: arrive, Seq: seq, Pkt: *pkt})
+		if e.Pool.tel != nil {
+			e.outbox[len(e.outbox)-1].Tel = e.tels.clone(e.Pool.Telemetry(p))
+		}
 		e.Stats.Exported++
 		e.Pool.Free(p)
 	case l.perPacket:
@@ -287,6 +293,9 @@ func (e *Engine) Inject(rp *RemotePacket) {
 	}
 	p := e.Pool.Alloc()
 	*e.Pool.Get(p) = rp.Pkt
+	if e.Pool.tel != nil && rp.Tel != nil {
+		*e.Pool.Telemetry(p) = *rp.Tel
+	}
 	e.Stats.Injected++
 	if l.perPacket {
 		e.direct++

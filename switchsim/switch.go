@@ -10,7 +10,9 @@
 // thresholds, NDP packet trimming, ECN on dequeue, and adaptive (per-packet
 // or flowlet) forwarding by local egress occupancy.
 //
-// It does not model input queueing, in-band telemetry or cut-through, nor
+// In-band telemetry (Config.INT) appends per-hop records for HPCC.
+//
+// It does not model input queueing or cut-through, nor
 // header processing time other than a fixed latency, which the fabric adds
 // to the outgoing links.
 package switchsim
@@ -604,7 +606,25 @@ func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64,
 	if pt.portX != nil {
 		pt.cc[c].TxPackets++
 	}
+	if s.cfg.INT.Enabled && pkt.Flags&(sim.FlagData|sim.FlagTrimmed) == sim.FlagData {
+		s.pushINT(e, pt, p, pkt)
+	}
 	e.Transmit(pt.Link, p)
+}
+
+// pushINT appends the egress port's INT record to data packet p as it is
+// dequeued (HPCC §3.2; ns-3 SwitchNode::SwitchNotifyDequeue): the time,
+// the port's transmitted bytes with this packet (which grows by the
+// record's bytes), the bytes still queued and the link rate. A packet that
+// holds MaxINTHops records gets no more.
+func (s *Switch) pushINT(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet) {
+	t := e.Pool.Telemetry(p)
+	if int(t.NHops) >= sim.MaxINTHops {
+		return
+	}
+	pkt.Size += s.cfg.INT.HopBytes
+	l := e.Links[pt.Link]
+	t.PushHop(sim.INTHop{TS: e.Now(), TxBytes: l.TxBytes + uint64(pkt.Size), QLen: pt.queued, Rate: l.Rate()})
 }
 
 // OnTxDone frees the buffer of the packet that finished and starts the
