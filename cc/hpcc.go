@@ -79,10 +79,10 @@ func (c *HPCCConfig) Validate() error {
 
 // HPCC is the controller.
 type HPCC struct {
-	cfg  HPCCConfig
-	mss  int64
-	rate sim.Bandwidth // B, the host's line rate
-	t    sim.Time      // T
+	cfg              HPCCConfig
+	mss              int64
+	rate             sim.Bandwidth // B, the host's line rate
+	t                sim.Time      // T
 	wInit, wMin, wai float64
 
 	w, wc    float64 // the window and the reference window W^c, bytes

@@ -21,16 +21,16 @@ type Receiver struct {
 	ceState   bool // RFC 8257 §3.2 DCTCP.CE
 	done      bool
 
-	unacked       int      // data packets since the last ACK
-	tsRecent      sim.Time // TSval to echo: earliest unacknowledged (RFC 7323 §4.3)
-	tsSet         bool
+	unacked  int      // data packets since the last ACK
+	tsRecent sim.Time // TSval to echo: earliest unacknowledged (RFC 7323 §4.3)
+	tsSet    bool
 	// The data packet whose TSval is echoed: when it arrived and how long
 	// it waited in the sender's NIC (Swift's endpoint delay).
 	tsArrive, tsWait sim.Time
-	quick         int      // quick ACKs left
-	delackAt      sim.Time // delayed-ACK deadline; Never when none
-	delackTimerAt sim.Time // time of the pending timer event; Never if none
-	nack          bool     // STrack: the next ACK carries the received bitmap
+	quick            int      // quick ACKs left
+	delackAt         sim.Time // delayed-ACK deadline; Never when none
+	delackTimerAt    sim.Time // time of the pending timer event; Never if none
+	nack             bool     // STrack: the next ACK carries the received bitmap
 }
 
 // bitmap is STrack's received bitmap: bit i is set when segment
