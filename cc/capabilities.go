@@ -130,3 +130,11 @@ func Describe(cfg Config) Capabilities {
 	}
 	return CapabilitiesOf(ctl, rec)
 }
+
+// Prober is read-only introspection of a controller's own variables by
+// name, for `lockstep cc trace` expectations (`expect ctl.u=0.95`): HPCC's
+// utilisation and reference window, Swift's two windows and its target.
+// ok is false for a name the controller does not know.
+type Prober interface {
+	Probe(name string) (v float64, ok bool)
+}

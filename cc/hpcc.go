@@ -102,6 +102,7 @@ var (
 	_ RatePaced  = (*HPCC)(nil)
 	_ LinkAware  = (*HPCC)(nil)
 	_ INTUser    = (*HPCC)(nil)
+	_ Prober     = (*HPCC)(nil)
 )
 
 // NewHPCC returns HPCC with the given initial window (segments), used
@@ -258,3 +259,25 @@ func (h *HPCC) Wc() float64 { return h.wc }
 // IncStage is the number of additive rounds since the last
 // multiplicative step.
 func (h *HPCC) IncStage() int { return h.incStage }
+
+// Probe implements Prober: u (U), wc (W^c, bytes), w (W, bytes), stage
+// (incStage), rate_gbps (R = W/T), wai (W_AI, bytes), winit (W_init).
+func (h *HPCC) Probe(name string) (float64, bool) {
+	switch name {
+	case "u":
+		return h.u, true
+	case "wc":
+		return h.wc, true
+	case "w":
+		return h.w, true
+	case "stage":
+		return float64(h.incStage), true
+	case "rate_gbps":
+		return float64(h.PacingRate()) / float64(sim.GbitPerSecond), true
+	case "wai":
+		return h.wai, true
+	case "winit":
+		return h.wInit, true
+	}
+	return 0, false
+}

@@ -117,6 +117,7 @@ var (
 	_ RatePaced         = (*Swift)(nil)
 	_ HopAware          = (*Swift)(nil)
 	_ EndpointDelayUser = (*Swift)(nil)
+	_ Prober            = (*Swift)(nil)
 )
 
 // NewSwift returns Swift with both windows at initCwnd segments.
@@ -275,4 +276,29 @@ func (s *Swift) EndpointCwnd() float64 { return s.e.cwnd }
 // endpoint delay.
 func (s *Swift) LastDelays() (fabric, target, endpoint sim.Time) {
 	return s.lastDelay, s.lastTarget, s.lastEP
+}
+
+// Probe implements Prober: fcwnd and ecwnd (packets), target_us (the
+// fabric target for the current fabric window), fabric_us and ep_us (the
+// last sample's fabric and endpoint delay), rate_gbps (the pacing rate, 0
+// when not pacing), retx (retransmit_cnt).
+func (s *Swift) Probe(name string) (float64, bool) {
+	us := func(t sim.Time) float64 { return float64(t) / float64(sim.Microsecond) }
+	switch name {
+	case "fcwnd":
+		return s.f.cwnd, true
+	case "ecwnd":
+		return s.e.cwnd, true
+	case "target_us":
+		return us(s.FabricTarget(s.f.cwnd)), true
+	case "fabric_us":
+		return us(s.lastDelay), true
+	case "ep_us":
+		return us(s.lastEP), true
+	case "rate_gbps":
+		return float64(s.PacingRate()) / float64(sim.GbitPerSecond), true
+	case "retx":
+		return float64(s.retx), true
+	}
+	return 0, false
 }
