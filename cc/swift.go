@@ -184,11 +184,6 @@ func (s *Swift) OnAck(ev *AckEvent) {
 	if ev.RTT <= 0 {
 		return
 	}
-	if s.srtt == 0 {
-		s.srtt = ev.RTT
-	} else {
-		s.srtt = (7*s.srtt + ev.RTT) / 8
-	}
 	var ep sim.Time
 	if t := ev.Tel; t != nil {
 		ep = t.EndpointDelay + t.NICWait
@@ -204,6 +199,13 @@ func (s *Swift) OnAck(ev *AckEvent) {
 		s.state = StateIncrease
 	} else {
 		s.state = StateDecrease
+	}
+	// can_decrease (line 3) was judged with the rtt before this sample,
+	// as htsim's adjust_cwnd does.
+	if s.srtt == 0 {
+		s.srtt = ev.RTT
+	} else {
+		s.srtt = (7*s.srtt + ev.RTT) / 8
 	}
 }
 
