@@ -142,7 +142,12 @@ type Host struct {
 	// PausesRecv counts the PFC PAUSE frames the host's switch sent it;
 	// Trimmed the trimmed data packets it received.
 	PausesRecv, Trimmed uint64
+	// PaceEvents counts the pacing timer events the host handled (the
+	// events pacing adds: Linux pacing, HPCC's W/T, Swift below one
+	// packet).
+	PaceEvents uint64
 	pausedUntil         [sim.MaxClasses]sim.Time // by class, for data packets
+	stamp               bool                     // T.Cfg.EndpointDelay: record NIC waits
 	// Tap, when set, sees every packet the host sends (tx) and receives,
 	// at the time it happens (pcap capture). Nil costs nothing.
 	Tap func(now sim.Time, pkt *sim.Packet, tx bool)
@@ -150,7 +155,7 @@ type Host struct {
 
 // NewHost returns host `index` whose NIC transmits on link.
 func NewHost(id sim.ElemID, index int32, link sim.LinkID, t *Transport) *Host {
-	return &Host{ID: id, Index: index, Link: link, T: t}
+	return &Host{ID: id, Index: index, Link: link, T: t, stamp: t.Cfg.EndpointDelay}
 }
 
 // ScheduleStarts arms a start timer for every flow this host sends. It
@@ -201,6 +206,7 @@ func (h *Host) OnTimer(e *sim.Engine, ev *sim.Event) {
 	case timerRTO:
 		s.onRTOTimer(h, e)
 	case timerPace:
+		h.PaceEvents++
 		s.onPaceTimer(h, e)
 	case timerRecovery:
 		s.onRecoveryTimer(h, e)
@@ -263,7 +269,7 @@ func (h *Host) onPause(e *sim.Engine, pkt *sim.Packet) {
 // stampNIC records, for Swift's endpoint delay, how long packet p waited
 // in the NIC since its transport built it (TSval).
 func (h *Host) stampNIC(e *sim.Engine, p sim.PktRef) {
-	if h.T.Cfg.EndpointDelay {
+	if h.stamp {
 		e.Pool.Telemetry(p).NICWait = e.Now() - e.Pool.Get(p).TSval
 	}
 }

@@ -207,12 +207,7 @@ func (e *Engine) Transmit(id LinkID, p PktRef) Time {
 	pkt.Hops++
 	switch {
 	case l.remote:
-		e.outbox = append(e.outbox, RemotePacket{Link: id, At: arrive, Seq: seq, Pkt: *pkt})
-		if e.Pool.tel != nil {
-			e.outbox[len(e.outbox)-1].Tel = e.tels.clone(e.Pool.Telemetry(p))
-		}
-		e.Stats.Exported++
-		e.Pool.Free(p)
+		e.export(id, arrive, seq, p, pkt)
 	case l.perPacket:
 		e.direct++
 		e.push(Event{At: arrive, Dst: l.Spec.To, Src: from, Seq: seq, Kind: EvArrive, Arg: int64(id), Pkt: p})
@@ -220,6 +215,17 @@ func (e *Engine) Transmit(id LinkID, p PktRef) Time {
 		e.enqueueWire(id, l, inflight{at: arrive, seq: seq, pkt: p})
 	}
 	return end
+}
+
+// export puts packet p, bound for another partition, in the outbox with
+// its telemetry, and frees its slot.
+func (e *Engine) export(id LinkID, arrive Time, seq uint64, p PktRef, pkt *Packet) {
+	e.outbox = append(e.outbox, RemotePacket{Link: id, At: arrive, Seq: seq, Pkt: *pkt})
+	if e.Pool.tel != nil {
+		e.outbox[len(e.outbox)-1].Tel = e.tels.clone(e.Pool.Telemetry(p))
+	}
+	e.Stats.Exported++
+	e.Pool.Free(p)
 }
 
 // enqueueWire puts a packet on a FIFO wire; only the head has an event.
