@@ -145,9 +145,9 @@ type Host struct {
 	// PaceEvents counts the pacing timer events the host handled (the
 	// events pacing adds: Linux pacing, HPCC's W/T, Swift below one
 	// packet).
-	PaceEvents uint64
-	pausedUntil         [sim.MaxClasses]sim.Time // by class, for data packets
-	stamp               bool                     // T.Cfg.EndpointDelay: record NIC waits
+	PaceEvents  uint64
+	pausedUntil [sim.MaxClasses]sim.Time // by class, for data packets
+	stamp       bool                     // T.Cfg.EndpointDelay: record NIC waits
 	// Tap, when set, sees every packet the host sends (tx) and receives,
 	// at the time it happens (pcap capture). Nil costs nothing.
 	Tap func(now sim.Time, pkt *sim.Packet, tx bool)

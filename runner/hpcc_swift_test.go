@@ -97,8 +97,8 @@ func bottleneck(t *testing.T, cc string, n int, from, to sim.Time) (util, meanQ 
 		meanQ += q
 	}
 	meanQ /= float64(len(qs))
-	cap := float64(100*sim.GbitPerSecond) / 8 * float64(to-from) / float64(sim.Second)
-	return float64(b1-b0) / cap, meanQ, peakQ
+	capacity := float64(100*sim.GbitPerSecond) / 8 * float64(to-from) / float64(sim.Second)
+	return float64(b1-b0) / capacity, meanQ, peakQ
 }
 
 // TestHPCC_DumbbellNearZeroQueueAtTargetUtilisation is HPCC's claim (§1,
