@@ -145,7 +145,9 @@ type Host struct {
 	// PaceEvents counts the pacing timer events the host handled (the
 	// events pacing adds: Linux pacing, HPCC's W/T, Swift below one
 	// packet).
-	PaceEvents  uint64
+	PaceEvents uint64
+	// TrimNacks counts the trim NACKs the host's receivers sent.
+	TrimNacks   uint64
 	pausedUntil [sim.MaxClasses]sim.Time // by class, for data packets
 	stamp       bool                     // T.Cfg.EndpointDelay: record NIC waits
 	// Tap, when set, sees every packet the host sends (tx) and receives,

@@ -21,16 +21,17 @@ type Receiver struct {
 	ceState   bool // RFC 8257 §3.2 DCTCP.CE
 	done      bool
 
-	unacked  int      // data packets since the last ACK
-	tsRecent sim.Time // TSval to echo: earliest unacknowledged (RFC 7323 §4.3)
-	tsSet    bool
+	unacked       int      // data packets since the last ACK
+	tsRecent      sim.Time // TSval to echo: earliest unacknowledged (RFC 7323 §4.3)
+	tsSet         bool
+	quick         int      // quick ACKs left
+	delackAt      sim.Time // delayed-ACK deadline; Never when none
+	delackTimerAt sim.Time // time of the pending timer event; Never if none
+	nack          bool     // STrack: the next ACK carries the received bitmap
+	trimNack      bool     // the next ACK is a trim NACK for the packet it names
 	// The data packet whose TSval is echoed: when it arrived and how long
 	// it waited in the sender's NIC (Swift's endpoint delay).
 	tsArrive, tsWait sim.Time
-	quick            int      // quick ACKs left
-	delackAt         sim.Time // delayed-ACK deadline; Never when none
-	delackTimerAt    sim.Time // time of the pending timer event; Never if none
-	nack             bool     // STrack: the next ACK carries the received bitmap
 }
 
 // bitmap is STrack's received bitmap: bit i is set when segment
@@ -56,7 +57,7 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet)
 	cfg := &h.T.Cfg
 	now := e.Now()
 	if pkt.Flags&sim.FlagTrimmed != 0 {
-		r.onTrimmed(h, e, pkt)
+		r.onTrimmed(h, e, p, pkt)
 		return
 	}
 	ce := pkt.Flags&sim.FlagCE != 0
@@ -152,14 +153,25 @@ func (r *Receiver) onDelAckTimer(h *Host, e *sim.Engine) {
 }
 
 // onTrimmed handles a data packet a switch trimmed to its header (NDP): its
-// payload is lost, and the receiver knows it at once. A transport with
-// per-packet ACKs (STrack) learns of the hole from the NACK bitmap of the
-// next packets, as for a drop; the others get an immediate duplicate ACK
-// flagged trimmed, which starts their loss recovery (SACK, RACK) without
-// waiting for later data.
-func (r *Receiver) onTrimmed(h *Host, e *sim.Engine, pkt *sim.Packet) {
+// payload is lost, and the receiver knows it at once.
+//
+// A transport with per-packet ACKs (STrack, and those that name packets
+// as it does) gets a trim NACK at once: an ACK flagged FlagTrimmed whose
+// Seq names the trimmed packet's first byte and whose TSecr echoes its
+// TSval (which transmission was cut), as NDP's receiver NACKs a header
+// (htsim ndp.cpp, NdpSink::receivePacket sends a NACK for a header-only
+// packet; NdpSrc::processNack queues exactly that packet for resending)
+// and as Ultra Ethernet's PDS answers a trimmed packet with a NACK. The
+// sender resends it without waiting for a bitmap or the RTO.
+//
+// TCP-like transports keep their own semantics: one immediate duplicate
+// ACK (no FlagTrimmed), which counts towards fast retransmit and lets
+// SACK and RACK see the hole without waiting for later data.
+func (r *Receiver) onTrimmed(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet) {
 	h.Trimmed++
 	if h.T.Caps.PerPacketAcks {
+		r.trimNack = true
+		r.sendAck(h, e, p, pkt, pkt.Flags&sim.FlagCE != 0)
 		return
 	}
 	r.sendAck(h, e, sim.NoPacket, nil, r.ceLatched)
@@ -202,6 +214,16 @@ func (r *Receiver) sendAck(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet
 		ack.Flags |= sim.FlagNack
 		ack.Bitmap = r.bitmap(cfg.CC.MSS)
 		r.nack = false
+	}
+	if r.trimNack {
+		// The trimmed transmission's own timestamp dates the NACK; the
+		// earliest unacknowledged one (tsRecent) is for RTT samples.
+		ack.Flags |= sim.FlagTrimmed
+		ack.TSecr = pkt.TSval
+		r.trimNack = false
+		h.TrimNacks++
+		h.send(e, a)
+		return
 	}
 	r.unacked = 0
 	r.tsSet = false

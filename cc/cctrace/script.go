@@ -36,6 +36,8 @@ type Header struct {
 	Hops     int
 	LineRate sim.Bandwidth
 	BaseRTT  sim.Time
+	// Pacing is the endpoint's pacing (header `pacing`, introspect.go).
+	Pacing cc.PacingConfig
 }
 
 // stepKind is what a step does.
@@ -91,9 +93,10 @@ type Script struct {
 	Steps  []Step
 }
 
-// expectKeys are the keys an expect line may test.
-var expectKeys = []string{"time", "cwnd", "segs", "ssthresh", "state", "alpha", "pipe",
-	"flight", "una", "nxt", "recovery", "rto", "timer", "sent", "retx", "done"}
+// expectKeys are the keys an expect line may test (introspect.go adds its
+// own).
+var expectKeys = append([]string{"time", "cwnd", "segs", "ssthresh", "state", "alpha", "pipe",
+	"flight", "una", "nxt", "recovery", "rto", "timer", "sent", "retx", "done"}, introspectKeys...)
 
 // probePrefix starts an expect key that reads a controller value by name
 // (cc.Prober): `expect ctl.u=0.95`.
@@ -157,6 +160,9 @@ func Parse(name string, src []byte) (*Script, error) {
 // isHeaderLine tells header lines from steps. `rto` is both: with a mode
 // it configures the timer, alone it fires it.
 func isHeaderLine(f []string) bool {
+	if isIntrospectHeader(f) {
+		return true
+	}
 	switch f[0] {
 	case "cc", "recovery", "mss", "init_cwnd", "size", "dupthresh", "ecn", "autosend", "option", "hops", "link":
 		return true
@@ -243,6 +249,8 @@ func (h *Header) parse(f []string, line int) error {
 			return fmt.Errorf("link: want a positive base RTT, got %q", f[2])
 		}
 		h.LineRate, h.BaseRTT = r, d
+	case "max_ack_delay", "pacing":
+		return h.parseIntrospectHeader(f)
 	case "option":
 		if len(f) < 2 {
 			return fmt.Errorf("option: want key=value")
