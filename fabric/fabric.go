@@ -350,7 +350,6 @@ func baseRTT(t *topologies.Topology, ix *topologies.Index, src, hops int, tc *ho
 	return l.Rate, rtt
 }
 
-
 // Engine is the fabric's event engine: its clock, packet pool, links and
 // counters.
 func (f *Fabric) Engine() *sim.Engine { return f.eng }
