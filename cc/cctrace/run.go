@@ -405,7 +405,10 @@ func (r *runner) checkOne(s *Snapshot, e expectation) string {
 		got = strconv.FormatFloat(v, 'g', 10, 64)
 		want, err := strconv.ParseFloat(e.value, 64)
 		// Hand-derived values carry 6 or more significant digits.
-		ok = err == nil && math.Abs(want-v) <= 1e-6*max(1, math.Abs(want))
+		if err == nil && math.Abs(want-v) <= 1e-6*max(1, math.Abs(want)) {
+			return ""
+		}
+		return fmt.Sprintf("%s: want %s, got %s", e.key, e.value, got)
 	}
 	switch e.key {
 	case "time":
