@@ -51,21 +51,14 @@ type ECNDriven interface {
 	NeedsECN()
 }
 
-// RateController is a rate-based controller (DCQCN): PacingRate, in bits
-// per second, paces every packet of the flow through the endpoint's Pacer
-// (cc/pacer.go), and the host hands the flow's packets to its NIC only
-// when the NIC is free, as an RDMA NIC's scheduler pulls from its queue
-// pairs (hostsim/paced.go). Cwnd still gates sending; a purely rate-based
-// controller reports an unlimited window.
-type RateController interface {
-	PacingRate() int64
-}
-
-// LineRateAware is a controller that needs the rate of its host's link
-// (DCQCN starts at line rate and never exceeds it). The endpoint calls
-// SetLineRate before the first packet.
-type LineRateAware interface {
-	SetLineRate(bps int64)
+// NICScheduled is a rate-paced controller (RatePaced) whose flow is an
+// RDMA queue pair: the host hands its packets to the NIC only when the
+// NIC is free, as an RDMA NIC's scheduler pulls from its queue pairs
+// (hostsim/paced.go), so a PFC pause stops the flow rather than filling a
+// queue. DCQCN declares it; another rate-paced controller opts in by
+// declaring it too.
+type NICScheduled interface {
+	NICScheduled()
 }
 
 // TimedController is a controller with timers of its own (DCQCN's rate
@@ -118,6 +111,20 @@ type DefaultRecoverer interface {
 	DefaultRecovery() string
 }
 
+// INTUser is a controller driven by in-band network telemetry (HPCC):
+// switches must append INT records to data packets and receivers echo
+// them in ACKs (AckEvent.Tel).
+type INTUser interface {
+	NeedsINT()
+}
+
+// EndpointDelayUser is a controller that splits each RTT sample into
+// fabric and endpoint delay (Swift): hosts must record the NIC queueing
+// and the receiver's ACK delay (sim.Telemetry.NICWait, EndpointDelay).
+type EndpointDelayUser interface {
+	NeedsEndpointDelay()
+}
+
 // Capabilities is what a pair of modules declares.
 type Capabilities struct {
 	// PerPacketAcks: PerPacketAcker.
@@ -133,8 +140,10 @@ type Capabilities struct {
 	Recovery string
 	// NeedsECN: ECNDriven.
 	NeedsECN bool
-	// RateBased: RateController.
-	RateBased bool
+	// NeedsINT: INTUser; NeedsEndpointDelay: EndpointDelayUser.
+	NeedsINT, NeedsEndpointDelay bool
+	// NICScheduled: NICScheduled (a rate-paced RDMA queue pair).
+	NICScheduled bool
 	// CNP: CNPReactor (receivers send CNPs, not ECE).
 	CNP bool
 	// Nak: the recovery's NakMode (0: not a RoCE recovery).
@@ -166,11 +175,17 @@ func CapabilitiesOf(ctl Controller, rec Recovery) Capabilities {
 	if _, ok := ctl.(ECNDriven); ok {
 		c.NeedsECN = true
 	}
+	if _, ok := ctl.(INTUser); ok {
+		c.NeedsINT = true
+	}
+	if _, ok := ctl.(EndpointDelayUser); ok {
+		c.NeedsEndpointDelay = true
+	}
 	if r, ok := ctl.(RecoveryRequirer); ok {
 		c.Recovery = r.RequiredRecovery()
 	}
-	if _, ok := ctl.(RateController); ok {
-		c.RateBased = true
+	if _, ok := ctl.(NICScheduled); ok {
+		c.NICScheduled = true
 	}
 	if _, ok := ctl.(CNPReactor); ok {
 		c.CNP = true
@@ -196,4 +211,12 @@ func Describe(cfg Config) Capabilities {
 		return Capabilities{}
 	}
 	return CapabilitiesOf(ctl, rec)
+}
+
+// Prober is read-only introspection of a controller's own variables by
+// name, for `lockstep cc trace` expectations (`expect ctl.u=0.95`): HPCC's
+// utilisation and reference window, Swift's two windows and its target.
+// ok is false for a name the controller does not know.
+type Prober interface {
+	Probe(name string) (v float64, ok bool)
 }

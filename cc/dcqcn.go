@@ -205,8 +205,9 @@ func (c DCQCNConfig) Validate() error {
 
 var (
 	_ Controller      = (*DCQCN)(nil)
-	_ RateController  = (*DCQCN)(nil)
-	_ LineRateAware   = (*DCQCN)(nil)
+	_ RatePaced       = (*DCQCN)(nil)
+	_ LinkAware       = (*DCQCN)(nil)
+	_ NICScheduled    = (*DCQCN)(nil)
 	_ TimedController = (*DCQCN)(nil)
 	_ SendObserver    = (*DCQCN)(nil)
 	_ CNPReactor      = (*DCQCN)(nil)
@@ -214,8 +215,7 @@ var (
 )
 
 // NewDCQCN returns a reaction point. Precondition: cfg.Validate() == nil.
-// The line rate comes later (SetLineRate); until then the flow is not
-// paced.
+// The line rate comes with SetLink; until then the flow is not paced.
 func NewDCQCN(cfg DCQCNConfig) *DCQCN {
 	return &DCQCN{cfg: cfg, timerAt: sim.Never, cutAt: sim.Never, state: StateLineRate}
 }
@@ -223,11 +223,13 @@ func NewDCQCN(cfg DCQCNConfig) *DCQCN {
 // Config is the controller's parameter set.
 func (d *DCQCN) Config() DCQCNConfig { return d.cfg }
 
-// SetLineRate implements LineRateAware.SetLineRate: the flow starts at
-// line rate (§3.1: "the RP starts at full line rate").
-func (d *DCQCN) SetLineRate(bps int64) {
+// SetLink implements LinkAware.SetLink: the flow starts at line rate
+// (§3.1: the RP starts at full line rate). The base RTT is not used; a
+// rate of 0 (none known) leaves the flow unpaced.
+func (d *DCQCN) SetLink(rate sim.Bandwidth, _ sim.Time) {
+	bps := int64(rate)
 	if bps <= 0 {
-		panic(fmt.Sprintf("cc: dcqcn: line rate must be positive, got %d", bps))
+		return
 	}
 	d.line = bps
 	if !d.active {
@@ -236,8 +238,12 @@ func (d *DCQCN) SetLineRate(bps int64) {
 	d.rc, d.rt = min(d.rc, bps), min(d.rt, bps)
 }
 
-// PacingRate implements RateController.PacingRate: Rc.
-func (d *DCQCN) PacingRate() int64 { return d.rc }
+// PacingRate implements RatePaced.PacingRate: Rc.
+func (d *DCQCN) PacingRate() sim.Bandwidth { return sim.Bandwidth(d.rc) }
+
+// NICScheduled implements NICScheduled: a RoCE queue pair, which the NIC
+// pulls (hostsim/paced.go).
+func (d *DCQCN) NICScheduled() {}
 
 // Rate is the current rate Rc in bits per second.
 func (d *DCQCN) Rate() int64 { return d.rc }

@@ -80,7 +80,7 @@ func TestDCQCN_3_1_AlphaDecayMatchesStepping(t *testing.T) {
 	cfg := DCQCNPaper()
 	for trial := range 50 {
 		d := NewDCQCN(cfg)
-		d.SetLineRate(40e9)
+		d.SetLink(40e9, 0)
 		now := sim.Time(0)
 		var lastCNP sim.Time
 		var a0 float64
@@ -121,7 +121,7 @@ func TestDCQCN_RatesStayBetweenMinAndLine(t *testing.T) {
 		cfg.ByteCounter = 100_000
 		d := NewDCQCN(cfg)
 		line := int64(100e9)
-		d.SetLineRate(line)
+		d.SetLink(sim.Bandwidth(line), 0)
 		now := sim.Time(0)
 		for range 20000 {
 			now += sim.Time(r.Int64N(int64(20 * sim.Microsecond)))
@@ -183,11 +183,10 @@ func BenchmarkDCQCNEndpoint(b *testing.B) {
 	ctl := NewDCQCN(DCQCNPaper())
 	rec := NewRoCERecovery(NakGoBackN, 1000, 1<<50)
 	ep, err := NewEndpoint(EndpointConfig{MSS: 1000, Size: 1 << 50, RTO: RTOConfig{Mode: RTOFixed, Fixed: sim.Second},
-		Header: 64}, ctl, rec)
+		Header: 64, LineRate: 100 * sim.GbitPerSecond}, ctl, rec)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ep.SetLineRate(100e9)
 	rng := rand.New(rand.NewPCG(1, 1))
 	now := sim.Time(0)
 	var ack Ack

@@ -43,11 +43,11 @@ type Endpoint struct {
 	// x holds what a controller with timers of its own, a byte counter,
 	// a pacing rate or a CNP reaction needs (DCQCN); nil for the others,
 	// so that window controllers pay one pointer.
-	x *ctlExt
-	rto      *RTO
-	cfg      EndpointConfig
-	mss      int64
-	burst    int // TSO burst in segments, at least 1
+	x     *ctlExt
+	rto   *RTO
+	cfg   EndpointConfig
+	mss   int64
+	burst int // TSO burst in segments, at least 1
 
 	// st is the Recovery's state after its last event, and cwnd and ssth
 	// the Controller's after its last: kept here so that no getter is
@@ -111,6 +111,10 @@ type EndpointConfig struct {
 	FlowEntropy   uint16
 	// Hops is the flow's path length, for hop-aware controllers.
 	Hops int
+	// LineRate and BaseRTT are the host's line rate and the flow's unloaded
+	// round-trip time, for LinkAware controllers (HPCC).
+	LineRate sim.Bandwidth
+	BaseRTT  sim.Time
 	// Trace makes the endpoint take cwnd trace samples; TraceInterval keeps
 	// at most one per interval, events excepted (0: every change).
 	Trace         bool
@@ -151,6 +155,9 @@ type Ack struct {
 	Trimmed bool
 	// Entropy is the entropy the ACK echoes (the path manager's input).
 	Entropy uint16
+	// Tel is the ACK's telemetry (INT records, endpoint delay) when the
+	// run keeps it, nil otherwise; valid during OnAck only.
+	Tel *sim.Telemetry
 }
 
 // Actions is what one OnAck or OnDeadline did.
@@ -208,16 +215,17 @@ type TraceSample struct {
 }
 
 // ctlExt is the endpoint's part for controllers with optional
-// capabilities (cc/capabilities.go): a rate-based controller's rate paces
-// every packet (pacer), its own timers are the endpoint's TimerCC, it may
-// count the bytes sent and react to CNPs.
+// capabilities (cc/capabilities.go, cc/ratepacing.go): a rate-paced
+// controller's rate paces its packets (pacer), its own timers are the
+// endpoint's TimerCC, it may count the bytes sent and react to CNPs.
 type ctlExt struct {
-	rate     RateController
+	rp       RatePaced
 	timed    TimedController
 	sendObs  SendObserver
 	cnp      CNPReactor
 	pacer    Pacer
 	lastRate int64 // the pacing rate at the last trace sample
+	observed bool  // the controller is a rateObserver: rate changes are trace rows
 }
 
 // RateSample is a rate-based controller's state for a trace row (rate.csv).
@@ -245,19 +253,23 @@ func NewEndpoint(cfg EndpointConfig, ctl Controller, rec Recovery) (*Endpoint, e
 	ep.timed, _ = rec.(TimedRecovery)
 	ep.obs, _ = ctl.(Observer)
 	ep.ssx, _ = ctl.(SlowStartExit)
-	rate, _ := ctl.(RateController)
+	rp, _ := ctl.(RatePaced)
 	timed, _ := ctl.(TimedController)
 	sendObs, _ := ctl.(SendObserver)
 	cnp, _ := ctl.(CNPReactor)
-	if rate != nil || timed != nil || sendObs != nil || cnp != nil {
+	if rp != nil || timed != nil || sendObs != nil || cnp != nil {
 		// Allocated only here: window controllers pay one nil pointer.
-		ep.x = &ctlExt{rate: rate, timed: timed, sendObs: sendObs, cnp: cnp}
+		_, obs := ctl.(rateObserver)
+		ep.x = &ctlExt{rp: rp, timed: timed, sendObs: sendObs, cnp: cnp, observed: obs}
 	}
-	if rate != nil {
-		ep.burst = 1 // the pacer spaces every packet; no TSO bursts
+	if _, ok := ctl.(NICScheduled); ok {
+		ep.burst = 1 // the NIC's rate limiter spaces every packet
 	}
 	if h, ok := ctl.(HopAware); ok {
 		h.SetHops(cfg.Hops)
+	}
+	if l, ok := ctl.(LinkAware); ok {
+		l.SetLink(cfg.LineRate, cfg.BaseRTT)
 	}
 	if cfg.Paths != nil {
 		ep.pm = NewPathManager(*cfg.Paths, cfg.PathBase)
@@ -282,43 +294,36 @@ func (ep *Endpoint) Cwnd() int64 { return ep.cwnd }
 // State is the Recovery's sequence state after its last event.
 func (ep *Endpoint) SeqState() SeqState { return ep.st }
 
-// readCtl refreshes the cached window (and a rate-based controller's
-// pacing rate) after a Controller event.
+// readCtl refreshes the cached window, and a rate-paced controller's rate
+// (RatePaced: the pacer re-times the gap after the last packet when it
+// changes, cc/pacer.go), after a Controller event.
 func (ep *Endpoint) readCtl() {
 	ep.cwnd, ep.ssth = ep.ctl.Cwnd(), ep.ctl.Ssthresh()
-	if x := ep.x; x != nil && x.rate != nil {
-		if r := x.rate.PacingRate(); r != x.pacer.Rate() {
+	if x := ep.x; x != nil && x.rp != nil {
+		if r := int64(x.rp.PacingRate()); r != x.pacer.Rate() {
 			x.pacer.SetRate(r)
 			ep.paceAt = x.pacer.Next()
 		}
 	}
 }
 
-// SetLineRate tells a controller that needs it (LineRateAware) the rate
-// of the host's link, in bits per second. The owner calls it before the
-// first packet (the host when the flow starts).
-func (ep *Endpoint) SetLineRate(bps int64) {
-	if l, ok := ep.ctl.(LineRateAware); ok {
-		l.SetLineRate(bps)
-		ep.readCtl()
-	}
-}
+// RateBased reports whether the controller sets its own rate (RatePaced).
+func (ep *Endpoint) RateBased() bool { return ep.x != nil && ep.x.rp != nil }
 
-// RateBased reports whether the controller is rate-based: every packet is
-// paced at its rate (RateController).
-func (ep *Endpoint) RateBased() bool { return ep.x != nil && ep.x.rate != nil }
+// paced reports whether the controller's rate paces the flow now (a rate
+// of 0 leaves the window alone in charge).
+func (ep *Endpoint) paced() bool { return ep.x != nil && ep.x.pacer.Rate() > 0 }
 
-// RateSample is the rate-based controller's state at now for a trace row
-// (zero for window controllers).
+// RateSample is a rate controller's state at now for a trace row
+// (rate.csv): zero unless the controller reports a target rate and an α
+// (rateObserver: DCQCN), so that the other rate-paced controllers keep
+// their window rows.
 func (ep *Endpoint) RateSample(now sim.Time) RateSample {
-	if !ep.RateBased() {
+	o, ok := ep.ctl.(rateObserver)
+	if !ok || !ep.RateBased() {
 		return RateSample{}
 	}
-	r := RateSample{Rate: ep.x.pacer.Rate()}
-	if o, ok := ep.ctl.(rateObserver); ok {
-		r.TargetRate, r.Alpha = o.TargetRate(), o.AlphaAt(now)
-	}
-	return r
+	return RateSample{Rate: ep.x.pacer.Rate(), TargetRate: o.TargetRate(), Alpha: o.AlphaAt(now)}
 }
 
 // CCDeadline is when the controller's own timer expires (sim.Never: none,
@@ -420,13 +425,15 @@ func (ep *Endpoint) Next(now sim.Time) (Segment, bool) {
 	if !ok {
 		return Segment{}, false
 	}
-	if ep.inBurst == 0 && (ep.cfg.Pacing.Enabled || ep.RateBased()) && now < ep.paceAt {
+	if ep.inBurst == 0 && (ep.cfg.Pacing.Enabled || ep.paced()) && now < ep.paceAt {
 		ep.paceBlocked = true
 		return Segment{}, false
 	}
 	if !seg.Force {
 		room := ep.cwnd - ep.st.Pipe
-		if room < seg.Len {
+		// A rate-paced sender may have one segment in flight whatever its
+		// window (ratepacing.go).
+		if room < seg.Len && !(ep.paced() && ep.st.Pipe == 0) {
 			ep.cwndLimited = true
 			return Segment{}, false
 		}
@@ -464,18 +471,17 @@ func (ep *Endpoint) OnSent(now sim.Time, seg Segment, rng *rand.Rand) Sent {
 	if ep.rtoAt == sim.Never {
 		ep.armRTO(now + ep.rto.Timeout()) // RFC 6298 §5.1
 	}
+	wire := seg.Len + ep.cfg.Header
 	switch {
-	case ep.RateBased():
-		// A rate-based controller: the NIC's rate limiter (cc/pacer.go),
-		// then the byte counter, whose step re-times the gap.
-		wire := seg.Len + ep.cfg.Header
+	case ep.cfg.Pacing.Enabled:
+		ep.paceAt = max(ep.paceAt, now) + ep.pacingGap(wire)
+	case ep.paced():
+		// The controller's rate: the NIC's rate limiter (cc/pacer.go).
 		ep.x.pacer.OnSent(now, wire)
 		ep.paceAt = ep.x.pacer.Next()
-		if ep.x.sendObs != nil && ep.x.sendObs.OnSend(now, wire) {
-			ep.readCtl()
-		}
-	case ep.cfg.Pacing.Enabled:
-		ep.paceAt = max(ep.paceAt, now) + ep.pacingGap(seg.Len+ep.cfg.Header)
+	}
+	if x := ep.x; x != nil && x.sendObs != nil && x.sendObs.OnSend(now, wire) {
+		ep.readCtl() // a byte-counter step, which re-times the gap
 	}
 	ep.inBurst++
 	if ep.inBurst >= ep.burst {
@@ -575,6 +581,7 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 		ae.MinRTT, ae.ECE, ae.InRecovery, ae.MSS = ep.rto.MinRTT(), ece, ep.st.InRecovery, ep.mss
 		ae.SndUna, ae.SndNxt, ae.Delivered = ep.st.Una, ep.st.Nxt, ep.delivered
 		ae.CwndLimited, ae.Paced = limited, ep.cfg.Pacing.Enabled
+		ae.Tel = a.Tel
 		ep.ctl.OnAck(&ep.ae)
 		ep.readCtl()
 	}
@@ -664,9 +671,7 @@ func (ep *Endpoint) onRTO(now sim.Time) Actions {
 	ep.armRTO(now + ep.rto.Timeout())
 	act := Actions{RTO: true, Send: true}
 	act.Sampled = ep.traceSample(now, "rto")
-	if !ep.RateBased() {
-		ep.paceAt = now // the NIC's rate limiter keeps its schedule
-	}
+	ep.paceAt = now
 	return act
 }
 
@@ -718,7 +723,7 @@ func (ep *Endpoint) traceSample(now sim.Time, event string) bool {
 	}
 	cwnd, ssth, st := ep.cwnd, ep.ssth, ep.State()
 	var rate, lastRate int64
-	if ep.x != nil {
+	if ep.x != nil && ep.x.observed {
 		rate, lastRate = ep.x.pacer.Rate(), ep.x.lastRate
 	}
 	if event == "" {

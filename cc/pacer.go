@@ -8,7 +8,7 @@ import (
 
 // Pacer is a per-flow rate limiter as RDMA NICs have one per queue pair:
 // a packet of n bytes that starts at t holds the flow's next packet until
-// t + n×8/rate. It is what a rate-based controller (RateController:
+// t + n×8/rate. It is what a rate-paced controller (RatePaced:
 // DCQCN's current rate Rc; HPCC's W/T) sends through, in the endpoint and
 // in `lockstep cc trace` alike.
 //
@@ -55,7 +55,10 @@ func (p *Pacer) gap(n int64) (sim.Time, int64) {
 }
 
 // OnSent records a packet of n bytes (on the wire) that started at now.
+// A packet sent before the pacer released it (inside a TSO burst) counts
+// from its release: the gaps of a burst add up.
 func (p *Pacer) OnSent(now sim.Time, n int64) {
+	now = max(now, p.next)
 	p.last, p.lastBytes, p.sent = now, n, true
 	if p.rate <= 0 {
 		p.next = now

@@ -5,8 +5,8 @@ import (
 	"github.com/lockstep-sim/lockstep/sim"
 )
 
-// The NIC side of rate-based transports (cc.RateController: DCQCN, and
-// any controller that paces every packet at its own rate). An RDMA NIC
+// The NIC side of RDMA queue pairs (cc.NICScheduled with cc.RatePaced:
+// DCQCN, and any rate-paced controller that declares it). An RDMA NIC
 // does not queue a flow's packets in one FIFO ahead of time: its
 // scheduler picks, whenever the port can take a packet, among the queue
 // pairs whose rate limiter allows one (HPCC's ns-3 RdmaEgressQueue

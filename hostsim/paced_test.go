@@ -25,7 +25,7 @@ func pacedRun(t *testing.T, sizes []int64, cnpAt sim.Time) (arr []arrival, tr *T
 	}
 	var flows []FlowSpec
 	for i, sz := range sizes {
-		flows = append(flows, FlowSpec{ID: int32(i), Src: 0, Dst: 1, Size: sz})
+		flows = append(flows, FlowSpec{ID: int32(i), Src: 0, Dst: 1, Size: sz, LineRate: 40 * sim.GbitPerSecond})
 	}
 	tr, err = NewTransport(cfg, flows, func(int) bool { return true })
 	if err != nil {

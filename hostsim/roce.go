@@ -41,7 +41,7 @@ type roceRx struct {
 
 // outOfOrder handles a data packet beyond the expected sequence for a
 // RoCE recovery and reports whether it did (the caller then stops).
-func (r *Receiver) outOfOrder(h *Host, e *sim.Engine, pkt *sim.Packet) bool {
+func (r *Receiver) outOfOrder(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet) bool {
 	mode := h.T.Caps.Nak
 	if mode == 0 || pkt.Seq <= r.rcvNxt {
 		return false
@@ -54,11 +54,11 @@ func (r *Receiver) outOfOrder(h *Host, e *sim.Engine, pkt *sim.Packet) bool {
 		}
 		r.rx.nakSent, r.rx.nakFor = true, r.rcvNxt
 		r.nak = true
-		r.sendAck(h, e, nil, false)
+		r.sendAck(h, e, sim.NoPacket, nil, false)
 	case cc.NakSelective:
 		r.accept(pkt.Seq, pkt.Seq+uint64(pkt.Payload))
 		r.nak = true
-		r.sendAck(h, e, pkt, false)
+		r.sendAck(h, e, p, pkt, false)
 	}
 	h.T.Rate.NAKs++
 	return true

@@ -18,10 +18,9 @@ type Sender struct {
 	// perPacket: the receiver answers every data packet and the ACK names
 	// it (STrack): ACKs carry an echo.
 	perPacket bool
-	// nicPaced: a rate-based flow, sent as the NIC pulls (paced.go);
-	// waiting: it is in the host's ready ring. lineSet: the endpoint knows
-	// the link's rate.
-	nicPaced, waiting, lineSet bool
+	// nicPaced: an RDMA queue pair, sent as the NIC pulls (paced.go);
+	// waiting: it is in the host's ready ring.
+	nicPaced, waiting bool
 
 	// Pending timer events, at most one per kind (Never: none). A deadline
 	// that moves later is picked up when the pending event fires.
@@ -46,13 +45,13 @@ func newSender(cfg *Config, caps cc.Capabilities, f *FlowSpec) (*Sender, error) 
 		Header: cfg.Header, TSOSegments: cfg.TSOSegments, Pacing: cfg.Pacing, RWnd: cfg.RWnd,
 		Paths: cfg.STrack, PathBase: uint16(sim.Mix64(uint64(f.ID))),
 		RandomEntropy: cfg.Entropy == EntropyRandom, FlowEntropy: uint16(sim.Mix64(uint64(f.ID))),
-		Hops: f.Hops, Trace: cfg.Trace.All || slices.Contains(cfg.Trace.Flows, f.ID),
+		Hops: f.Hops, LineRate: f.LineRate, BaseRTT: f.BaseRTT, Trace: cfg.Trace.All || slices.Contains(cfg.Trace.Flows, f.ID),
 		TraceInterval: cfg.Trace.Interval}
 	ep, err := cc.NewEndpoint(ec, ctl, rec)
 	if err != nil {
 		return nil, err
 	}
-	return &Sender{spec: f, ep: ep, perPacket: caps.PerPacketAcks, nicPaced: caps.RateBased,
+	return &Sender{spec: f, ep: ep, perPacket: caps.PerPacketAcks, nicPaced: caps.NICScheduled,
 		timerAt: sim.Never, recTimerAt: sim.Never, paceTimerAt: sim.Never, ccTimerAt: sim.Never}, nil
 }
 
@@ -67,10 +66,6 @@ func (s *Sender) done() bool { return s.ep.Done() }
 
 // trySend sends what the endpoint allows and arms the timers it asks for.
 func (s *Sender) trySend(h *Host, e *sim.Engine) {
-	if !s.lineSet {
-		s.lineSet = true
-		s.ep.SetLineRate(int64(e.Links[h.Link].Spec.Rate))
-	}
 	if s.nicPaced {
 		s.trySendPaced(h, e)
 		return
@@ -127,6 +122,9 @@ func (s *Sender) sendSegment(h *Host, e *sim.Engine, cfg *Config, rec *FlowRecor
 	pkt.Seq = seg.Seq
 	pkt.Payload = int32(seg.Len)
 	pkt.Size = int32(seg.Len + cfg.Header)
+	if cfg.INT.Enabled {
+		pkt.Size += int32(cfg.INT.Header)
+	}
 	pkt.TSval = now
 	rec.PacketsSent++
 	s.armRTO(h, e)
@@ -180,8 +178,7 @@ func (s *Sender) record(h *Host, act cc.Actions) {
 	x := s.ep.Sample()
 	h.T.CwndLog = append(h.T.CwndLog, CwndRow{Time: x.Time, Flow: s.spec.ID, Cwnd: x.Cwnd,
 		Ssthresh: x.Ssthresh, SRTT: x.SRTT, MinRTT: x.MinRTT, State: x.State.String(), Event: x.Event})
-	if s.ep.RateBased() {
-		r := s.ep.RateSample(x.Time)
+	if r := s.ep.RateSample(x.Time); r.Rate > 0 {
 		row := &h.T.CwndLog[len(h.T.CwndLog)-1]
 		row.Rate, row.TargetRate, row.Alpha = r.Rate, r.TargetRate, r.Alpha
 	}
@@ -228,7 +225,7 @@ func (s *Sender) onRTOTimer(h *Host, e *sim.Engine) {
 	s.trySend(h, e)
 }
 
-func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
+func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet, tel *sim.Telemetry) {
 	if s.done() {
 		return
 	}
@@ -239,6 +236,7 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	a := &s.ack
 	a.Ack, a.Sack, a.ECE = pkt.Ack, pkt.Sack[:pkt.NSack], pkt.Flags&sim.FlagECE != 0
 	a.TSecr, a.HasTSecr, a.Entropy = pkt.TSecr, pkt.TSecr > 0, pkt.Entropy
+	a.Tel = tel
 	if s.perPacket {
 		a.Echo, a.EchoValid = pkt.Seq, true
 		a.Nack, a.Bitmap = pkt.Flags&sim.FlagNack != 0, pkt.Bitmap

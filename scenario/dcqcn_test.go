@@ -18,8 +18,8 @@ func TestTransport_DCQCN(t *testing.T) {
 	if c.Recovery != "gbn" {
 		t.Fatalf("recovery %q, want gbn (DCQCN's default)", c.Recovery)
 	}
-	if caps := cc.Describe(c); !caps.CNP || !caps.RateBased || caps.Nak != cc.NakGoBackN {
-		t.Fatalf("capabilities %+v, want CNPs, rate-based and go-back-N NAKs", caps)
+	if caps := cc.Describe(c); !caps.CNP || !caps.NICScheduled || caps.Nak != cc.NakGoBackN {
+		t.Fatalf("capabilities %+v, want CNPs, a NIC-scheduled flow and go-back-N NAKs", caps)
 	}
 	b, err = load(t, base+"transport: {cc: dcqcn, ecn: true, recovery: sr}\n")
 	if err != nil || b.Fabric.Transport.CC.Recovery != "sr" {

@@ -41,15 +41,15 @@ type DriverConfig struct {
 	AutoSend bool
 	// Hops is the flow's path length (hop-aware controllers, STrack).
 	Hops int
+	// LineRate and BaseRTT are for link-aware controllers (HPCC).
+	LineRate sim.Bandwidth
+	BaseRTT  sim.Time
 	// Header, TSOSegments, Pacing and RWnd are the endpoint's send gating
 	// (cc.EndpointConfig); the zero values turn them off.
 	Header      int64
 	TSOSegments int
 	Pacing      cc.PacingConfig
 	RWnd        int64
-	// LineRate is the rate of the sender's link in bits per second, for
-	// controllers that need it (rate-based ones start there).
-	LineRate int64
 }
 
 // Ack is one ACK packet as the sender receives it.
@@ -74,6 +74,9 @@ type Ack struct {
 	// Nak: a RoCE NAK (sequence error): Ack is the receiver's expected
 	// sequence, Sack (selective repeat) the packet that triggered it.
 	Nak bool
+	// Tel is the telemetry the ACK carries (INT records, endpoint delay),
+	// nil for none.
+	Tel *sim.Telemetry
 }
 
 // Events counts what happened since the last TakeEvents.
@@ -117,16 +120,11 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	}
 	ep, err := cc.NewEndpoint(cc.EndpointConfig{MSS: cfg.MSS, Size: cfg.Size, RTO: cfg.RTO,
 		ECN: cfg.ECN, Header: cfg.Header, TSOSegments: cfg.TSOSegments, Pacing: cfg.Pacing,
-		RWnd: cfg.RWnd, Hops: cfg.Hops}, cfg.CC, cfg.Rec)
+		RWnd: cfg.RWnd, Hops: cfg.Hops, LineRate: cfg.LineRate, BaseRTT: cfg.BaseRTT}, cfg.CC, cfg.Rec)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.LineRate < 0 {
-		return nil, fmt.Errorf("cctrace: line rate must not be negative, got %d", cfg.LineRate)
-	}
-	if cfg.LineRate > 0 {
-		ep.SetLineRate(cfg.LineRate)
-	}
+
 	return &Driver{ep: ep, autoSend: cfg.AutoSend, rng: sim.NewRand(0, 0)}, nil
 }
 
@@ -232,7 +230,7 @@ func (d *Driver) OnAck(a Ack) {
 		return
 	}
 	d.ack = cc.Ack{Ack: a.Ack, Sack: a.Sack, ECE: a.ECE, Echo: a.Echo, EchoValid: a.EchoValid,
-		Nack: a.Nack, Bitmap: a.Bitmap, Nak: a.Nak}
+		Nack: a.Nack, Bitmap: a.Bitmap, Nak: a.Nak, Tel: a.Tel}
 	if a.RTT > 0 {
 		d.ack.TSecr, d.ack.HasTSecr = d.now-a.RTT, true
 	}

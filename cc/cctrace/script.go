@@ -30,11 +30,14 @@ type Header struct {
 	AutoSend bool
 	// Options are passed to the builder, in script order.
 	Options []Option
-	// LineRate is the sender's link rate in bits per second (0: none), for
-	// controllers that need it.
-	LineRate int64
 	// Header is the bytes of headers per packet that pacing counts.
 	Header int64
+	// Hops is the flow's path length (`hops N`), for hop-aware
+	// controllers; LineRate and BaseRTT (`link RATE RTT`) are the host's
+	// line rate and the flow's base RTT, for link-aware ones (HPCC).
+	Hops     int
+	LineRate sim.Bandwidth
+	BaseRTT  sim.Time
 	// Pacing is the endpoint's pacing (header `pacing`, introspect.go).
 	Pacing cc.PacingConfig
 }
@@ -77,6 +80,11 @@ type Step struct {
 	echoSet bool
 	nack    bool
 	bitmap  uint64
+
+	// ack int=Q:TX:TS:RATE/... ep=D: the INT records the ACK echoes (one
+	// per hop: queue bytes, transmitted bytes, timestamp, link rate) and
+	// the endpoint delay it reports (sim.Telemetry).
+	tel *sim.Telemetry
 }
 
 // expectation is one key=value of an expect line.
@@ -94,6 +102,10 @@ type Script struct {
 var expectKeys = append([]string{"time", "cwnd", "segs", "ssthresh", "state", "alpha", "pipe",
 	"flight", "una", "nxt", "recovery", "rto", "timer", "sent", "retx", "done",
 	"rate", "target_rate", "tc", "bc", "bytes", "cctimer"}, introspectKeys...)
+
+// probePrefix starts an expect key that reads a controller value by name
+// (cc.Prober): `expect ctl.u=0.95`.
+const probePrefix = "ctl."
 
 // ParseError is a script that cannot be read.
 type ParseError struct {
@@ -157,8 +169,8 @@ func isHeaderLine(f []string) bool {
 		return true
 	}
 	switch f[0] {
-	case "cc", "recovery", "mss", "init_cwnd", "size", "dupthresh", "ecn", "autosend", "option",
-		"line_rate", "header":
+	case "cc", "recovery", "mss", "init_cwnd", "size", "dupthresh", "ecn", "autosend", "option", "hops", "link",
+		"header":
 		return true
 	case "rto":
 		return len(f) > 1
@@ -220,16 +232,29 @@ func (h *Header) parse(f []string, line int) error {
 		}
 	case "rto":
 		return h.parseRTO(f[1:])
-	case "line_rate":
+	case "hops":
 		v, err := arg1()
 		if err != nil {
 			return err
 		}
-		r, err := parseRate(v)
-		if err != nil || r <= 0 {
-			return fmt.Errorf("line_rate: want a positive rate such as 40Gbps, got %q", v)
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 255 {
+			return fmt.Errorf("hops: want 0..255, got %q", v)
 		}
-		h.LineRate = r
+		h.Hops = n
+	case "link":
+		if len(f) != 3 {
+			return fmt.Errorf("link: want RATE RTT (100Gbps 10us)")
+		}
+		r, err := parseRate(f[1])
+		if err != nil {
+			return fmt.Errorf("link: %v", err)
+		}
+		d, err := parseDuration(f[2])
+		if err != nil || d <= 0 {
+			return fmt.Errorf("link: want a positive base RTT, got %q", f[2])
+		}
+		h.LineRate, h.BaseRTT = r, d
 	case "header":
 		v, err := arg1()
 		if err != nil {
@@ -435,7 +460,7 @@ func parseStep(f []string) (Step, error) {
 			if !ok || v == "" {
 				return st, fmt.Errorf("expect: want key=value, got %q", a)
 			}
-			known := false
+			known := strings.HasPrefix(k, probePrefix) && len(k) > len(probePrefix)
 			for _, x := range expectKeys {
 				known = known || x == k
 			}
@@ -486,6 +511,28 @@ func (st *Step) parseAckArg(step, a string) error {
 			return fmt.Errorf("ack: nack wants a 64-bit bitmap with bit 0 (the next expected segment) clear, got %q", a)
 		}
 		st.nack, st.bitmap = true, n
+	case step == "ack" && strings.HasPrefix(a, "int="):
+		if st.tel == nil {
+			st.tel = &sim.Telemetry{}
+		}
+		for _, hop := range strings.Split(strings.TrimPrefix(a, "int="), "/") {
+			h, err := parseHop(hop)
+			if err != nil {
+				return fmt.Errorf("ack: int: %v", err)
+			}
+			if !st.tel.PushHop(h) {
+				return fmt.Errorf("ack: int: at most %d hops", sim.MaxINTHops)
+			}
+		}
+	case step == "ack" && strings.HasPrefix(a, "ep="):
+		d, err := parseDuration(strings.TrimPrefix(a, "ep="))
+		if err != nil {
+			return fmt.Errorf("ack: ep wants a duration, got %q", a)
+		}
+		if st.tel == nil {
+			st.tel = &sim.Telemetry{}
+		}
+		st.tel.EndpointDelay = d
 	case step == "dupack" && strings.HasPrefix(a, "x"):
 		n, err := strconv.Atoi(a[1:])
 		if err != nil || n <= 0 {
@@ -496,6 +543,23 @@ func (st *Step) parseAckArg(step, a string) error {
 		return fmt.Errorf("%s: unknown argument %q", step, a)
 	}
 	return nil
+}
+
+// parseHop reads one INT record QLEN:TXBYTES:TS:RATE (bytes, bytes, a
+// duration, a rate).
+func parseHop(s string) (sim.INTHop, error) {
+	f := strings.Split(s, ":")
+	if len(f) != 4 {
+		return sim.INTHop{}, fmt.Errorf("want QLEN:TXBYTES:TS:RATE, got %q", s)
+	}
+	q, err1 := strconv.ParseInt(f[0], 10, 64)
+	tx, err2 := strconv.ParseUint(f[1], 10, 64)
+	ts, err3 := parseDuration(f[2])
+	r, err4 := parseRate(f[3])
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || q < 0 {
+		return sim.INTHop{}, fmt.Errorf("want QLEN:TXBYTES:TS:RATE, got %q", s)
+	}
+	return sim.INTHop{QLen: q, TxBytes: tx, TS: ts, Rate: r}, nil
 }
 
 // parseRange reads START-END, a byte range [START, END).
@@ -549,17 +613,17 @@ func parseDuration(s string) (sim.Time, error) {
 	return 0, fmt.Errorf("duration %q has no unit (ps, ns, us, ms, s)", s)
 }
 
-// rateUnits are the units a rate may carry, largest first within a
-// spelling so that the longest suffix matches.
+// rateUnits are the units a rate may carry.
 var rateUnits = []struct {
 	suffix string
 	scale  int64
 }{{"Tbps", 1e12}, {"Gbps", 1e9}, {"Mbps", 1e6}, {"Kbps", 1e3}, {"bps", 1}}
 
-// parseRate reads a rate in bits per second: a decimal and a unit (Tbps,
-// Gbps, Mbps, Kbps, bps) or a bare integer. The value must be a whole
-// number of bits per second.
-func parseRate(s string) (int64, error) {
+// parseRate reads a positive rate: a decimal and a unit, Tbps, Gbps, Mbps,
+// Kbps or bps ("100Gbps", "9.484434687Gbps"), a whole number of bits per
+// second.
+func parseRate(s string) (sim.Bandwidth, error) {
+	bad := fmt.Errorf("bad rate %q (a positive decimal with Tbps, Gbps, Mbps, Kbps or bps, whole in bit/s)", s)
 	for _, u := range rateUnits {
 		num, ok := strings.CutSuffix(s, u.suffix)
 		if !ok {
@@ -568,22 +632,21 @@ func parseRate(s string) (int64, error) {
 		whole, frac, _ := strings.Cut(num, ".")
 		w, err := strconv.ParseInt(whole, 10, 64)
 		if err != nil || w < 0 || w > (1<<62)/u.scale {
-			return 0, fmt.Errorf("bad rate %q", s)
+			return 0, bad
 		}
 		r := w * u.scale
 		scale := u.scale
 		for _, c := range frac {
 			if c < '0' || c > '9' || scale%10 != 0 {
-				return 0, fmt.Errorf("bad rate %q (at most bit/s precision)", s)
+				return 0, bad
 			}
 			scale /= 10
 			r += int64(c-'0') * scale
 		}
-		return r, nil
+		if r <= 0 {
+			return 0, bad
+		}
+		return sim.Bandwidth(r), nil
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("bad rate %q", s)
-	}
-	return n, nil
+	return 0, bad
 }
