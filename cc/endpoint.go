@@ -226,6 +226,12 @@ type ctlExt struct {
 	pacer    Pacer
 	lastRate int64 // the pacing rate at the last trace sample
 	observed bool  // the controller is a rateObserver: rate changes are trace rows
+	// nic: the controller is NICScheduled, an RDMA queue pair: the pacer
+	// is the NIC's rate limiter (exact, re-timed at a rate change). The
+	// other rate-paced controllers space each segment by its transmission
+	// time at the rate, rounded up, from the later of now and the last
+	// release (as HPCC and Swift were written and traced).
+	nic bool
 }
 
 // RateSample is a rate-based controller's state for a trace row (rate.csv).
@@ -260,10 +266,11 @@ func NewEndpoint(cfg EndpointConfig, ctl Controller, rec Recovery) (*Endpoint, e
 	if rp != nil || timed != nil || sendObs != nil || cnp != nil {
 		// Allocated only here: window controllers pay one nil pointer.
 		_, obs := ctl.(rateObserver)
-		ep.x = &ctlExt{rp: rp, timed: timed, sendObs: sendObs, cnp: cnp, observed: obs}
-	}
-	if _, ok := ctl.(NICScheduled); ok {
-		ep.burst = 1 // the NIC's rate limiter spaces every packet
+		_, nic := ctl.(NICScheduled)
+		ep.x = &ctlExt{rp: rp, timed: timed, sendObs: sendObs, cnp: cnp, observed: obs, nic: nic}
+		if nic {
+			ep.burst = 1 // the NIC's rate limiter spaces every packet
+		}
 	}
 	if h, ok := ctl.(HopAware); ok {
 		h.SetHops(cfg.Hops)
@@ -295,14 +302,16 @@ func (ep *Endpoint) Cwnd() int64 { return ep.cwnd }
 func (ep *Endpoint) SeqState() SeqState { return ep.st }
 
 // readCtl refreshes the cached window, and a rate-paced controller's rate
-// (RatePaced: the pacer re-times the gap after the last packet when it
-// changes, cc/pacer.go), after a Controller event.
+// (RatePaced; for an RDMA queue pair the pacer re-times the gap after the
+// last packet when it changes, cc/pacer.go), after a Controller event.
 func (ep *Endpoint) readCtl() {
 	ep.cwnd, ep.ssth = ep.ctl.Cwnd(), ep.ctl.Ssthresh()
 	if x := ep.x; x != nil && x.rp != nil {
 		if r := int64(x.rp.PacingRate()); r != x.pacer.Rate() {
 			x.pacer.SetRate(r)
-			ep.paceAt = x.pacer.Next()
+			if x.nic {
+				ep.paceAt = x.pacer.Next()
+			}
 		}
 	}
 }
@@ -475,10 +484,12 @@ func (ep *Endpoint) OnSent(now sim.Time, seg Segment, rng *rand.Rand) Sent {
 	switch {
 	case ep.cfg.Pacing.Enabled:
 		ep.paceAt = max(ep.paceAt, now) + ep.pacingGap(wire)
-	case ep.paced():
+	case ep.paced() && ep.x.nic:
 		// The controller's rate: the NIC's rate limiter (cc/pacer.go).
 		ep.x.pacer.OnSent(now, wire)
 		ep.paceAt = ep.x.pacer.Next()
+	case ep.paced():
+		ep.paceAt = max(ep.paceAt, now) + sim.Bandwidth(ep.x.pacer.Rate()).TxTime(int(wire))
 	}
 	if x := ep.x; x != nil && x.sendObs != nil && x.sendObs.OnSend(now, wire) {
 		ep.readCtl() // a byte-counter step, which re-times the gap

@@ -8,9 +8,10 @@ import (
 
 // Pacer is a per-flow rate limiter as RDMA NICs have one per queue pair:
 // a packet of n bytes that starts at t holds the flow's next packet until
-// t + n×8/rate. It is what a rate-paced controller (RatePaced:
-// DCQCN's current rate Rc; HPCC's W/T) sends through, in the endpoint and
-// in `lockstep cc trace` alike.
+// t + n×8/rate. A rate-paced controller that is an RDMA queue pair
+// (RatePaced and NICScheduled: DCQCN's current rate Rc) sends through it,
+// in the endpoint and in `lockstep cc trace` alike; HPCC's W/T can by
+// declaring NICScheduled.
 //
 // Sources: the DCQCN paper (Zhu et al., SIGCOMM 2015, §3: the RP sets the
 // rate of a NIC rate limiter) and HPCC's ns-3 rdma-hw.cc (UpdateNextAvail:

@@ -10,9 +10,11 @@ import "github.com/lockstep-sim/lockstep/sim"
 // transmission time at the flow's rate after this one).
 //
 // The endpoint reads the rate once after each controller event, never per
-// segment, and paces through its Pacer (cc/pacer.go): exact to the
-// picosecond, and a rate change re-times the gap after the last packet
-// (ns-3 RdmaHw::ChangeRate). A rate-paced sender may always have one
+// segment. A controller that is also NICScheduled (an RDMA queue pair:
+// DCQCN) paces through the NIC's rate limiter (cc/pacer.go): exact to the
+// picosecond, a rate change re-timing the gap after the last packet (ns-3
+// RdmaHw::ChangeRate); the others space each segment by its transmission
+// time at the rate, rounded up. A rate-paced sender may always have one
 // segment in flight, even when its window is smaller than a segment: Swift
 // lets cwnd fall below one packet and then sends one packet per pacing
 // interval (Swift §3.4), which the rate expresses.
