@@ -30,10 +30,11 @@ import (
 // the owner's stream (OnSent's rng), drawn in the same order as the
 // packets leave.
 //
-// NB(dcqcn): an Endpoint is 760 bytes; with Go's 8-byte malloc header it
-// fills the 768-byte size class, and one more word would cost 128 bytes
-// per flow (fabric's TestSetupMemory bounds it). Put what only some
-// controllers need behind a pointer, as ctlExt does.
+// NB(dcqcn): an Endpoint is allocated in a Go size class (objects over
+// 512 bytes with pointers carry an 8-byte malloc header): crossing a
+// class boundary costs up to 128 bytes per flow, which fabric's
+// TestSetupMemory bounds. Put what only some controllers need behind a
+// pointer, as ctlExt does.
 type Endpoint struct {
 	ctl   Controller
 	rec   Recovery
@@ -135,18 +136,19 @@ type Ack struct {
 	Ack uint64
 	// Sack holds SACK blocks, if any.
 	Sack []sim.SackBlock
-	// ECE: the ACK echoes a CE mark.
-	ECE bool
 	// TSecr is the echoed timestamp (RFC 7323); HasTSecr says there is one.
-	TSecr    sim.Time
-	HasTSecr bool
+	TSecr sim.Time
 	// Echo is the first byte of the data packet a per-packet (STrack) ACK
 	// answers; EchoValid marks such an ACK. Nack and Bitmap are STrack's
 	// received bitmap (AckInfo).
-	Echo      uint64
-	EchoValid bool
-	Nack      bool
-	Bitmap    uint64
+	Echo   uint64
+	Bitmap uint64
+	// Tel is the ACK's telemetry (INT records, endpoint delay) when the
+	// run keeps it, nil otherwise; valid during OnAck only.
+	Tel *sim.Telemetry
+	// The flags share one word (the struct is per-flow scratch).
+	// ECE: the ACK echoes a CE mark. HasTSecr, EchoValid, Nack: above.
+	ECE, HasTSecr, EchoValid, Nack bool
 	// Nak: a RoCE NAK (sequence error), Ack its expected sequence
 	// (cc.AckInfo.Nak).
 	Nak bool
@@ -155,9 +157,6 @@ type Ack struct {
 	Trimmed bool
 	// Entropy is the entropy the ACK echoes (the path manager's input).
 	Entropy uint16
-	// Tel is the ACK's telemetry (INT records, endpoint delay) when the
-	// run keeps it, nil otherwise; valid during OnAck only.
-	Tel *sim.Telemetry
 }
 
 // Actions is what one OnAck or OnDeadline did.
