@@ -89,8 +89,9 @@ func dqConvRun(env *Env, p dqProfile, sc dqScale) (*dqConv, error) {
 			got := f.Transport().Records[i].BytesReceived
 			r.thr[i] = append(r.thr[i], float64(got-prev[i])*8/dqBin.Seconds()/1e9)
 			prev[i] = got
-			rc := 0.0
-			if d, ok := f.Transport().Sender(int32(i)).Endpoint().Controller().(*cc.DCQCN); ok {
+			rc := 0.0 // before the flow starts: nothing (the figure's flat 0)
+			d, ok := f.Transport().Sender(int32(i)).Endpoint().Controller().(*cc.DCQCN)
+			if ok && (i == 0 || t > sc.join) {
 				rc = float64(d.Rate()) / 1e9
 				if t > sc.join {
 					r.minRc = min(r.minRc, rc)
