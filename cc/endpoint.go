@@ -681,7 +681,9 @@ func (ep *Endpoint) onRTO(now sim.Time) Actions {
 	ep.armRTO(now + ep.rto.Timeout())
 	act := Actions{RTO: true, Send: true}
 	act.Sampled = ep.traceSample(now, "rto")
-	ep.paceAt = now
+	if ep.x == nil || !ep.x.nic {
+		ep.paceAt = now // an RDMA NIC's rate limiter keeps its schedule
+	}
 	return act
 }
 
