@@ -1,6 +1,7 @@
 package hostsim
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 
@@ -37,18 +38,6 @@ func kinds(ps []sim.Packet) []string {
 
 func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
 
-func sameKinds(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestRoCE_IBTA_9_7_5_2_8_GoBackNOneNakPerGap: a go-back-N responder drops
 // out-of-order packets and sends one NAK (PSN sequence error) per gap,
 // with the expected sequence; a new gap (a new expected sequence) gets its
@@ -61,7 +50,7 @@ func TestRoCE_IBTA_9_7_5_2_8_GoBackNOneNakPerGap(t *testing.T) {
 	// 0: ACK 1. 2: NAK expecting 1 (dropped). 3, 4: dropped, no NAK.
 	// 1: ACK 2 (2-4 were dropped). 3: a new gap at 2: NAK 2. 2: ACK 3.
 	want := []string{"A1", "N1", "A2", "N2", "A3"}
-	if got := kinds(x.acks); !sameKinds(got, want) {
+	if got := kinds(x.acks); !slices.Equal(got, want) {
 		t.Fatalf("go-back-N responder sent %v, want %v", got, want)
 	}
 	if x.r.rcvNxt != 3*rxMSS || len(x.r.ooo) != 0 {
@@ -81,7 +70,7 @@ func TestRoCE_IRN_3_1_SelectiveNakPerPacket(t *testing.T) {
 		x.data(seg, 0)
 	}
 	want := []string{"A1", "N1[2,3)", "N1[3,4)", "A4"}
-	if got := kinds(x.acks); !sameKinds(got, want) {
+	if got := kinds(x.acks); !slices.Equal(got, want) {
 		t.Fatalf("selective-repeat responder sent %v, want %v", got, want)
 	}
 }
