@@ -907,6 +907,10 @@ func (l *loader) transport(t *Transport, in *INT) (hostsim.Config, error) {
 		return c, l.errf("transport.ecn_echo", "unknown mode %q (known: rfc3168, per-packet)", t.ECNEcho)
 	}
 	caps := cc.Describe(c.CC) // what the modules need, by capability
+	if t.Recovery == "" && caps.DefaultRecovery != "" {
+		c.CC.Recovery = caps.DefaultRecovery // DCQCN: RoCE go-back-N
+		caps = cc.Describe(c.CC)
+	}
 	if caps.NeedsECN && !c.ECN {
 		return c, l.errf("transport.cc", "%s reacts to ECN marks, which it never sees without transport.ecn: true", c.CC.CC)
 	}
