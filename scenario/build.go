@@ -297,6 +297,11 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
+	if compat != nil {
+		if err := l.compatFlows(flows); err != nil {
+			return nil, err
+		}
+	}
 	imps, err := l.impairments(s.Impairments, topo)
 	if err != nil {
 		return nil, err
