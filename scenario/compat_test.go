@@ -59,3 +59,42 @@ func TestCompat_BadInput(t *testing.T) {
 		}
 	}
 }
+
+// strackBase runs STrack as htsim PR #4 does on a small leaf-spine.
+const strackBase = `topology:
+  type: leafspine
+  leafspine: {leaves: 2, spines: 2, hosts_per_leaf: 2, host: {rate: 100Gbps, delay: 1us}, fabric: {rate: 100Gbps, delay: 1us}}
+switch: {forwarding: spray}
+transport:
+  cc: strack
+  recovery: strack
+  ecn: true
+  strack: {variant: htsim-pr4, paths: skip}
+workload:
+  - type: flows
+    flows: [{src: 0, dst: 3, size: 100KB}]
+`
+
+// TestStrackVariant_BadInput: transport.strack.variant and what it does
+// not take are refused with one line naming the field.
+func TestStrackVariant_BadInput(t *testing.T) {
+	if _, err := load(t, strackBase); err != nil {
+		t.Fatalf("the base scenario: %v", err)
+	}
+	for _, c := range []struct{ from, to, want string }{
+		{"variant: htsim-pr4", "variant: htsim-pr5", `transport.strack.variant: unknown variant "htsim-pr5"`},
+		{"variant: htsim-pr4, paths: skip", "paths: skip, cc_enabled: true", "transport.strack.cc_enabled: only for variant htsim-pr4"},
+		{"paths: skip}", "paths: skip, alpha: 2}", "transport.strack.alpha: not used by variant htsim-pr4"},
+		{"paths: skip}", "paths: skip, max_cwnd: 64KB}", "transport.strack.max_cwnd: not used by variant htsim-pr4"},
+		{"paths: skip}", "paths: reuse}", "transport.strack.paths: variant htsim-pr4 skips marked paths"},
+	} {
+		text := strings.Replace(strackBase, c.from, c.to, 1)
+		if text == strackBase {
+			t.Fatalf("%q does not occur in the base scenario", c.from)
+		}
+		_, err := load(t, text)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q -> %q: want one line with %q, got %v", c.from, c.to, c.want, err)
+		}
+	}
+}
