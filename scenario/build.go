@@ -808,6 +808,10 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 	if t.CC != "" {
 		c.CC.CC = t.CC
 	}
+	if t.CC == "strack-sim" {
+		// Removed with issue 13 (docs/decisions.md): say what replaced it.
+		return c, l.errf("transport.cc", "strack-sim is gone: STrack-Sim's transports run under the top-level compat: stracksim with cc simpletcp or strack (docs/scenario.md)")
+	}
 	if !slices.Contains(cc.ControllerNames, c.CC.CC) {
 		return c, l.errf("transport.cc", "unknown congestion control %q (known: %v)", t.CC, cc.ControllerNames)
 	}
@@ -961,6 +965,9 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 		}
 		m, err := hostsim.ParsePathMode(mode)
 		if err != nil {
+			if mode == "strack-sim" {
+				err = fmt.Errorf("strack-sim is gone: STrack-Sim's STrack runs under the top-level compat: stracksim (docs/scenario.md)")
+			}
 			return c, l.errf("transport.strack.paths", "%v", err)
 		}
 		hc.Mode = m

@@ -98,3 +98,16 @@ func TestStrackVariant_BadInput(t *testing.T) {
 		}
 	}
 }
+
+// The removed strack-sim controller and paths point to their replacement.
+func TestCompat_RemovedStrackSimNamesTheProfile(t *testing.T) {
+	for _, c := range []struct{ transport, want string }{
+		{"transport: {cc: strack-sim}", "transport.cc: strack-sim is gone"},
+		{"transport: {cc: strack, strack: {paths: strack-sim}}", "transport.strack.paths: strack-sim is gone"},
+	} {
+		_, err := load(t, strings.Replace(strackBase, "transport:\n  cc: strack\n  recovery: strack\n  ecn: true\n  strack: {variant: htsim-pr4, paths: skip}", c.transport, 1))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "compat: stracksim") {
+			t.Errorf("%s: want an error with %q naming compat: stracksim, got %v", c.transport, c.want, err)
+		}
+	}
+}
