@@ -48,6 +48,7 @@ func TestCompat_BadInput(t *testing.T) {
 		{"delay: 500ns, buffer: 10240, ecn: {mode: step, k: 5120}}\n    bottleneck", "delay: 500ns, buffer: 10240, ecn: {mode: step, k: 5120, on: dequeue}}\n    bottleneck",
 			"topology: the stracksim profile marks by a step threshold on arrival"},
 		{"workload:", "switch: {trim: {}}\nworkload:", "switch.trim: not part of the stracksim profile"},
+		{"workload:", "switch: {int: {}}\nworkload:", "switch.int: not part of the stracksim profile"},
 	} {
 		text := strings.Replace(compatBase, c.from, c.to, 1)
 		if text == compatBase {
