@@ -297,6 +297,11 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
+	if compat != nil {
+		if err := l.compatFlows(flows); err != nil {
+			return nil, err
+		}
+	}
 	imps, err := l.impairments(s.Impairments, topo)
 	if err != nil {
 		return nil, err
@@ -803,6 +808,10 @@ func (l *loader) transport(t *Transport, in *INT) (hostsim.Config, error) {
 	if t.CC != "" {
 		c.CC.CC = t.CC
 	}
+	if t.CC == "strack-sim" {
+		// Removed with issue 13 (docs/decisions.md): say what replaced it.
+		return c, l.errf("transport.cc", "strack-sim is gone: STrack-Sim's transports run under the top-level compat: stracksim with cc simpletcp or strack (docs/scenario.md)")
+	}
 	if !slices.Contains(cc.ControllerNames, c.CC.CC) {
 		return c, l.errf("transport.cc", "unknown congestion control %q (known: %v)", t.CC, cc.ControllerNames)
 	}
@@ -976,6 +985,9 @@ func (l *loader) transport(t *Transport, in *INT) (hostsim.Config, error) {
 		}
 		m, err := hostsim.ParsePathMode(mode)
 		if err != nil {
+			if mode == "strack-sim" {
+				err = fmt.Errorf("strack-sim is gone: STrack-Sim's STrack runs under the top-level compat: stracksim (docs/scenario.md)")
+			}
 			return c, l.errf("transport.strack.paths", "%v", err)
 		}
 		hc.Mode = m
