@@ -59,6 +59,9 @@ type AckEvent struct {
 	PriorInFlight int64
 	// RTT is the round-trip sample this ACK gave, 0 if none.
 	RTT sim.Time
+	// Delay is now minus the timestamp the ACK echoes, whether or not it
+	// gave an RTT sample (0: it echoes none): htsim's per-ACK delay.
+	Delay sim.Time
 	// MinRTT is the smallest RTT sample of the connection so far.
 	MinRTT sim.Time
 	// ECE reports that the ACK echoes a congestion-experienced mark.
@@ -80,6 +83,9 @@ type AckEvent struct {
 	// Paced: the sender paces its packets (Linux HyStart does not halve its
 	// ACK-train threshold then).
 	Paced bool
+	// Tel is the ACK's telemetry: the INT records it echoes (HPCC) and the
+	// endpoint delay (Swift); nil when the run keeps none.
+	Tel *sim.Telemetry
 	// InFlight is the bytes in flight (pipe) after this ACK (NSCC's quick
 	// adapt remembers it, uec.cpp quick_adapt _bytes_to_ignore).
 	InFlight int64
@@ -129,6 +135,15 @@ type AckInfo struct {
 	// segment, is always clear).
 	Nack   bool
 	Bitmap uint64
+	// Nak: the ACK is a RoCE NAK (sequence error): Ack is the receiver's
+	// expected sequence number, and with selective repeat Sack names the
+	// out-of-order packet that triggered it (RoCERecovery).
+	Nak bool
+	// Trimmed: a trim NACK. A switch cut the data packet whose first byte
+	// is Echo to its header (NDP packet trimming), in its transmission
+	// sent at TSecr; the receiver says so at once. Only with EchoValid.
+	// The packet did not arrive: Echo is not acknowledged.
+	Trimmed bool
 	// RTTInfo holds the sender's estimates after this ACK's sample and
 	// the RTO deadline before the ACK restarts it (RACK's inputs).
 	RTTInfo

@@ -193,6 +193,7 @@ var (
 	_ Observer       = (*NSCC)(nil)
 	_ ECNReactor     = (*NSCC)(nil)
 	_ TimeoutReactor = (*NSCC)(nil)
+	_ Prober         = (*NSCC)(nil)
 )
 
 // bdpOf is htsim's timeAsSec(rtt) * (linkspeed / 8), truncated to bytes.
@@ -491,34 +492,30 @@ func (n *NSCC) Target() sim.Time { return n.target }
 // IncBytes is the increase accumulated since the last adjustment.
 func (n *NSCC) IncBytes() int64 { return n.inc }
 
-// TraceValue answers `lockstep cc trace` expect keys beyond the common
-// ones: avg_delay, base_rtt, target (durations), wire_cwnd, max_cwnd,
-// inc_bytes, achieved (bytes on the wire).
-func (n *NSCC) TraceValue(key string) (string, bool) {
-	switch key {
-	case "avg_delay":
-		return traceTime(n.avgDelay), true
-	case "base_rtt":
-		return traceTime(n.baseRTT), true
-	case "target":
-		return traceTime(n.target), true
+// Probe implements Prober (`expect ctl.NAME=V` in a cc trace): avg_delay_ns,
+// base_rtt_ns, target_ns (nanoseconds), wire_cwnd, max_cwnd (bytes on the
+// wire), inc_bytes, achieved (bytes delivered in the quick-adapt period),
+// quick_adapts.
+func (n *NSCC) Probe(name string) (float64, bool) {
+	switch name {
+	case "avg_delay_ns":
+		return n.avgDelay.Nanoseconds(), true
+	case "base_rtt_ns":
+		return n.baseRTT.Nanoseconds(), true
+	case "target_ns":
+		return n.target.Nanoseconds(), true
 	case "wire_cwnd":
-		return fmt.Sprint(n.cwnd), true
+		return float64(n.cwnd), true
 	case "max_cwnd":
-		return fmt.Sprint(n.maxWnd), true
+		return float64(n.maxWnd), true
 	case "inc_bytes":
-		return fmt.Sprint(n.inc), true
+		return float64(n.inc), true
 	case "achieved":
-		return fmt.Sprint(n.achieved), true
+		return float64(n.achieved), true
+	case "quick_adapts":
+		return float64(n.QuickAdapts), true
 	}
-	return "", false
-}
-
-func traceTime(t sim.Time) string {
-	if t == 0 {
-		return "0"
-	}
-	return t.String()
+	return 0, false
 }
 
 // ReactsToECN implements ECNReactor: the quadrants read every ACK's mark.

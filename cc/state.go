@@ -24,6 +24,15 @@ const (
 	StateIncrease
 	StateDecrease
 	StateFastDecrease
+	// StateLineRate, StateRateCut, StateFastRecovery,
+	// StateAdditiveIncrease and StateHyperIncrease are DCQCN's rate
+	// states (cc/dcqcn.go): at line rate (before the first CNP, or back
+	// there), just cut by a CNP, and the last rate-increase step's stage.
+	StateLineRate
+	StateRateCut
+	StateFastRecovery
+	StateAdditiveIncrease
+	StateHyperIncrease
 	// NSCC's last window action (UEC 1.0 §3.6.13, uet-htsim uec.cpp
 	// updateCwndOnAck_NSCC): fair increase (no mark, delay at or above
 	// target), proportional increase (no mark, below target), fast
@@ -63,6 +72,16 @@ func (s CongState) String() string {
 		return "decrease"
 	case StateFastDecrease:
 		return "fast-decrease"
+	case StateLineRate:
+		return "line-rate"
+	case StateRateCut:
+		return "rate-cut"
+	case StateFastRecovery:
+		return "fast-recovery"
+	case StateAdditiveIncrease:
+		return "additive-increase"
+	case StateHyperIncrease:
+		return "hyper-increase"
 	case StateFairIncrease:
 		return "fair-increase"
 	case StatePropIncrease:

@@ -75,6 +75,15 @@ func (ep *Endpoint) packetTimeouts(now sim.Time, bytes int64) {
 	}
 }
 
+// onTrimNack is OnNack for a trim NACK that came as an ACK flagged
+// Trimmed (the hosts' wire form): Echo names the packet, TSecr its send
+// time, bit 0 of Bitmap a last-hop trim.
+func (ep *Endpoint) onTrimNack(now sim.Time, a *Ack) Actions {
+	n := Nack{Seq: a.Echo, Entropy: a.Entropy, LastHop: a.Bitmap&1 != 0, ECE: a.ECE,
+		TSecr: a.TSecr, HasTSecr: a.HasTSecr}
+	return ep.OnNack(now, &n)
+}
+
 // OnNack processes a trim NACK at now (uec.cpp processNack): the recovery
 // takes the packet out of the flight and queues it (nothing happens if it
 // is not outstanding), the controller reacts (NackReactor: NSCC's

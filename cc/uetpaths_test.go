@@ -128,7 +128,7 @@ func TestUETPaths_ModesParse(t *testing.T) {
 			t.Errorf("%s: got %v %v (UET %v)", name, got, err, got.UET())
 		}
 	}
-	for _, m := range []PathMode{PathSkip, PathReuse, PathSimRR} {
+	for _, m := range []PathMode{PathSkip, PathReuse} {
 		if m.UET() {
 			t.Errorf("%v is STrack's, not UET's", m)
 		}

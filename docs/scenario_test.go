@@ -56,6 +56,7 @@ var fieldTables = map[string]reflect.Type{
 	"transport.nscc":                         reflect.TypeFor[scenario.NSCC](),
 	"output":                                 reflect.TypeFor[scenario.Output](),
 	"switch":                                 reflect.TypeFor[scenario.Switch](),
+	"switch.int":                             reflect.TypeFor[scenario.INT](),
 	"impairments":                            reflect.TypeFor[scenario.Impairment](),
 	"placement":                              reflect.TypeFor[scenario.Placement](),
 	"Sweeps":                                 reflect.TypeFor[sweep.Spec](),

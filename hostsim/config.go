@@ -71,6 +71,19 @@ type Config struct {
 	RWnd int64
 	// Trace records a cwnd time series for the flows it selects.
 	Trace TraceConfig
+	// HoldBack, when positive, keeps a sender from sending while its
+	// host's NIC queue holds more than this many packets (htsim PR #4's
+	// STrack: queuesize(flow) > 2); 0: no limit.
+	HoldBack int
+	// INT: data packets carry an in-band telemetry header that switches
+	// append records to, and receivers echo the records in their ACKs
+	// (HPCC). The engine's pool must keep telemetry.
+	INT INTConfig
+	// EndpointDelay: hosts record how long packets wait in their NIC and
+	// how long a receiver holds an ACK (sim.Telemetry), so that a sender
+	// can split RTT into fabric and endpoint delay (Swift). Set by
+	// Validate when the controller needs it (cc.EndpointDelayUser).
+	EndpointDelay bool
 	// STrack, when set, gives every sender a path manager: STrack's
 	// (entropies steered by the echoes of per-packet ACKs) or a UET
 	// load-balancing policy (cc/uetpaths.go). Per-packet ACKs, NACK
@@ -96,6 +109,15 @@ type PDSConfig struct {
 
 // DefaultPDSAckBytes is htsim's UecSink::_bytes_unacked_threshold.
 const DefaultPDSAckBytes = 16384
+
+// INTConfig is the hosts' side of in-band telemetry: what the INT header
+// costs on the wire (HPCC §4.1: a 2-byte hop count, and 8 bytes per hop
+// record, which switches add and the ACK echoes).
+type INTConfig struct {
+	Enabled  bool
+	Header   int64 // bytes a data packet carries before any record
+	HopBytes int64 // bytes of one record in an ACK's echo
+}
 
 // DelAckConfig is the receivers' delayed-ACK policy (RFC 5681 §4.2, RFC
 // 1122 §4.2.3.2, Linux's __tcp_ack_snd_check).
@@ -192,9 +214,6 @@ func (c *Config) Validate() error {
 		if st.Entropies < 1 || st.Entropies > 1<<15 {
 			return fmt.Errorf("strack.entropies: must be in [1, 32768], got %d", st.Entropies)
 		}
-		if st.Mode == PathSimRR && st.SkipTime <= 0 {
-			return fmt.Errorf("strack.skip_time: must be positive, got %v", st.SkipTime)
-		}
 		if st.Mode.UET() && st.Entropies&(st.Entropies-1) != 0 {
 			return fmt.Errorf("entropies: UET's load balancing needs a power of two, got %d", st.Entropies)
 		}
@@ -208,8 +227,20 @@ func (c *Config) Validate() error {
 	if c.PDS.AckBytes < 0 {
 		return fmt.Errorf("pds.ack_bytes: must not be negative, got %d", c.PDS.AckBytes)
 	}
+	if c.HoldBack < 0 {
+		return fmt.Errorf("hold_back: must not be negative, got %d", c.HoldBack)
+	}
 	if c.RWnd < 0 {
 		return fmt.Errorf("rwnd: must not be negative, got %d", c.RWnd)
+	}
+	if caps.NeedsINT && !c.INT.Enabled {
+		return fmt.Errorf("int: cc %s needs in-band telemetry (switch.int)", c.CC.CC)
+	}
+	if c.INT.Header < 0 || c.INT.HopBytes < 0 {
+		return fmt.Errorf("int: header and hop bytes must not be negative")
+	}
+	if caps.NeedsEndpointDelay {
+		c.EndpointDelay = true
 	}
 	return nil
 }
@@ -224,6 +255,10 @@ type FlowSpec struct {
 	// Hops is the number of links on the flow's path (set by the fabric;
 	// STrack's target delay scales with it).
 	Hops int
+	// LineRate is the source host's link rate and BaseRTT the flow's
+	// unloaded round trip (set by the fabric; HPCC's B and T).
+	LineRate sim.Bandwidth
+	BaseRTT  sim.Time
 	// Class is the traffic class (0-7) of the flow's data packets, which
 	// switches with classes queue by.
 	Class int

@@ -19,6 +19,10 @@ const (
 	// timerTrigger is an activation of a flow that waits on others (a
 	// signal from the element where they completed).
 	timerTrigger
+	// timerCC is the controller's own timer (DCQCN's rate increase);
+	// timerCNP a notification point's deferred CNP (paced.go, roce.go).
+	timerCC
+	timerCNP
 )
 
 func timerArg(flow int32, kind int) int64 { return int64(flow)<<8 | int64(kind) }
@@ -50,6 +54,11 @@ type Transport struct {
 	// got counts the activations each waiting flow has received (nil when
 	// none waits).
 	got []int32
+	// Rate counts what rate-based transports added (paced.go).
+	Rate RateStats
+	// cnpInterval is the notification points' CNP interval when the
+	// controller takes CNPs (Caps.CNP).
+	cnpInterval sim.Time
 }
 
 // CwndRow is one sample of a sender's congestion state (cwnd.csv).
@@ -62,6 +71,11 @@ type CwndRow struct {
 	MinRTT   sim.Time
 	State    string
 	Event    string
+	// Rate and TargetRate (bits per second) and Alpha are a rate-based
+	// controller's (DCQCN's Rc, Rt, α): rate.csv. Rate is 0 for window
+	// controllers.
+	Rate, TargetRate int64
+	Alpha            float64
 }
 
 // NewTransport prepares the flows. isLocal reports whether a host index
@@ -72,6 +86,15 @@ func NewTransport(cfg Config, flows []FlowSpec, isLocal func(host int) bool) (*T
 	}
 	t := &Transport{Cfg: cfg, Caps: cc.Describe(cfg.CC), Flows: flows, Records: make([]FlowRecord, len(flows)),
 		senders: make([]*Sender, len(flows)), receivers: make([]*Receiver, len(flows))}
+	if t.Caps.CNP {
+		ctl, err := cc.NewController(cfg.CC)
+		if err != nil {
+			return nil, err
+		}
+		if c, ok := ctl.(cc.CNPReactor); ok {
+			t.cnpInterval = c.CNPInterval()
+		}
+	}
 	for i := range flows {
 		f := &flows[i]
 		if int(f.ID) != i {
@@ -93,6 +116,9 @@ func NewTransport(cfg Config, flows []FlowSpec, isLocal func(host int) bool) (*T
 			local = true
 			t.receivers[i] = &Receiver{flow: f.ID, size: uint64(f.Size), quick: cfg.DelAck.QuickAcks,
 				delackAt: sim.Never, delackTimerAt: sim.Never}
+			if t.Caps.Nak != 0 || t.Caps.CNP {
+				t.receivers[i].rx = &roceRx{cnpTimerAt: sim.Never}
+			}
 		}
 		if local {
 			t.Local++
@@ -134,6 +160,9 @@ type Host struct {
 
 	nic  sim.PktQueue
 	busy bool
+	// ready holds the rate-based flows waiting for the NIC (paced.go);
+	// nil unless the transport is rate-based.
+	ready *sim.Ring[int32]
 	// ctl: UET hosts' control queue (uet_nic.go); nil for the others.
 	ctl *pdsNIC
 	// Misrouted counts packets that arrived for another host (dropped).
@@ -144,7 +173,14 @@ type Host struct {
 	// PausesRecv counts the PFC PAUSE frames the host's switch sent it;
 	// Trimmed the trimmed data packets it received.
 	PausesRecv, Trimmed uint64
-	pausedUntil         [sim.MaxClasses]sim.Time // by class, for data packets
+	// PaceEvents counts the pacing timer events the host handled (the
+	// events pacing adds: Linux pacing, HPCC's W/T, Swift below one
+	// packet).
+	PaceEvents uint64
+	// TrimNacks counts the trim NACKs the host's receivers sent.
+	TrimNacks   uint64
+	pausedUntil [sim.MaxClasses]sim.Time // by class, for data packets
+	stamp       bool                     // T.Cfg.EndpointDelay: record NIC waits
 	// Tap, when set, sees every packet the host sends (tx) and receives,
 	// at the time it happens (pcap capture). Nil costs nothing.
 	Tap func(now sim.Time, pkt *sim.Packet, tx bool)
@@ -152,7 +188,11 @@ type Host struct {
 
 // NewHost returns host `index` whose NIC transmits on link.
 func NewHost(id sim.ElemID, index int32, link sim.LinkID, t *Transport) *Host {
-	return &Host{ID: id, Index: index, Link: link, T: t}
+	h := &Host{ID: id, Index: index, Link: link, T: t, stamp: t.Cfg.EndpointDelay}
+	if t.Caps.NICScheduled {
+		h.ready = &sim.Ring[int32]{}
+	}
+	return h
 }
 
 // ScheduleStarts arms a start timer for every flow this host sends. It
@@ -208,11 +248,16 @@ func (h *Host) OnTimer(e *sim.Engine, ev *sim.Event) {
 	case timerRTO:
 		s.onRTOTimer(h, e)
 	case timerPace:
+		h.PaceEvents++
 		s.onPaceTimer(h, e)
 	case timerRecovery:
 		s.onRecoveryTimer(h, e)
 	case timerDelAck:
 		h.T.receivers[flow].onDelAckTimer(h, e)
+	case timerCC:
+		s.onCCTimer(h, e)
+	case timerCNP:
+		h.T.receivers[flow].onCNPTimer(h, e)
 	default:
 		panic(fmt.Sprintf("hostsim: host %d got timer %#x", h.Index, ev.Arg))
 	}
@@ -235,7 +280,13 @@ func (h *Host) kick(e *sim.Engine) {
 		h.transmitFrom(e, &h.ctl.q)
 		return
 	}
-	if h.nic.Len() == 0 || h.held(e, *h.nic.Front()) {
+	if h.nic.Len() == 0 {
+		if h.ready != nil && h.ready.Len() > 0 {
+			h.serveReady(e) // rate-based flows pull (paced.go)
+		}
+		return
+	}
+	if h.held(e, *h.nic.Front()) {
 		return
 	}
 	h.transmitFrom(e, &h.nic)
@@ -247,6 +298,7 @@ func (h *Host) transmitFrom(e *sim.Engine, q *sim.PktQueue) {
 	pkt := e.Pool.Get(p)
 	q.Bytes -= int64(pkt.Size)
 	h.busy = true
+	h.stampNIC(e, p)
 	if h.T.Caps.PDSAcks && !h.T.Cfg.PDS.FIFONIC && pkt.Flags&sim.FlagData != 0 {
 		pkt.TSval = e.Now() // sent when it starts serialising (uet_nic.go)
 	}
@@ -282,6 +334,14 @@ func (h *Host) onPause(e *sim.Engine, pkt *sim.Packet) {
 	h.kick(e)
 }
 
+// stampNIC records, for Swift's endpoint delay, how long packet p waited
+// in the NIC since its transport built it (TSval).
+func (h *Host) stampNIC(e *sim.Engine, p sim.PktRef) {
+	if h.stamp {
+		e.Pool.Telemetry(p).NICWait = e.Now() - e.Pool.Get(p).TSval
+	}
+}
+
 // send hands packet p to the NIC.
 func (h *Host) send(e *sim.Engine, p sim.PktRef) {
 	h.Created++
@@ -294,6 +354,7 @@ func (h *Host) send(e *sim.Engine, p sim.PktRef) {
 	}
 	if !h.busy && h.nic.Len() == 0 && !h.held(e, p) {
 		h.busy = true
+		h.stampNIC(e, p)
 		e.Transmit(h.Link, p)
 		return
 	}
@@ -325,10 +386,25 @@ func (h *Host) OnArrive(e *sim.Engine, p sim.PktRef) {
 	switch {
 	case pkt.Flags&sim.FlagData != 0:
 		r := h.T.receivers[pkt.Flow]
-		r.onData(h, e, pkt)
+		r.onData(h, e, p, pkt)
+	case pkt.Flags&sim.FlagCNP != 0:
+		h.T.senders[pkt.Flow].onCNP(h, e)
 	case pkt.Flags&sim.FlagAck != 0:
 		s := h.T.senders[pkt.Flow]
-		s.onAck(h, e, pkt)
+		var tel *sim.Telemetry
+		if e.Pool.HasTelemetry() {
+			tel = e.Pool.Telemetry(p)
+		}
+		s.onAck(h, e, pkt, tel)
 	}
 	e.Pool.Free(p)
+}
+
+// NewRecordTransport is a Transport that holds the flows and their records
+// but no endpoints: a compatibility profile's element sends and receives
+// for every flow and fills the records (package stracksim). Every flow is
+// local.
+func NewRecordTransport(cfg Config, flows []FlowSpec) *Transport {
+	return &Transport{Cfg: cfg, Flows: flows, Records: make([]FlowRecord, len(flows)),
+		senders: make([]*Sender, len(flows)), receivers: make([]*Receiver, len(flows)), Local: len(flows)}
 }

@@ -28,10 +28,17 @@ type Receiver struct {
 	delackAt      sim.Time // delayed-ACK deadline; Never when none
 	delackTimerAt sim.Time // time of the pending timer event; Never if none
 	nack          bool     // STrack: the next ACK carries the received bitmap
-	// UET's ACK state (uet.go; here, they fill the padding after nack).
-	pdsGot      bool  // a data packet arrived (UecSink::_received_bytes > 0)
-	pdsAckReq   bool  // an ack request waits for the reorder queue (_ack_request)
-	pdsAccepted int32 // bytes since the last ACK (_accepted_bytes)
+	trimNack      bool     // the next ACK is a trim NACK for the packet it names
+
+	nak bool // RoCE: the next ACK is a NAK (roce.go)
+	// UET's ACK state (uet.go; here, they fill the padding after nak).
+	pdsGot      bool    // a data packet arrived (UecSink::_received_bytes > 0)
+	pdsAckReq   bool    // an ack request waits for the reorder queue (_ack_request)
+	pdsAccepted int32   // bytes since the last ACK (_accepted_bytes)
+	rx          *roceRx // RoCE's receive state; nil for other transports
+	// The data packet whose TSval is echoed: when it arrived and how long
+	// it waited in the sender's NIC (Swift's endpoint delay).
+	tsArrive, tsWait sim.Time
 }
 
 // bitmap is STrack's received bitmap: bit i is set when segment
@@ -53,21 +60,31 @@ func (r *Receiver) bitmap(mss int64) uint64 {
 	return b
 }
 
-func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
+func (r *Receiver) onData(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet) {
 	if h.T.Caps.PDSAcks {
 		r.onPDSData(h, e, pkt) // UET's receiver (uet.go)
 		return
 	}
 	cfg := &h.T.Cfg
 	if pkt.Flags&sim.FlagTrimmed != 0 {
-		r.onTrimmed(h, e, pkt)
+		r.onTrimmed(h, e, p, pkt)
 		return
 	}
 	ce := pkt.Flags&sim.FlagCE != 0
+	if h.T.Caps.CNP {
+		// DCQCN's notification point: CNPs, not ECE (roce.go).
+		if ce {
+			r.notify(h, e)
+		}
+		ce = false
+	}
+	if r.outOfOrder(h, e, p, pkt) {
+		return
+	}
 	if cfg.Echo == EchoPerPacket && cfg.DelAck.Enabled && ce != r.ceState && r.unacked > 0 {
 		// RFC 8257 §3.2: when the CE state changes, acknowledge what
 		// arrived before at once, with the old state.
-		r.sendAck(h, e, pkt, r.ceState)
+		r.sendAck(h, e, p, pkt, r.ceState)
 	}
 	r.ceState = ce
 	// RFC 3168 §6.1.3: CWR ends the echo; a CE mark (re)starts it.
@@ -85,6 +102,9 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	r.accept(pkt.Seq, end)
 	if !r.tsSet {
 		r.tsRecent, r.tsSet = pkt.TSval, true
+		if cfg.EndpointDelay {
+			r.tsArrive, r.tsWait = e.Now(), e.Pool.Telemetry(p).NICWait
+		}
 	}
 	r.unacked++
 	r.delivered(h, e)
@@ -96,7 +116,7 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 		// STrack: ACK every packet, echo its entropy and CE; an
 		// out-of-order arrival also carries the received bitmap (NACK).
 		r.nack = outOfOrder
-		r.sendAck(h, e, pkt, echo)
+		r.sendAck(h, e, p, pkt, echo)
 		return
 	}
 	d := &cfg.DelAck
@@ -106,7 +126,7 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 		if r.quick > 0 {
 			r.quick--
 		}
-		r.sendAck(h, e, pkt, echo)
+		r.sendAck(h, e, p, pkt, echo)
 		return
 	}
 	if r.delackAt == sim.Never {
@@ -138,7 +158,7 @@ func (r *Receiver) onDelAckTimer(h *Host, e *sim.Engine) {
 		if h.T.Cfg.Echo == EchoPerPacket {
 			echo = r.ceState
 		}
-		r.sendAck(h, e, nil, echo)
+		r.sendAck(h, e, sim.NoPacket, nil, echo)
 	}
 }
 
@@ -160,35 +180,51 @@ func (r *Receiver) delivered(h *Host, e *sim.Engine) {
 }
 
 // onTrimmed handles a data packet a switch trimmed to its header (NDP): its
-// payload is lost, and the receiver knows it at once. A transport with
-// per-packet ACKs (STrack) learns of the hole from the NACK bitmap of the
-// next packets, as for a drop; the others get an immediate duplicate ACK
-// flagged trimmed, which starts their loss recovery (SACK, RACK) without
-// waiting for later data.
-func (r *Receiver) onTrimmed(h *Host, e *sim.Engine, pkt *sim.Packet) {
+// payload is lost, and the receiver knows it at once.
+//
+// A transport with per-packet ACKs (STrack, and those that name packets
+// as it does) gets a trim NACK at once: an ACK flagged FlagTrimmed whose
+// Seq names the trimmed packet's first byte and whose TSecr echoes its
+// TSval (which transmission was cut), as NDP's receiver NACKs a header
+// (htsim ndp.cpp, NdpSink::receivePacket sends a NACK for a header-only
+// packet; NdpSrc::processNack queues exactly that packet for resending)
+// and as Ultra Ethernet's PDS answers a trimmed packet with a NACK. The
+// sender resends it without waiting for a bitmap or the RTO.
+//
+// TCP-like transports keep their own semantics: one immediate duplicate
+// ACK (no FlagTrimmed), which counts towards fast retransmit and lets
+// SACK and RACK see the hole without waiting for later data.
+func (r *Receiver) onTrimmed(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet) {
 	h.Trimmed++
 	if h.T.Caps.PerPacketAcks {
+		r.trimNack = true
+		r.sendAck(h, e, p, pkt, pkt.Flags&sim.FlagCE != 0)
 		return
 	}
-	r.sendAck(h, e, nil, r.ceLatched)
+	r.sendAck(h, e, sim.NoPacket, nil, r.ceLatched)
 }
 
-// sendAck acknowledges everything received so far. pkt is the data packet
-// that triggered it (nil for the delayed-ACK timer).
-func (r *Receiver) sendAck(h *Host, e *sim.Engine, pkt *sim.Packet, echo bool) {
+// sendAck acknowledges everything received so far. pkt (ref p) is the data
+// packet that triggered it (nil for the delayed-ACK timer).
+func (r *Receiver) sendAck(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet, echo bool) {
 	cfg := &h.T.Cfg
 	f := &h.T.Flows[r.flow]
-	a, ack := r.newAck(h, e)
+	a, ack := r.control(h, e, 6)
 	if pkt != nil {
 		ack.Entropy = pkt.Entropy
 		ack.Seq = pkt.Seq
 	} else {
 		ack.Entropy = uint16(sim.Mix64(uint64(f.ID)))
 	}
+	ack.Flags = sim.FlagAck
 	if echo {
 		ack.Flags |= sim.FlagECE
 	}
+	ack.Ack = r.rcvNxt
 	ack.TSecr = r.tsRecent
+	if cfg.INT.Enabled || cfg.EndpointDelay {
+		r.fillTelemetry(cfg, e, a, ack, p, pkt)
+	}
 	if cfg.SACK {
 		r.fillSack(ack)
 	}
@@ -197,29 +233,67 @@ func (r *Receiver) sendAck(h *Host, e *sim.Engine, pkt *sim.Packet, echo bool) {
 		ack.Bitmap = r.bitmap(cfg.CC.MSS)
 		r.nack = false
 	}
+	if r.nak {
+		// A RoCE NAK: Ack is the expected sequence; with selective
+		// repeat the packet that triggered it is its one block (roce.go).
+		ack.Flags |= sim.FlagNack
+		if pkt != nil {
+			ack.Sack[0] = sim.SackBlock{Start: pkt.Seq, End: pkt.Seq + uint64(pkt.Payload)}
+			ack.NSack = 1
+		}
+		r.nak = false
+	}
+	if r.trimNack {
+		// The trimmed transmission's own timestamp dates the NACK; the
+		// earliest unacknowledged one (tsRecent) is for RTT samples.
+		ack.Flags |= sim.FlagTrimmed
+		ack.TSecr = pkt.TSval
+		r.trimNack = false
+		h.TrimNacks++
+		h.send(e, a)
+		return
+	}
 	r.unacked = 0
 	r.tsSet = false
 	r.delackAt = sim.Never
 	h.send(e, a)
 }
 
-// newAck allocates an ACK of the flow from this receiver to its sender:
-// addresses, ports, the cumulative ACK and the timestamp filled in.
-func (r *Receiver) newAck(h *Host, e *sim.Engine) (sim.PktRef, *sim.Packet) {
+// control allocates a control packet (an ACK, a NAK, a CNP) from the
+// flow's receiver to its sender: ids, hosts, ports, protocol, the ACK
+// size and the time stamp.
+func (r *Receiver) control(h *Host, e *sim.Engine, proto uint8) (sim.PktRef, *sim.Packet) {
 	f := &h.T.Flows[r.flow]
-	a := e.Pool.Alloc()
-	ack := e.Pool.Get(a)
-	ack.ID = e.NewPacketID(h.ID)
-	ack.Flow = r.flow
-	ack.SrcHost, ack.DstHost = int32(f.Dst), int32(f.Src)
-	ack.DstPort = uint16(f.ID)
-	ack.SrcPort = uint16(f.ID>>16) ^ 5201
-	ack.Proto = 6
-	ack.Flags = sim.FlagAck
-	ack.Ack = r.rcvNxt
-	ack.Size = int32(h.T.Cfg.AckSize)
-	ack.TSval = e.Now()
-	return a, ack
+	p := e.Pool.Alloc()
+	c := e.Pool.Get(p)
+	c.ID = e.NewPacketID(h.ID)
+	c.Flow = r.flow
+	c.SrcHost, c.DstHost = int32(f.Dst), int32(f.Src)
+	c.DstPort = uint16(f.ID)
+	c.SrcPort = uint16(f.ID>>16) ^ 5201
+	c.Proto = proto
+	c.Size = int32(h.T.Cfg.AckSize)
+	c.TSval = e.Now()
+	return p, c
+}
+
+// fillTelemetry writes the ACK's telemetry: the INT records of the data
+// packet that triggered it (HPCC §3.2: the receiver echoes them), which
+// count on the wire, and the endpoint delay so far: the echoed packet's
+// wait in the sender's NIC plus the time since it arrived here (Swift's
+// endpoint delay, docs/decisions.md; the ACK's own NIC wait is added when
+// it leaves).
+func (r *Receiver) fillTelemetry(cfg *Config, e *sim.Engine, a sim.PktRef, ack *sim.Packet, p sim.PktRef, pkt *sim.Packet) {
+	t := e.Pool.Telemetry(a)
+	if cfg.INT.Enabled && pkt != nil {
+		d := e.Pool.Telemetry(p)
+		t.NHops = d.NHops
+		copy(t.Hops[:d.NHops], d.Hops[:d.NHops])
+		ack.Size += int32(cfg.INT.Header + int64(d.NHops)*cfg.INT.HopBytes)
+	}
+	if cfg.EndpointDelay && r.tsSet {
+		t.EndpointDelay = r.tsWait + e.Now() - r.tsArrive
+	}
 }
 
 // fillSack writes up to MaxSackBlocks blocks, most recently changed first

@@ -21,12 +21,16 @@ type Sender struct {
 	// pds: UET's receivers (cc.PDSAcker): ACKs echo their packet and carry
 	// a SACK bitmap, trim NACKs name a packet (uet.go).
 	pds bool
+	// nicPaced: an RDMA queue pair, sent as the NIC pulls (paced.go);
+	// waiting: it is in the host's ready ring.
+	nicPaced, waiting bool
 
 	// Pending timer events, at most one per kind (Never: none). A deadline
 	// that moves later is picked up when the pending event fires.
 	timerAt     sim.Time // RTO
 	recTimerAt  sim.Time // the Recovery's own timer
 	paceTimerAt sim.Time // pacing
+	ccTimerAt   sim.Time // the controller's own timer
 
 	ack cc.Ack // scratch: the ACK being processed
 }
@@ -44,14 +48,14 @@ func newSender(cfg *Config, caps cc.Capabilities, f *FlowSpec) (*Sender, error) 
 		Header: cfg.Header, TSOSegments: cfg.TSOSegments, Pacing: cfg.Pacing, RWnd: cfg.RWnd,
 		Paths: cfg.STrack, PathBase: uint16(sim.Mix64(uint64(f.ID))),
 		RandomEntropy: cfg.Entropy == EntropyRandom, FlowEntropy: uint16(sim.Mix64(uint64(f.ID))),
-		Hops: f.Hops, Trace: cfg.Trace.All || slices.Contains(cfg.Trace.Flows, f.ID),
+		Hops: f.Hops, LineRate: f.LineRate, BaseRTT: f.BaseRTT, Trace: cfg.Trace.All || slices.Contains(cfg.Trace.Flows, f.ID),
 		TraceInterval: cfg.Trace.Interval}
 	ep, err := cc.NewEndpoint(ec, ctl, rec)
 	if err != nil {
 		return nil, err
 	}
-	return &Sender{spec: f, ep: ep, perPacket: caps.PerPacketAcks || caps.PDSAcks, pds: caps.PDSAcks,
-		timerAt: sim.Never, recTimerAt: sim.Never, paceTimerAt: sim.Never}, nil
+	return &Sender{spec: f, ep: ep, perPacket: caps.PerPacketAcks || caps.PDSAcks, pds: caps.PDSAcks, nicPaced: caps.NICScheduled,
+		timerAt: sim.Never, recTimerAt: sim.Never, paceTimerAt: sim.Never, ccTimerAt: sim.Never}, nil
 }
 
 // Cwnd is the sender's congestion window in bytes.
@@ -65,12 +69,23 @@ func (s *Sender) done() bool { return s.ep.Done() }
 
 // trySend sends what the endpoint allows and arms the timers it asks for.
 func (s *Sender) trySend(h *Host, e *sim.Engine) {
+	if s.nicPaced {
+		s.trySendPaced(h, e)
+		return
+	}
 	cfg := &h.T.Cfg
 	rec := &h.T.Records[s.spec.ID]
 	now := e.Now()
 	ep := s.ep
 	ep.BeginSend()
 	for {
+		if hb := cfg.HoldBack; hb > 0 && h.nic.Len() > hb {
+			// htsim PR #4's send_next_packet: wait until the NIC queue
+			// drains (its send_callback): look again when the packet
+			// being serialised is out.
+			s.armPace(h, e, e.Links[h.Link].BusyUntil())
+			break
+		}
 		seg, ok := ep.Next(now)
 		if !ok {
 			if ep.PaceBlocked() {
@@ -113,6 +128,9 @@ func (s *Sender) sendSegment(h *Host, e *sim.Engine, cfg *Config, rec *FlowRecor
 	pkt.Seq = seg.Seq
 	pkt.Payload = int32(seg.Len)
 	pkt.Size = int32(seg.Len + cfg.Header)
+	if cfg.INT.Enabled {
+		pkt.Size += int32(cfg.INT.Header)
+	}
 	pkt.TSval = now
 	rec.PacketsSent++
 	s.armRTO(h, e)
@@ -124,6 +142,7 @@ func (s *Sender) armPace(h *Host, e *sim.Engine, at sim.Time) {
 		return
 	}
 	s.paceTimerAt = at
+	h.T.Rate.PaceTimers++
 	e.Schedule(h.ID, at, timerArg(s.spec.ID, timerPace), sim.NoPacket)
 }
 
@@ -140,13 +159,21 @@ func (s *Sender) armRTO(h *Host, e *sim.Engine) {
 
 // armRecoveryTimer keeps a timer event at the Recovery's deadline.
 func (s *Sender) armRecoveryTimer(h *Host, e *sim.Engine) {
-	d := s.ep.RecoveryDeadline()
-	if d == sim.Never || s.recTimerAt <= d {
-		return
+	s.armAt(h, e, &s.recTimerAt, s.ep.RecoveryDeadline(), timerRecovery)
+}
+
+// armAt keeps a timer event of kind at or before deadline d (Never:
+// none), *pending being the time of the pending one; it reports whether
+// it scheduled one. A later deadline is picked up when the pending event
+// fires.
+func (s *Sender) armAt(h *Host, e *sim.Engine, pending *sim.Time, d sim.Time, kind int) bool {
+	if d == sim.Never || *pending <= d {
+		return false
 	}
 	d = max(d, e.Now())
-	s.recTimerAt = d
-	e.Schedule(h.ID, d, timerArg(s.spec.ID, timerRecovery), sim.NoPacket)
+	*pending = d
+	e.Schedule(h.ID, d, timerArg(s.spec.ID, kind), sim.NoPacket)
+	return true
 }
 
 // record appends the endpoint's trace sample when it took one.
@@ -157,6 +184,10 @@ func (s *Sender) record(h *Host, act cc.Actions) {
 	x := s.ep.Sample()
 	h.T.CwndLog = append(h.T.CwndLog, CwndRow{Time: x.Time, Flow: s.spec.ID, Cwnd: x.Cwnd,
 		Ssthresh: x.Ssthresh, SRTT: x.SRTT, MinRTT: x.MinRTT, State: x.State.String(), Event: x.Event})
+	if r := s.ep.RateSample(x.Time); r.Rate > 0 {
+		row := &h.T.CwndLog[len(h.T.CwndLog)-1]
+		row.Rate, row.TargetRate, row.Alpha = r.Rate, r.TargetRate, r.Alpha
+	}
 }
 
 func (s *Sender) onPaceTimer(h *Host, e *sim.Engine) {
@@ -203,28 +234,28 @@ func (s *Sender) onRTOTimer(h *Host, e *sim.Engine) {
 	s.trySend(h, e)
 }
 
-func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
+func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet, tel *sim.Telemetry) {
 	if s.done() {
 		return
 	}
 	now := e.Now()
-	if s.pds && pkt.Flags&sim.FlagNack != 0 {
-		s.onNack(h, e, pkt)
-		return
-	}
 	rec := &h.T.Records[s.spec.ID]
 	// Field by field: a composite literal would zero and copy the whole
 	// struct (it holds a slice) on every ACK.
 	a := &s.ack
 	a.Ack, a.Sack, a.ECE = pkt.Ack, pkt.Sack[:pkt.NSack], pkt.Flags&sim.FlagECE != 0
 	a.TSecr, a.HasTSecr, a.Entropy = pkt.TSecr, pkt.TSecr > 0, pkt.Entropy
+	a.Tel = tel
 	if s.perPacket {
 		a.Echo, a.EchoValid = pkt.Seq, true
 		a.Nack, a.Bitmap = pkt.Flags&sim.FlagNack != 0, pkt.Bitmap
+		a.Trimmed = pkt.Flags&sim.FlagTrimmed != 0
 		// A PDS ACK always carries its SACK bitmap and echoes its
 		// packet's send time, even 0.
 		a.Nack = a.Nack || s.pds
 		a.HasTSecr = a.HasTSecr || s.pds
+	} else {
+		a.Nak = pkt.Flags&sim.FlagNack != 0 // a RoCE NAK (roce.go)
 	}
 	if s.ack.ECE {
 		rec.ECNMarkedAcks++

@@ -1,9 +1,6 @@
 package hostsim
 
-import (
-	"github.com/lockstep-sim/lockstep/cc"
-	"github.com/lockstep-sim/lockstep/sim"
-)
+import "github.com/lockstep-sim/lockstep/sim"
 
 // UET's packet delivery sublayer (PDS) at the hosts, for a recovery that
 // declares cc.PDSAcker (cc/uet_recovery.go). The receiver follows
@@ -20,10 +17,11 @@ import (
 // mark, its send time in TSecr) with the cumulative ACK and a 64-bit SACK
 // bitmap whose first packet is max(PSN − 63, cumulative PSN + 1). A
 // trimmed packet the receiver does not have is answered by a NACK naming
-// it: an ACK packet with sim.FlagNack, Seq the trimmed packet's, its
-// entropy, CE mark and send time, and bit 0 of Bitmap set when it was cut
-// at the last hop (the switch noted its Hops in the header's Ack). Packet
-// numbers (PSN) are Seq/MSS.
+// it, in the wire form of the receivers' generic trim NACK (receiver.go,
+// onTrimmed): an ACK packet with sim.FlagTrimmed, Seq the trimmed
+// packet's, its entropy, CE mark and send time (TSecr); UET adds bit 0 of
+// Bitmap, set when it was cut at the last hop (the switch noted its Hops
+// in the header's Ack). Packet numbers (PSN) are Seq/MSS.
 
 // has reports whether bytes [s, t) all arrived already.
 func (r *Receiver) has(s, t uint64) bool {
@@ -101,7 +99,8 @@ func (r *Receiver) sackBitmap(psn, mss uint64) uint64 {
 
 // sendPDSAck sends the ACK that pkt triggered (UecSink::sack).
 func (r *Receiver) sendPDSAck(h *Host, e *sim.Engine, pkt *sim.Packet, ce bool) {
-	a, ack := r.newAck(h, e)
+	a, ack := r.control(h, e, 6)
+	ack.Flags, ack.Ack = sim.FlagAck, r.rcvNxt
 	if ce {
 		ack.Flags |= sim.FlagECE
 	}
@@ -115,8 +114,8 @@ func (r *Receiver) sendPDSAck(h *Host, e *sim.Engine, pkt *sim.Packet, ce bool) 
 // switch that trimmed it wrote its Hops then into Ack: one link more means
 // it was the last hop.
 func (r *Receiver) sendPDSNack(h *Host, e *sim.Engine, pkt *sim.Packet) {
-	a, nack := r.newAck(h, e)
-	nack.Flags |= sim.FlagNack
+	a, nack := r.control(h, e, 6)
+	nack.Flags, nack.Ack = sim.FlagAck|sim.FlagTrimmed, r.rcvNxt
 	if pkt.Flags&sim.FlagCE != 0 {
 		nack.Flags |= sim.FlagECE
 	}
@@ -124,17 +123,6 @@ func (r *Receiver) sendPDSNack(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	if uint64(pkt.Hops) == pkt.Ack+1 {
 		nack.Bitmap = 1
 	}
+	h.TrimNacks++
 	h.send(e, a)
-}
-
-// onNack hands a trim NACK to the endpoint (cc.Endpoint.OnNack) and sends
-// what it allows: the retransmission.
-func (s *Sender) onNack(h *Host, e *sim.Engine, pkt *sim.Packet) {
-	n := cc.Nack{Seq: pkt.Seq, Entropy: pkt.Entropy, LastHop: pkt.Bitmap&1 != 0,
-		ECE: pkt.Flags&sim.FlagECE != 0, TSecr: pkt.TSecr, HasTSecr: true}
-	act := s.ep.OnNack(e.Now(), &n) // n does not escape: OnNack keeps nothing of it
-	s.record(h, act)
-	if act.Send {
-		s.trySend(h, e)
-	}
 }

@@ -43,7 +43,7 @@ func TestPDS_UecSink_AckPolicy(t *testing.T) {
 	}
 	a := x.acks[0]
 	if a.Ack != rxMSS || a.Seq != 0 || a.Entropy != 7 || a.TSecr != x.e.Now()-10*sim.Nanosecond-5*sim.Microsecond ||
-		a.Flags&(sim.FlagECE|sim.FlagNack) != 0 || a.Flags&sim.FlagAck == 0 {
+		a.Flags&(sim.FlagECE|sim.FlagTrimmed) != 0 || a.Flags&sim.FlagAck == 0 {
 		t.Errorf("ACK %+v: want cum 1000, echo 0, entropy 7, the packet's send time, no ECE", a)
 	}
 	for i := 1; i <= 3; i++ {
@@ -111,19 +111,22 @@ func TestPDS_UecSink_NackNamesTrimmedPacket(t *testing.T) {
 	}
 	x.pkt(3, sim.FlagCE, 9, trim(3, 6)) // cut in the fabric
 	n := x.acks[len(x.acks)-1]
-	if n.Flags&sim.FlagNack == 0 || n.Seq != 3*rxMSS || n.Entropy != 9 || n.Bitmap != 0 || n.Flags&sim.FlagECE == 0 {
-		t.Fatalf("NACK %+v: want FlagNack, packet 3, entropy 9, not last hop, ECE (the header was marked)", n)
+	if n.Flags&sim.FlagTrimmed == 0 || n.Seq != 3*rxMSS || n.Entropy != 9 || n.Bitmap != 0 || n.Flags&sim.FlagECE == 0 {
+		t.Fatalf("NACK %+v: want FlagTrimmed (a trim NACK), packet 3, entropy 9, not last hop, ECE (the header was marked)", n)
 	}
 	x.pkt(4, 0, 2, trim(5, 6)) // cut at the last switch
-	if n := x.acks[len(x.acks)-1]; n.Flags&sim.FlagNack == 0 || n.Bitmap != 1 {
+	if n := x.acks[len(x.acks)-1]; n.Flags&sim.FlagTrimmed == 0 || n.Bitmap != 1 {
 		t.Fatalf("NACK %+v: want the last-hop bit", n)
 	}
 	x.pkt(0, 0, 0, trim(3, 6)) // a trimmed copy of a packet it has
-	if a := x.acks[len(x.acks)-1]; a.Flags&sim.FlagNack != 0 || a.Seq != 0 {
+	if a := x.acks[len(x.acks)-1]; a.Flags&sim.FlagTrimmed != 0 || a.Seq != 0 {
 		t.Fatalf("a trimmed duplicate: want a SACK naming it, got %+v", a)
 	}
 	if x.h.Trimmed != 3 {
 		t.Errorf("trimmed count %d: want 3", x.h.Trimmed)
+	}
+	if x.h.TrimNacks != 2 {
+		t.Errorf("trim NACKs %d: want 2 (the hosts' generic count)", x.h.TrimNacks)
 	}
 }
 

@@ -32,6 +32,10 @@ type Scenario struct {
 	Impairments []Impairment   `yaml:"impairments"`
 	Output      Output         `yaml:"output"`
 	Placement   *Placement     `yaml:"placement"`
+	// Compat selects a compatibility profile, which replaces lockstep's
+	// hosts, switches and transports by another simulator's semantics as a
+	// whole: "stracksim" (docs/scenario.md, compat).
+	Compat string `yaml:"compat"`
 
 	memLimit int64 // WithMemoryLimit; not part of the scenario
 	// outside: the files it names may be outside its folder (AllowOutside).
@@ -74,6 +78,23 @@ type Tier struct {
 	Delay  yamlx.Duration `yaml:"delay"`
 	Buffer yamlx.Size     `yaml:"buffer"`
 	ECN    *ECN           `yaml:"ecn"`
+	// Switch overrides the switch section's mechanisms for the switches of
+	// this tier (those whose downlinks are this tier's links).
+	Switch *SwitchTier `yaml:"switch" json:",omitempty"`
+}
+
+// SwitchTier is a tier's own switch mechanisms: each field given replaces
+// the switch section's, and Off turns the named ones off.
+type SwitchTier struct {
+	Classes      []SwitchClass `yaml:"classes"`
+	ControlClass *int          `yaml:"control_class"`
+	PFC          *PFC          `yaml:"pfc"`
+	SharedBuffer *SharedBuffer `yaml:"shared_buffer"`
+	Trim         *Trim         `yaml:"trim"`
+	CutThrough   *CutThrough   `yaml:"cut_through"`
+	// Off names mechanisms of the switch section this tier does without:
+	// pfc, shared_buffer, trim, cut_through.
+	Off []string `yaml:"off"`
 }
 
 // ECN is a port's marking rule.
@@ -174,7 +195,7 @@ type Transport struct {
 	Pacing *Pacing `yaml:"pacing"`
 	// RWnd is the receive window (default unlimited).
 	RWnd yamlx.Size `yaml:"rwnd"`
-	// STrack configures STrack's endpoints (cc strack or strack-sim).
+	// STrack configures STrack's endpoints (cc strack).
 	STrack *STrack `yaml:"strack"`
 	// NSCC configures Ultra Ethernet's NSCC and the UET transport (cc
 	// nscc; scenario/nscc.go).
@@ -188,9 +209,8 @@ type Transport struct {
 // STrack holds STrack's parameters; docs/scenario.md gives each default
 // and its source.
 type STrack struct {
-	Paths      string          `yaml:"paths"`     // skip (default), reuse, strack-sim
+	Paths      string          `yaml:"paths"`     // skip (default), reuse
 	Entropies  int             `yaml:"entropies"` // default 256
-	SkipTime   yamlx.Duration  `yaml:"skip_time"` // strack-sim: default 50us
 	Alpha      *float64        `yaml:"alpha"`
 	Beta       *float64        `yaml:"beta"`
 	MaxMDF     *float64        `yaml:"max_mdf"`
@@ -201,6 +221,12 @@ type STrack struct {
 	// ReoWnd: a hole counts as lost only if it was sent more than this
 	// before the packet that revealed it (default 0, every hole).
 	ReoWnd yamlx.Duration `yaml:"reo_wnd"`
+	// Variant: "" (today's STrack) or htsim-pr4 (the authors' htsim code,
+	// csg-htsim PR #4; docs/scenario.md).
+	Variant string `yaml:"variant"`
+	// CCEnabled turns htsim-pr4's window control on (default off: a fixed
+	// window equal to the initial window, cut only by timeouts).
+	CCEnabled *bool `yaml:"cc_enabled"`
 }
 
 // DelayedAck is the receivers' delayed-ACK policy.
@@ -276,6 +302,23 @@ type Switch struct {
 	SharedBuffer *SharedBuffer `yaml:"shared_buffer"`
 	// Trim: cut data packets that do not fit to their header.
 	Trim *Trim `yaml:"trim"`
+	// CutThrough: forward once the header has arrived.
+	CutThrough *CutThrough `yaml:"cut_through" json:",omitempty"`
+	// INT: in-band network telemetry (HPCC); on whenever transport.cc
+	// needs it.
+	INT *INT `yaml:"int" json:",omitempty"`
+}
+
+// INT is in-band network telemetry: every switch appends a record to each
+// data packet, the receiver echoes the records in its ACK.
+type INT struct {
+	HopBytes *yamlx.Size `yaml:"hop_bytes"` // bytes per record (default 8)
+	Header   *yamlx.Size `yaml:"header"`    // bytes of the INT header before any record (default 2)
+}
+
+// CutThrough is cut-through forwarding.
+type CutThrough struct {
+	Header yamlx.Size `yaml:"header"`
 }
 
 // SwitchClass is one traffic class of every switch port.

@@ -24,6 +24,8 @@ type RemotePacket struct {
 	At   Time
 	Seq  uint64
 	Pkt  Packet
+	// Tel is the packet's telemetry when the pool keeps it (nil otherwise).
+	Tel *Telemetry
 }
 
 type elemState struct {
@@ -49,6 +51,7 @@ type Engine struct {
 	// signalsOut counts the signals in the outbox (they are not packets).
 	signalsOut int
 	Stats      Stats
+	tels       telArena // telemetry of exported packets
 }
 
 // NewEngine builds an engine for a fabric of numElems elements and the given
@@ -168,13 +171,27 @@ func (e *Engine) Schedule(id ElemID, at Time, arg int64, pkt PktRef) {
 // is freed here). Precondition: the link is idle (BusyUntil() <= Now()).
 // It returns the time serialisation ends.
 func (e *Engine) Transmit(id LinkID, p PktRef) Time {
+	return e.TransmitFrom(id, p, e.now)
+}
+
+// TransmitFrom is Transmit with serialisation that began at start <= Now():
+// a cut-through switch that decides, when a packet's last bit arrives, that
+// its transmission began when the header arrived. Preconditions: the link
+// was idle at start (BusyUntil() <= start), and serialisation ends no
+// earlier than Now(), so no event lands in the past and a packet sent to
+// another partition still arrives at least the link's delay after Now()
+// (the lookahead holds).
+func (e *Engine) TransmitFrom(id LinkID, p PktRef, start Time) Time {
 	l := e.Links[id]
-	if l.busyUntil > e.now {
-		panic(fmt.Sprintf("sim: link %d transmits at %v while busy until %v", id, e.now, l.busyUntil))
+	if l.busyUntil > start || start > e.now {
+		panic(fmt.Sprintf("sim: link %d transmits from %v at %v while busy until %v", id, start, e.now, l.busyUntil))
 	}
-	l.advance(e.now)
+	l.advance(start)
 	pkt := e.Pool.Get(p)
-	end := e.now + l.rate.TxTime(int(pkt.Size))
+	end := start + l.rate.TxTime(int(pkt.Size))
+	if end < e.now {
+		panic(fmt.Sprintf("sim: link %d: a transmission from %v ends at %v, before now %v", id, start, end, e.now))
+	}
 	l.busyUntil = end
 	l.TxPackets++
 	l.TxBytes += uint64(pkt.Size)
@@ -204,9 +221,7 @@ func (e *Engine) Transmit(id LinkID, p PktRef) Time {
 	pkt.Hops++
 	switch {
 	case l.remote:
-		e.outbox = append(e.outbox, RemotePacket{Link: id, At: arrive, Seq: seq, Pkt: *pkt})
-		e.Stats.Exported++
-		e.Pool.Free(p)
+		e.export(id, arrive, seq, p, pkt)
 	case l.perPacket:
 		e.direct++
 		e.push(Event{At: arrive, Dst: l.Spec.To, Src: from, Seq: seq, Kind: EvArrive, Arg: int64(id), Pkt: p})
@@ -214,6 +229,17 @@ func (e *Engine) Transmit(id LinkID, p PktRef) Time {
 		e.enqueueWire(id, l, inflight{at: arrive, seq: seq, pkt: p})
 	}
 	return end
+}
+
+// export puts packet p, bound for another partition, in the outbox with
+// its telemetry, and frees its slot.
+func (e *Engine) export(id LinkID, arrive Time, seq uint64, p PktRef, pkt *Packet) {
+	e.outbox = append(e.outbox, RemotePacket{Link: id, At: arrive, Seq: seq, Pkt: *pkt})
+	if e.Pool.tel != nil {
+		e.outbox[len(e.outbox)-1].Tel = e.tels.clone(e.Pool.Telemetry(p))
+	}
+	e.Stats.Exported++
+	e.Pool.Free(p)
 }
 
 // enqueueWire puts a packet on a FIFO wire; only the head has an event.
@@ -287,6 +313,9 @@ func (e *Engine) Inject(rp *RemotePacket) {
 	}
 	p := e.Pool.Alloc()
 	*e.Pool.Get(p) = rp.Pkt
+	if e.Pool.tel != nil && rp.Tel != nil {
+		*e.Pool.Telemetry(p) = *rp.Tel
+	}
 	e.Stats.Injected++
 	if l.perPacket {
 		e.direct++

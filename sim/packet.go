@@ -38,6 +38,10 @@ const (
 	// quanta of classes 0-3 and Ack those of classes 4-7, 16 bits each.
 	// It is never forwarded.
 	FlagPause
+	// FlagCNP: a RoCEv2 congestion notification packet (DCQCN's
+	// notification point to its reaction point, IBTA RoCEv2 Annex A17.9.3,
+	// BTH opcode 0x81): it carries no payload and names its flow.
+	FlagCNP
 	// FlagAckReq: a UET data packet asks its receiver for an ACK at once
 	// (the PDS ack-request flag; uet-htsim's set_ar).
 	FlagAckReq
@@ -122,6 +126,7 @@ const (
 // Steady-state Alloc and Free do not allocate.
 type Pool struct {
 	chunks [][]Packet
+	tel    [][]Telemetry // the telemetry side table; nil when off
 	free   []PktRef
 	next   int32 // first never-used slot
 	live   int
@@ -134,14 +139,27 @@ func (p *Pool) Alloc() PktRef {
 		r := p.free[n-1]
 		p.free = p.free[:n-1]
 		*p.Get(r) = Packet{}
+		if p.tel != nil {
+			p.clearTelemetry(r)
+		}
 		return r
 	}
 	r := PktRef(p.next)
 	if int(p.next)>>chunkBits == len(p.chunks) {
 		p.chunks = append(p.chunks, make([]Packet, chunkSize))
+		if p.tel != nil {
+			p.tel = append(p.tel, make([]Telemetry, chunkSize))
+		}
 	}
 	p.next++
 	return r
+}
+
+// clearTelemetry zeroes what a reused slot's telemetry holds (records
+// beyond NHops are never read).
+func (p *Pool) clearTelemetry(r PktRef) {
+	t := p.Telemetry(r)
+	t.NHops, t.NICWait, t.EndpointDelay = 0, 0, 0
 }
 
 // Free returns r to the pool. Precondition: r is live.

@@ -8,12 +8,13 @@
 // drive, so a script executes exactly what a run executes; the script
 // language is described in docs/cc-trace.md.
 //
-// Not modelled: a receiver (the script says what each ACK acknowledges;
-// delayed ACKs are the script's to write) and packets (ids, ports). A
-// path manager (DriverConfig.Paths) picks each packet's entropy from the
-// entropies ACKs and NACKs echo, as the script writes them. The
-// endpoint's pacing, TSO deferral and receive window are there
-// (DriverConfig) but scripts leave them off.
+// Not modelled: a receiver (the script says what each ACK, NACK, NAK and
+// CNP carries; delayed ACKs are the script's to write), packets (ids,
+// ports) and the NIC (a rate-based flow's packets leave when its pacer
+// allows, as if the link were idle). A path manager (DriverConfig.Paths)
+// picks each packet's entropy from the entropies ACKs and NACKs echo, as
+// the script writes them. The endpoint's Linux pacing, TSO deferral and
+// receive window are there (DriverConfig) but scripts leave them off.
 package cctrace
 
 import (
@@ -40,6 +41,9 @@ type DriverConfig struct {
 	AutoSend bool
 	// Hops is the flow's path length (hop-aware controllers, STrack).
 	Hops int
+	// LineRate and BaseRTT are for link-aware controllers (HPCC).
+	LineRate sim.Bandwidth
+	BaseRTT  sim.Time
 	// Header, TSOSegments, Pacing and RWnd are the endpoint's send gating
 	// (cc.EndpointConfig); the zero values turn them off.
 	Header      int64
@@ -71,6 +75,12 @@ type Ack struct {
 	EchoValid bool
 	Nack      bool
 	Bitmap    uint64
+	// Nak: a RoCE NAK (sequence error): Ack is the receiver's expected
+	// sequence, Sack (selective repeat) the packet that triggered it.
+	Nak bool
+	// Tel is the telemetry the ACK carries (INT records, endpoint delay),
+	// nil for none.
+	Tel *sim.Telemetry
 	// Entropy is the entropy the ACK echoes (the path manager's input).
 	Entropy uint16
 }
@@ -83,6 +93,8 @@ type Events struct {
 	ECNCuts       int // ECN reductions (OnCongestion(CongECN))
 	RTOs          int // retransmission timer expiries (OnCongestion(CongRTO))
 	RecTimers     int // TimedRecovery deadlines fired
+	CCTimers      int // TimedController deadlines fired
+	CNPs          int // CNPs processed
 	Nacks         int // trim NACKs that took a packet out of the flight
 	Done          bool
 }
@@ -117,10 +129,11 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	}
 	ep, err := cc.NewEndpoint(cc.EndpointConfig{MSS: cfg.MSS, Size: cfg.Size, RTO: cfg.RTO,
 		ECN: cfg.ECN, Header: cfg.Header, TSOSegments: cfg.TSOSegments, Pacing: cfg.Pacing,
-		RWnd: cfg.RWnd, Hops: cfg.Hops, Paths: cfg.Paths}, cfg.CC, cfg.Rec)
+		RWnd: cfg.RWnd, Hops: cfg.Hops, LineRate: cfg.LineRate, BaseRTT: cfg.BaseRTT, Paths: cfg.Paths}, cfg.CC, cfg.Rec)
 	if err != nil {
 		return nil, err
 	}
+
 	return &Driver{ep: ep, autoSend: cfg.AutoSend, rng: sim.NewRand(0, 0)}, nil
 }
 
@@ -217,6 +230,12 @@ func (d *Driver) count(a cc.Actions) {
 	if a.RecoveryTimer {
 		d.events.RecTimers++
 	}
+	if a.CCTimer {
+		d.events.CCTimers++
+	}
+	if a.CNP {
+		d.events.CNPs++
+	}
 	if a.Nack {
 		d.events.Nacks++
 	}
@@ -233,7 +252,7 @@ func (d *Driver) OnAck(a Ack) {
 		return
 	}
 	d.ack = cc.Ack{Ack: a.Ack, Sack: a.Sack, ECE: a.ECE, Echo: a.Echo, EchoValid: a.EchoValid,
-		Nack: a.Nack, Bitmap: a.Bitmap, Entropy: a.Entropy}
+		Nack: a.Nack, Bitmap: a.Bitmap, Nak: a.Nak, Tel: a.Tel, Entropy: a.Entropy}
 	if a.RTT > 0 {
 		d.ack.TSecr, d.ack.HasTSecr = d.now-a.RTT, true
 	}
@@ -262,14 +281,28 @@ func (d *Driver) OnNack(n cc.Nack, rtt sim.Time) {
 	}
 }
 
+// OnCNP processes a congestion notification packet at the current time
+// (cc.Endpoint.OnCNP), then, with AutoSend, sends.
+func (d *Driver) OnCNP() {
+	act := d.ep.OnCNP(d.now)
+	d.count(act)
+	if act.Send && d.autoSend {
+		d.Send(0)
+	}
+}
+
 // nextDeadline is the earliest armed timer and which it is: the
-// recovery's own fires first on a tie (a tail-loss probe or a RACK
+// controller's own fires first on a tie (a rate change comes before what
+// it affects), then the recovery's (a tail-loss probe or a RACK
 // reordering timer comes before the RTO), and pacing (only when a send
 // waits for it, with AutoSend) last.
 func (d *Driver) nextDeadline() (sim.Time, cc.Timer, bool) {
 	at, t := d.ep.RTODeadline(), cc.TimerRTO
 	if r := d.ep.RecoveryDeadline(); r <= at {
 		at, t = r, cc.TimerRecovery
+	}
+	if c := d.ep.CCDeadline(); c <= at {
+		at, t = c, cc.TimerCC
 	}
 	if d.autoSend && d.ep.PaceBlocked() && d.ep.PaceAt() < at {
 		return d.ep.PaceAt(), 0, true
@@ -298,6 +331,11 @@ func (d *Driver) AdvanceTo(t sim.Time) error {
 		if which == cc.TimerRecovery {
 			if next := d.ep.RecoveryDeadline(); next <= at {
 				return fmt.Errorf("cctrace: recovery deadline %v did not move past %v after OnDeadline", next, at)
+			}
+		}
+		if which == cc.TimerCC {
+			if next := d.ep.CCDeadline(); next <= at {
+				return fmt.Errorf("cctrace: controller deadline %v did not move past %v after OnDeadline", next, at)
 			}
 		}
 		if act.Send && d.autoSend {

@@ -2,7 +2,6 @@ package cctrace
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -31,6 +30,16 @@ type Header struct {
 	AutoSend bool
 	// Options are passed to the builder, in script order.
 	Options []Option
+	// Header is the bytes of headers per packet that pacing counts.
+	Header int64
+	// Hops is the flow's path length (`hops N`), for hop-aware
+	// controllers; LineRate and BaseRTT (`link RATE RTT`) are the host's
+	// line rate and the flow's base RTT, for link-aware ones (HPCC).
+	Hops     int
+	LineRate sim.Bandwidth
+	BaseRTT  sim.Time
+	// Pacing is the endpoint's pacing (header `pacing`, introspect.go).
+	Pacing cc.PacingConfig
 	// Paths, from a `paths` line, gives the endpoint a path manager.
 	Paths *cc.PathConfig
 }
@@ -47,6 +56,8 @@ const (
 	stepRTO
 	stepLose
 	stepExpect
+	stepCNP
+	stepNak
 	stepNack
 )
 
@@ -79,6 +90,11 @@ type Step struct {
 	// NACK of the packet at SEQ (ack holds SEQ).
 	ev      uint16
 	lastHop bool
+
+	// ack int=Q:TX:TS:RATE/... ep=D: the INT records the ACK echoes (one
+	// per hop: queue bytes, transmitted bytes, timestamp, link rate) and
+	// the endpoint delay it reports (sim.Telemetry).
+	tel *sim.Telemetry
 }
 
 // expectation is one key=value of an expect line.
@@ -91,14 +107,15 @@ type Script struct {
 	Steps  []Step
 }
 
-// expectKeys are the keys an expect line may test.
-var expectKeys = []string{"time", "cwnd", "segs", "ssthresh", "state", "alpha", "pipe",
+// expectKeys are the keys an expect line may test (introspect.go adds its
+// own).
+var expectKeys = append([]string{"time", "cwnd", "segs", "ssthresh", "state", "alpha", "pipe",
 	"flight", "una", "nxt", "recovery", "rto", "timer", "sent", "retx", "done",
-	"evs", "ar", "rec_timer"}
+	"rate", "target_rate", "tc", "bc", "bytes", "cctimer", "evs", "ar"}, introspectKeys...)
 
-// valueKeys are the expect keys a controller answers itself through
-// TraceValue (NSCC's internals, cc/nscc.go).
-var valueKeys = []string{"avg_delay", "base_rtt", "target", "wire_cwnd", "max_cwnd", "inc_bytes", "achieved"}
+// probePrefix starts an expect key that reads a controller value by name
+// (cc.Prober): `expect ctl.u=0.95`.
+const probePrefix = "ctl."
 
 // ParseError is a script that cannot be read.
 type ParseError struct {
@@ -158,8 +175,12 @@ func Parse(name string, src []byte) (*Script, error) {
 // isHeaderLine tells header lines from steps. `rto` is both: with a mode
 // it configures the timer, alone it fires it.
 func isHeaderLine(f []string) bool {
+	if isIntrospectHeader(f) {
+		return true
+	}
 	switch f[0] {
-	case "cc", "recovery", "mss", "init_cwnd", "size", "dupthresh", "ecn", "autosend", "option", "paths":
+	case "cc", "recovery", "mss", "init_cwnd", "size", "dupthresh", "ecn", "autosend", "option", "hops", "link",
+		"header", "paths":
 		return true
 	case "rto":
 		return len(f) > 1
@@ -221,6 +242,41 @@ func (h *Header) parse(f []string, line int) error {
 		}
 	case "rto":
 		return h.parseRTO(f[1:])
+	case "hops":
+		v, err := arg1()
+		if err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 255 {
+			return fmt.Errorf("hops: want 0..255, got %q", v)
+		}
+		h.Hops = n
+	case "link":
+		if len(f) != 3 {
+			return fmt.Errorf("link: want RATE RTT (100Gbps 10us)")
+		}
+		r, err := parseRate(f[1])
+		if err != nil {
+			return fmt.Errorf("link: %v", err)
+		}
+		d, err := parseDuration(f[2])
+		if err != nil || d <= 0 {
+			return fmt.Errorf("link: want a positive base RTT, got %q", f[2])
+		}
+		h.LineRate, h.BaseRTT = r, d
+	case "header":
+		v, err := arg1()
+		if err != nil {
+			return err
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("header: want a non-negative integer, got %q", v)
+		}
+		h.Header = n
+	case "max_ack_delay", "pacing":
+		return h.parseIntrospectHeader(f)
 	case "paths":
 		return h.parsePaths(f[1:])
 	case "option":
@@ -303,16 +359,16 @@ func (h *Header) parseRTO(f []string) error {
 }
 
 // parsePaths reads `paths MODE [entropies=N] [shuffle=on|off]
-// [reps_buffer=B] [reps_freeze=D] [skip_time=D]`.
+// [reps_buffer=B] [reps_freeze=D]`.
 func (h *Header) parsePaths(f []string) error {
 	if len(f) == 0 {
-		return fmt.Errorf("paths: want a mode (skip, reuse, strack-sim, oblivious, bitmap, reps, mixed)")
+		return fmt.Errorf("paths: want a mode (skip, reuse, oblivious, bitmap, reps, mixed)")
 	}
 	m, err := cc.ParsePathMode(f[0])
 	if err != nil || f[0] == "" {
-		return fmt.Errorf("paths: unknown mode %q (known: skip, reuse, strack-sim, oblivious, bitmap, reps, mixed)", f[0])
+		return fmt.Errorf("paths: unknown mode %q (known: skip, reuse, oblivious, bitmap, reps, mixed)", f[0])
 	}
-	pc := cc.PathConfig{Mode: m, Entropies: 8, SkipTime: 50 * sim.Microsecond}
+	pc := cc.PathConfig{Mode: m, Entropies: 8}
 	for _, kv := range f[1:] {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -335,18 +391,14 @@ func (h *Header) parsePaths(f []string) error {
 				return err
 			}
 			pc.NoShuffle = !b
-		case "reps_freeze", "skip_time":
+		case "reps_freeze":
 			d, err := parseDuration(v)
 			if err != nil {
 				return fmt.Errorf("paths %s: %v", k, err)
 			}
-			if k == "reps_freeze" {
-				pc.REPSFreeze = d
-			} else {
-				pc.SkipTime = d
-			}
+			pc.REPSFreeze = d
 		default:
-			return fmt.Errorf("paths: unknown key %q (known: entropies, shuffle, reps_buffer, reps_freeze, skip_time)", k)
+			return fmt.Errorf("paths: unknown key %q (known: entropies, shuffle, reps_buffer, reps_freeze)", k)
 		}
 	}
 	if m.UET() && pc.Entropies&(pc.Entropies-1) != 0 {
@@ -456,6 +508,28 @@ func parseStep(f []string) (Step, error) {
 			return st, fmt.Errorf("rto: takes no arguments (as a step it fires the timer)")
 		}
 		st.kind = stepRTO
+	case "cnp":
+		if len(args) != 0 {
+			return st, fmt.Errorf("cnp: takes no arguments")
+		}
+		st.kind = stepCNP
+	case "nak":
+		if len(args) == 0 {
+			return st, fmt.Errorf("nak: want the expected sequence number")
+		}
+		n, err := strconv.ParseUint(args[0], 10, 64)
+		if err != nil {
+			return st, fmt.Errorf("nak: want a byte number, got %q", args[0])
+		}
+		st.kind, st.ack, st.n = stepNak, n, 1
+		for _, a := range args[1:] {
+			if !strings.HasPrefix(a, "sack=") && !strings.HasPrefix(a, "rtt=") {
+				return st, fmt.Errorf("nak: unknown argument %q (known: sack=A-B, rtt=D)", a)
+			}
+			if err := st.parseAckArg("nak", a); err != nil {
+				return st, err
+			}
+		}
 	case "lose":
 		if len(args) != 1 {
 			return st, fmt.Errorf("lose: want one byte range START-END")
@@ -475,14 +549,17 @@ func parseStep(f []string) (Step, error) {
 			if !ok || v == "" {
 				return st, fmt.Errorf("expect: want key=value, got %q", a)
 			}
-			if !slices.Contains(expectKeys, k) && !slices.Contains(valueKeys, k) {
-				return st, fmt.Errorf("expect: unknown key %q (keys: %s, %s)", k, strings.Join(expectKeys, ", "),
-					strings.Join(valueKeys, ", "))
+			known := strings.HasPrefix(k, probePrefix) && len(k) > len(probePrefix)
+			for _, x := range expectKeys {
+				known = known || x == k
+			}
+			if !known {
+				return st, fmt.Errorf("expect: unknown key %q (keys: %s)", k, strings.Join(expectKeys, ", "))
 			}
 			st.want = append(st.want, expectation{k, v})
 		}
 	default:
-		return st, fmt.Errorf("unknown step %q (steps: send, ack, dupack, nack, rtt, advance, rto, lose, expect)", f[0])
+		return st, fmt.Errorf("unknown step %q (steps: send, ack, dupack, nack, nak, cnp, rtt, advance, rto, lose, expect)", f[0])
 	}
 	return st, nil
 }
@@ -535,6 +612,28 @@ func (st *Step) parseAckArg(step, a string) error {
 			return fmt.Errorf("%s: ev wants a 16-bit entropy, got %q", step, a)
 		}
 		st.ev = uint16(n)
+	case step == "ack" && strings.HasPrefix(a, "int="):
+		if st.tel == nil {
+			st.tel = &sim.Telemetry{}
+		}
+		for _, hop := range strings.Split(strings.TrimPrefix(a, "int="), "/") {
+			h, err := parseHop(hop)
+			if err != nil {
+				return fmt.Errorf("ack: int: %v", err)
+			}
+			if !st.tel.PushHop(h) {
+				return fmt.Errorf("ack: int: at most %d hops", sim.MaxINTHops)
+			}
+		}
+	case step == "ack" && strings.HasPrefix(a, "ep="):
+		d, err := parseDuration(strings.TrimPrefix(a, "ep="))
+		if err != nil {
+			return fmt.Errorf("ack: ep wants a duration, got %q", a)
+		}
+		if st.tel == nil {
+			st.tel = &sim.Telemetry{}
+		}
+		st.tel.EndpointDelay = d
 	case step == "dupack" && strings.HasPrefix(a, "x"):
 		n, err := strconv.Atoi(a[1:])
 		if err != nil || n <= 0 {
@@ -545,6 +644,23 @@ func (st *Step) parseAckArg(step, a string) error {
 		return fmt.Errorf("%s: unknown argument %q", step, a)
 	}
 	return nil
+}
+
+// parseHop reads one INT record QLEN:TXBYTES:TS:RATE (bytes, bytes, a
+// duration, a rate).
+func parseHop(s string) (sim.INTHop, error) {
+	f := strings.Split(s, ":")
+	if len(f) != 4 {
+		return sim.INTHop{}, fmt.Errorf("want QLEN:TXBYTES:TS:RATE, got %q", s)
+	}
+	q, err1 := strconv.ParseInt(f[0], 10, 64)
+	tx, err2 := strconv.ParseUint(f[1], 10, 64)
+	ts, err3 := parseDuration(f[2])
+	r, err4 := parseRate(f[3])
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || q < 0 {
+		return sim.INTHop{}, fmt.Errorf("want QLEN:TXBYTES:TS:RATE, got %q", s)
+	}
+	return sim.INTHop{QLen: q, TxBytes: tx, TS: ts, Rate: r}, nil
 }
 
 // parseRange reads START-END, a byte range [START, END).
@@ -561,6 +677,77 @@ func parseRange(s string) (sim.SackBlock, error) {
 	return sim.SackBlock{Start: x, End: y}, nil
 }
 
+// timeUnits are the units a duration may carry.
+var timeUnits = []struct {
+	suffix string
+	unit   sim.Time
+}{{"ps", sim.Picosecond}, {"ns", sim.Nanosecond}, {"us", sim.Microsecond},
+	{"ms", sim.Millisecond}, {"s", sim.Second}}
+
 // parseDuration reads "0" or a decimal number with a unit ps, ns, us, ms or
-// s ("100us", "1.5ms"): cc.ParseDuration.
-func parseDuration(s string) (sim.Time, error) { return cc.ParseDuration(s) }
+// s ("100us", "1.5ms"). The value must be a whole number of picoseconds.
+func parseDuration(s string) (sim.Time, error) {
+	if s == "0" {
+		return 0, nil
+	}
+	for _, u := range timeUnits {
+		num, ok := strings.CutSuffix(s, u.suffix)
+		if !ok {
+			continue
+		}
+		whole, frac, _ := strings.Cut(num, ".")
+		w, err := strconv.ParseInt(whole, 10, 64)
+		if err != nil || w < 0 {
+			return 0, fmt.Errorf("bad duration %q", s)
+		}
+		t := sim.Time(w) * u.unit
+		scale := u.unit
+		for _, c := range frac {
+			if c < '0' || c > '9' || scale%10 != 0 {
+				return 0, fmt.Errorf("bad duration %q (at most picosecond precision)", s)
+			}
+			scale /= 10
+			t += sim.Time(c-'0') * scale
+		}
+		return t, nil
+	}
+	return 0, fmt.Errorf("duration %q has no unit (ps, ns, us, ms, s)", s)
+}
+
+// rateUnits are the units a rate may carry.
+var rateUnits = []struct {
+	suffix string
+	scale  int64
+}{{"Tbps", 1e12}, {"Gbps", 1e9}, {"Mbps", 1e6}, {"Kbps", 1e3}, {"bps", 1}}
+
+// parseRate reads a positive rate: a decimal and a unit, Tbps, Gbps, Mbps,
+// Kbps or bps ("100Gbps", "9.484434687Gbps"), a whole number of bits per
+// second.
+func parseRate(s string) (sim.Bandwidth, error) {
+	bad := fmt.Errorf("bad rate %q (a positive decimal with Tbps, Gbps, Mbps, Kbps or bps, whole in bit/s)", s)
+	for _, u := range rateUnits {
+		num, ok := strings.CutSuffix(s, u.suffix)
+		if !ok {
+			continue
+		}
+		whole, frac, _ := strings.Cut(num, ".")
+		w, err := strconv.ParseInt(whole, 10, 64)
+		if err != nil || w < 0 || w > (1<<62)/u.scale {
+			return 0, bad
+		}
+		r := w * u.scale
+		scale := u.scale
+		for _, c := range frac {
+			if c < '0' || c > '9' || scale%10 != 0 {
+				return 0, bad
+			}
+			scale /= 10
+			r += int64(c-'0') * scale
+		}
+		if r <= 0 {
+			return 0, bad
+		}
+		return sim.Bandwidth(r), nil
+	}
+	return 0, bad
+}

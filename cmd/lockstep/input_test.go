@@ -65,6 +65,15 @@ func inputCases() []inputCase {
 			want: []string{"s.yaml", "transport.mtu", "must be positive, got 0"}},
 		{name: "init_cwnd 0", files: s(goodTopo + "transport: {init_cwnd: 0}\n" + goodFlows),
 			want: []string{"s.yaml", "transport.init_cwnd", "must be positive, got 0"}},
+		// DCTCP's g = 0 is refused, not taken as "the default" (issue 13).
+		{name: "dctcp g 0", files: s(goodTopo + "transport: {cc: dctcp, ecn: true, options: {g: 0}}\n" + goodFlows),
+			want: []string{"s.yaml", "transport.options.g", "must be in (0, 1]", "got 0"}},
+		{name: "dctcp init_alpha 1.5", files: s(goodTopo + "transport: {cc: dctcp, ecn: true, options: {init_alpha: 1.5}}\n" + goodFlows),
+			want: []string{"s.yaml", "transport.options.init_alpha", "must be in [0, 1]"}},
+		{name: "cubic hystart_hz with today's hystart", files: s(goodTopo + "transport: {cc: cubic, options: {hystart_hz: 250}}\n" + goodFlows),
+			want: []string{"s.yaml", "transport.options.hystart_hz", "linux-2008 only"}},
+		{name: "cubic hystart_hz 500", files: s(goodTopo + "transport: {cc: cubic, options: {hystart: linux-2008, hystart_hz: 500}}\n" + goodFlows),
+			want: []string{"s.yaml", "transport.options.hystart_hz", "one of [100 250 300 1000]"}},
 		{name: "bottleneck buffer 0", files: s(strings.Replace(goodTopo, "bottleneck: {rate: 10Gbps", "bottleneck: {buffer: 0, rate: 10Gbps", 1) + goodFlows),
 			want: []string{"s.yaml", "topology.dumbbell.bottleneck.buffer", "must be positive, got 0"}},
 		{name: "stop_at 0", files: s("stop_at: 0s\n" + goodTopo + goodFlows),
@@ -182,5 +191,26 @@ func TestInput_AllowOutsideReadsSharedFiles(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), ": ok: 4 hosts") {
 		t.Errorf("validate printed %q", stdout.String())
+	}
+}
+
+// TestInput_CompatProfileRefusesPartitions: a compatibility profile runs
+// in one partition; asking for more is a usage error (exit 2, one line
+// naming the file, no --out), not a run that fails after it started.
+func TestInput_CompatProfileRefusesPartitions(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "examples", "multi_loss_stracksim.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := write(t, map[string]string{"s.yaml": string(text)})
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"run", filepath.Join(dir, "s.yaml"), "--out", out, "--quiet", "--partitions", "2", "--transport", "memory"}, &stdout, &stderr)
+	msg := stderr.String()
+	if code != exitUsage || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "s.yaml: compat stracksim runs in one partition") {
+		t.Fatalf("want exit %d and one line naming the file, got exit %d: %q", exitUsage, code, msg)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("bad input created --out (%v)", err)
 	}
 }

@@ -7,13 +7,22 @@ import (
 	"testing"
 )
 
+// TestMultiLoss_QuickWritesTablesAndFigures runs the experiment as the CLI
+// does (Find, Run) and checks File.md and File/, as its help says.
 func TestMultiLoss_QuickWritesTablesAndFigures(t *testing.T) {
 	out := t.TempDir()
 	env := &Env{Examples: examplesDir, Out: out, Quick: true}
-	if err := multiLoss(env); err != nil {
+	x, err := Find("multi-loss")
+	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := os.ReadFile(filepath.Join(out, "multi_loss.md"))
+	if err := x.Run(env); err != nil {
+		t.Fatal(err)
+	}
+	if x.File != "multi_loss" {
+		t.Fatalf("multi-loss: File %q, want multi_loss", x.File)
+	}
+	md, err := os.ReadFile(filepath.Join(out, x.File+".md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,34 +31,26 @@ func TestMultiLoss_QuickWritesTablesAndFigures(t *testing.T) {
 			t.Errorf("%s: want a row in the results table and in the spread table", row.label)
 		}
 	}
-	for _, f := range []string{"fct_bars.png", "fct_per_flow.png", "packets.png", "retx_ratio.png", "fct.csv"} {
+	for _, label := range []string{"SimpleTcp (STrack-Sim profile)", "STrack (STrack-Sim profile)"} {
+		if !strings.Contains(string(md), "| "+label+" |") {
+			t.Errorf("%s: want its row in the STrack-Sim profile table", label)
+		}
+	}
+	for _, f := range []string{"fct_bars.png", "fct_per_flow.png", "packets.png", "retx_ratio.png", "fct.csv", "stracksim.csv", "stracksim_p99.png"} {
 		if st, err := os.Stat(filepath.Join(out, "multi_loss", f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
 }
 
-// Every experiment's File is unique, and multi-loss (the quick one) writes
-// File.md and File/ as the CLI's help says.
-func TestExperiments_FileIsWhatRunWrites(t *testing.T) {
+// Every experiment's File is unique (what each writes is checked by its
+// quick test; multi-loss's by TestMultiLoss_QuickWritesTablesAndFigures).
+func TestExperiments_FileIsUnique(t *testing.T) {
 	seen := map[string]bool{}
 	for _, x := range All() {
 		if x.File == "" || seen[x.File] {
 			t.Errorf("%s: file %q empty or repeated", x.Name, x.File)
 		}
 		seen[x.File] = true
-	}
-	x, err := Find("multi-loss")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &Env{Examples: examplesDir, Out: t.TempDir(), Quick: true}
-	if err := x.Run(env); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{x.File + ".md", x.File} {
-		if _, err := os.Stat(filepath.Join(env.Out, f)); err != nil {
-			t.Errorf("%s: %v", f, err)
-		}
 	}
 }
