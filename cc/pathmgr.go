@@ -194,6 +194,8 @@ func (p *PathManager) OnAck(now sim.Time, entropy uint16, marked bool, cwndPkts 
 		} else {
 			p.next = i
 		}
+	case PathOblivious, PathBitmap, PathREPS, PathMixed:
+		// UET's policies took the feedback above (p.uet).
 	}
 }
 

@@ -13,6 +13,7 @@ type interval struct {
 // acknowledges it (at once or delayed), echoes ECN and reports SACK blocks.
 type Receiver struct {
 	flow      int32
+	pdsBytes  int32 // UET: bytes since the last ACK (UecSink::_accepted_bytes; uet.go)
 	size      uint64
 	rcvNxt    uint64
 	ooo       []interval // sorted, disjoint, all above rcvNxt
@@ -20,6 +21,8 @@ type Receiver struct {
 	ceLatched bool // RFC 3168 echo state
 	ceState   bool // RFC 8257 §3.2 DCTCP.CE
 	done      bool
+	pdsGot    bool // UET: a data packet arrived (UecSink::_received_bytes > 0)
+	pdsAckReq bool // UET: an ack request waits for the reorder queue (_ack_request)
 
 	unacked       int      // data packets since the last ACK
 	tsRecent      sim.Time // TSval to echo: earliest unacknowledged (RFC 7323 §4.3)
@@ -30,12 +33,8 @@ type Receiver struct {
 	nack          bool     // STrack: the next ACK carries the received bitmap
 	trimNack      bool     // the next ACK is a trim NACK for the packet it names
 
-	nak bool // RoCE: the next ACK is a NAK (roce.go)
-	// UET's ACK state (uet.go; here, they fill the padding after nak).
-	pdsGot      bool    // a data packet arrived (UecSink::_received_bytes > 0)
-	pdsAckReq   bool    // an ack request waits for the reorder queue (_ack_request)
-	pdsAccepted int32   // bytes since the last ACK (_accepted_bytes)
-	rx          *roceRx // RoCE's receive state; nil for other transports
+	nak bool    // RoCE: the next ACK is a NAK (roce.go)
+	rx  *roceRx // RoCE's receive state; nil for other transports
 	// The data packet whose TSval is echoed: when it arrived and how long
 	// it waited in the sender's NIC (Swift's endpoint delay).
 	tsArrive, tsWait sim.Time

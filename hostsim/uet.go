@@ -51,7 +51,7 @@ func (r *Receiver) onPDSData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 		return
 	}
 	ce := pkt.Flags&sim.FlagCE != 0
-	r.pdsAccepted += pkt.Size
+	r.pdsBytes += pkt.Size
 	if have {
 		// A duplicate: acknowledge at once.
 		r.sendPDSAck(h, e, pkt, ce)
@@ -74,7 +74,7 @@ func (r *Receiver) onPDSData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	if every == 0 {
 		every = DefaultPDSAckBytes
 	}
-	if ce || int64(r.pdsAccepted) >= every || force {
+	if ce || int64(r.pdsBytes) >= every || force {
 		r.sendPDSAck(h, e, pkt, ce)
 	}
 }
@@ -106,7 +106,7 @@ func (r *Receiver) sendPDSAck(h *Host, e *sim.Engine, pkt *sim.Packet, ce bool) 
 	}
 	ack.Entropy, ack.Seq, ack.TSecr = pkt.Entropy, pkt.Seq, pkt.TSval
 	ack.Bitmap = r.sackBitmap(pkt.Seq/uint64(h.T.Cfg.CC.MSS), uint64(h.T.Cfg.CC.MSS))
-	r.pdsAccepted = 0
+	r.pdsBytes = 0
 	h.send(e, a)
 }
 
