@@ -338,7 +338,8 @@ func nsReport(w *strings.Builder, env *Env, z nsSizes, res map[string][]nsRun, s
 	fmt.Fprintf(w, "\nThe receiver's link needs %.1f us for the incast's bytes (headers included) at 100 Gb/s; the last flow cannot finish earlier.\n", ideal)
 	w.WriteString("\n![FCT CDF](nscc/incast_fct_cdf.png)\n![FCT P50, P99, max](nscc/incast_fct_bars.png)\n")
 	nsCompareText(w, perm, spread)
-	nsIncastText(w, inc, ideal)
+	nsLBText(w, perm)
+	nsIncastText(w, inc, ideal, int64(z.incastSenders)*pkts)
 	w.WriteString(nsNotes)
 }
 
@@ -445,8 +446,25 @@ timeouts.
 		len(dc.toFCT), percentile(dc.toFCT, 50))
 }
 
+// nsLBText compares the load-balancing policies on the permutation.
+func nsLBText(w *strings.Builder, perm []nsRun) {
+	m, b, r, o := perm[nsMixed], perm[nsBitmap], perm[nsREPS], perm[nsOblivious]
+	fmt.Fprintf(w, `
+Load balancing (the first four rows): oblivious spraying, which ignores
+feedback, met %d trims, %d drops and %d ECN marks and finished at %.1f us
+(sender side); the policies that steer by feedback kept away from
+congested entropies: bitmap %d trims and %d marks (%.1f us), REPS %d and
+%d (%.1f us), mixed (REPS's recycling first, bitmap otherwise) %d and %d
+(%.1f us). The drops are of packets without payload (ACKs, NACKs,
+headers beyond their allowance): trimming cuts data rather than dropping
+it.
+`, o.trims, o.t.drops, o.t.marks, percentile(o.done, 100), b.trims, b.t.marks, percentile(b.done, 100),
+		r.trims, r.t.marks, percentile(r.done, 100), m.trims, m.t.marks, percentile(m.done, 100))
+}
+
 // nsIncastText describes the incast's runs.
-func nsIncastText(w *strings.Builder, inc []nsRun, ideal float64) {
+// packets is the number of data packets the incast's flows hold.
+func nsIncastText(w *strings.Builder, inc []nsRun, ideal float64, packets int64) {
 	m, st, dc := inc[nsMixed], inc[nsSTrack], inc[nsDCTCPi]
 	fmt.Fprintf(w, `
 ## The incast
@@ -456,24 +474,36 @@ receiver's link needs. Every sender starts at 1.5 BDP, so the first
 windows overflow the last hop, which trims: %d trims, %d
 retransmissions, %d timeouts. Each trim's NACK takes its packet out of the
 window and asks for quick adapt, which set a window to what its flow had
-delivered %d times. STrack ends at %.1f us (%d retransmissions, %d
-timeouts): its receivers do not answer a trim, so a sender learns of the
-hole from the bitmaps of later packets, and a trimmed packet with none
-behind it waits for the RTO. DCTCP ends at %.1f us (%d retransmissions, %d
-timeouts, %d trims): a trim is answered by one duplicate ACK, and SACK
-recovery starts only with three (RFC 6675).
+delivered %d times.
+
+STrack ends at %.1f us (%d retransmissions, %d timeouts). Its receivers
+answer each trim with a trim NACK and the sender resends at once
+(decisions.md "Trim NACK"), but its windows stay above what the last hop
+drains (the traced flows' mean window %.1f KB, %d flows at once), so the
+resends are trimmed again: %d trims for %d packets, %.1f per packet.
+Nothing was dropped (%d drops), so each timeout is a packet whose resends
+kept being trimmed for longer than the 100 us RTO floor. NSCC cuts its
+window on every NACK (%.1f KB mean window) and trims each packet %.2f
+times. DCTCP ends at %.1f us (%d retransmissions, %d timeouts, %d trims):
+a trim is answered by one duplicate ACK, and SACK recovery starts only
+with three (RFC 6675).
 `, percentile(m.fct, 100), 100*(percentile(m.fct, 100)/ideal-1), ideal, m.trims, m.t.retx, m.t.timeouts, m.qa,
-		percentile(st.fct, 100), st.t.retx, st.t.timeouts, percentile(dc.fct, 100), dc.t.retx, dc.t.timeouts, dc.trims)
+		percentile(st.fct, 100), st.t.retx, st.t.timeouts, st.cwnd/1000, len(st.fct),
+		st.trims, packets, float64(st.trims)/float64(packets), st.t.drops,
+		m.cwnd/1000, float64(m.trims)/float64(packets),
+		percentile(dc.fct, 100), dc.t.retx, dc.t.timeouts, dc.trims)
 }
 
 const nsNotes = `
 ## Notes
 
-- NSCC's parameters and formulas are uet-htsim's (decisions.md "NSCC");
+- NSCC's parameters and formulas are uet-htsim's (decisions.md "NSCC and
+  the UET transport");
   the UEC specification's text is not in our sources, and where third-party
   ports quote it, they agree with htsim on what this run uses.
-- htsim's NIC sends control packets and data in a 10:1 ratio; our hosts
-  send from one FIFO. htsim's CompositeQueue serves headers and data in a
+- htsim's NIC sends control packets and data in a 10:1 ratio, and so do
+  our UET hosts by default (` + "`nic: uec`" + `); STrack's and DCTCP's hosts send
+  from one FIFO. htsim's CompositeQueue serves headers and data in a
   weighted ratio; our switches give the control class strict priority.
 - The load balancers' random draws (the oblivious/bitmap XOR mask, REPS's
   random entropies) come from each host's stream, so each seed sprays
