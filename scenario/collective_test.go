@@ -59,7 +59,7 @@ func TestCollective_Errors(t *testing.T) {
 	for _, c := range []struct{ w, want string }{
 		{"{type: collective, size: 1KB}", "workload[0].collective: required for type collective"},
 		{"{type: collective, size: 1KB, collective: {op: allreduce, ranks: 9}}", "workload[0].collective.ranks: 9 ranks from host 0 do not fit"},
-		{"{type: collective, size: 1KB, collective: {op: allreduce, algorithm: halving_doubling, ranks: 6}}", "power-of-two"},
+		{"{type: collective, size: 1KB, collective: {op: allreduce, algorithm: halving_doubling, ranks: 6, chunks: 600}}", "cannot be cut into 600 chunks"},
 		{"{type: collective, size: 1KB, collective: {op: broadcast}}", "unknown collective \"broadcast\""},
 		{"{type: collective, size: 1KB, collective: {op: allreduce, placement: rail, gpus_per_server: 3}}", "gpus_per_server"},
 		{"{type: collective, size: 1KB, hosts: [0, 0], collective: {op: allreduce}}", "ranks 0 and 1 are both on host 0"},
