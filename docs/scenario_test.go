@@ -59,6 +59,7 @@ var fieldTables = map[string]reflect.Type{
 	"placement":                              reflect.TypeFor[scenario.Placement](),
 	"Sweeps":                                 reflect.TypeFor[sweep.Spec](),
 	"Flows that wait on others (collective)": reflect.TypeFor[scenario.CollectiveSpec](),
+	"rail":                                   reflect.TypeFor[scenario.Rail](),
 }
 
 // yamlFields returns the yaml names of t's fields (t a struct, or a

@@ -530,8 +530,17 @@ func (l *loader) topology(t *Topology) (*topologies.Topology, error) {
 			return nil, err
 		}
 		joined := d.Joined == nil || *d.Joined
+		var nv *topologies.TierConfig
+		if d.NVLink != nil {
+			c, err := l.tier("topology.rail.nvlink", d.NVLink)
+			if err != nil {
+				return nil, err
+			}
+			nv = &c
+		}
 		topo, err := topologies.Rail(topologies.RailConfig{Servers: d.Servers, GPUs: d.GPUsPerServer, ServersPerLeaf: d.ServersPerLeaf,
-			Spines: d.Spines, Joined: joined, Host: host, Fabric: fab, SwitchLatency: sim.Time(d.SwitchLatency)})
+			Spines: d.Spines, Joined: joined, Host: host, Fabric: fab, SwitchLatency: sim.Time(d.SwitchLatency),
+			NVLink: nv, NVSwitchLatency: sim.Time(d.NVSwitchLatency)})
 		return topo, wrap(err)
 	case "leafspine":
 		d := t.LeafSpine

@@ -55,16 +55,20 @@ type Topology struct {
 
 // Rail is a rail-optimised fabric: servers of GPUsPerServer NICs, NIC g of
 // every server on rail g, each rail a leaf-spine (Joined: the rails share
-// their spines; default true).
+// their spines; default true). NVLink, when present, adds every server's
+// NVSwitch (the hosts are then GPUs, each behind its NIC), over which
+// traffic crosses rails.
 type Rail struct {
-	Servers        int            `yaml:"servers" lockstep:"required"`
-	GPUsPerServer  int            `yaml:"gpus_per_server" lockstep:"required"`
-	ServersPerLeaf int            `yaml:"servers_per_leaf" lockstep:"required"`
-	Spines         int            `yaml:"spines" lockstep:"required"`
-	Joined         *bool          `yaml:"joined"`
-	Host           Tier           `yaml:"host"`
-	Fabric         Tier           `yaml:"fabric"`
-	SwitchLatency  yamlx.Duration `yaml:"switch_latency"`
+	Servers         int            `yaml:"servers" lockstep:"required"`
+	GPUsPerServer   int            `yaml:"gpus_per_server" lockstep:"required"`
+	ServersPerLeaf  int            `yaml:"servers_per_leaf" lockstep:"required"`
+	Spines          int            `yaml:"spines" lockstep:"required"`
+	Joined          *bool          `yaml:"joined"`
+	Host            Tier           `yaml:"host"`
+	Fabric          Tier           `yaml:"fabric"`
+	SwitchLatency   yamlx.Duration `yaml:"switch_latency"`
+	NVLink          *Tier          `yaml:"nvlink"`
+	NVSwitchLatency yamlx.Duration `yaml:"nvswitch_latency"`
 }
 
 // Tier is the settings of a group of links: rate, propagation delay, and
