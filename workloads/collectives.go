@@ -474,6 +474,10 @@ type JobConfig struct {
 	// every iteration uniform in [Compute, ComputeMax], drawn from rng in
 	// (iteration, rank) order: stragglers.
 	ComputeMax sim.Time
+	// Parallel, when set, adds tensor and pipeline parallelism: the
+	// collective is then the data-parallel all-reduce of each stage's
+	// gradients, and Compute the optimizer step after it.
+	Parallel *ParallelConfig
 	// Buckets (default 1) cuts the collective into this many of
 	// size/Buckets, overlapped with compute: bucket b of a rank starts
 	// when (b+1)/Buckets of its compute is done, as data-parallel training
@@ -502,6 +506,13 @@ type JobFlows struct {
 	Flows []Flow
 	// Iters[i] is the flow range [First, First+Count) of iteration i.
 	Iters []FlowRange
+	// A parallel job's compute tasks (flows name them by TaskRef), the
+	// range of them each iteration made, and its instances, iteration by
+	// iteration (nil for a plain job, whose iterations are its
+	// instances).
+	Tasks     []Task
+	IterTasks []FlowRange
+	Instances []Instance
 }
 
 // FlowRange is a contiguous range of flows.
@@ -522,6 +533,9 @@ func Job(j JobConfig, rng *rand.Rand) (*JobFlows, error) {
 	}
 	if j.ComputeMax != 0 && j.ComputeMax < j.Compute {
 		return nil, fmt.Errorf("compute_max %v is less than compute %v", j.ComputeMax, j.Compute)
+	}
+	if j.Parallel != nil {
+		return parallelJob(j)
 	}
 	nb := max(j.Buckets, 1)
 	c := j.Collective
