@@ -55,9 +55,11 @@ type Transport struct {
 	// none waits).
 	got []int32
 	// Tasks are the compute tasks (SetTasks); gotTask counts each one's
-	// activations.
-	Tasks   []TaskSpec
-	gotTask []int32
+	// activations, and TaskFired is when each local task fired
+	// (sim.Never: not, or not here).
+	Tasks     []TaskSpec
+	TaskFired []sim.Time
+	gotTask   []int32
 }
 
 // SetTasks gives the transport the compute tasks that flows and tasks
@@ -72,7 +74,10 @@ func (t *Transport) SetTasks(tasks []TaskSpec, hosts int) error {
 			return fmt.Errorf("task %d: need %d, delay %v and start %v must not be negative", k, tk.Need, tk.Delay, tk.Start)
 		}
 	}
-	t.Tasks, t.gotTask = tasks, make([]int32, len(tasks))
+	t.Tasks, t.gotTask, t.TaskFired = tasks, make([]int32, len(tasks)), make([]sim.Time, len(tasks))
+	for k := range t.TaskFired {
+		t.TaskFired[k] = sim.Never
+	}
 	return nil
 }
 
@@ -232,6 +237,7 @@ func (h *Host) OnTimer(e *sim.Engine, ev *sim.Event) {
 		fallthrough
 	case timerTaskStart:
 		// A task carries no bytes: firing is activating what waits on it.
+		h.T.TaskFired[flow] = e.Now()
 		if next := h.T.Tasks[flow].Next; len(next) > 0 {
 			h.T.activate(h, e, next)
 		}

@@ -370,6 +370,25 @@ type CollectiveSpec struct {
 	ComputeMax yamlx.Duration `yaml:"compute_max"`
 	// Buckets: the collective in this many pieces overlapped with compute.
 	Buckets int `yaml:"buckets"`
+	// Parallel adds tensor and pipeline parallelism: the collective is
+	// then the data-parallel all-reduce of the gradients, and Compute the
+	// optimizer step.
+	Parallel *Parallel `yaml:"parallel"`
+}
+
+// Parallel is a job's tensor- and pipeline-parallel structure
+// (workloads.ParallelConfig).
+type Parallel struct {
+	TP           int            `yaml:"tp"`
+	PP           int            `yaml:"pp"`
+	Microbatches int            `yaml:"microbatches"`
+	Schedule     string         `yaml:"schedule"`
+	Layers       int            `yaml:"layers"`
+	Forward      yamlx.Duration `yaml:"forward"`
+	Backward     yamlx.Duration `yaml:"backward"`
+	TPSize       yamlx.Size     `yaml:"tp_size"`
+	TPAlgorithm  string         `yaml:"tp_algorithm"`
+	PPSize       yamlx.Size     `yaml:"pp_size"`
 }
 
 // FlowEntry is one explicit flow.

@@ -55,12 +55,16 @@ type CollectiveFlows struct {
 }
 
 // BusFactor is NCCL's bus bandwidth factor (nccl-tests doc/PERFORMANCE.md):
-// busbw = algbw * factor, 2(n-1)/n for allreduce and (n-1)/n for
-// reduce_scatter, allgather and alltoall.
+// busbw = algbw * factor, 2(n-1)/n for allreduce, (n-1)/n for
+// reduce_scatter, allgather and alltoall, and 1 for a point-to-point
+// sendrecv (nccl-tests' sendrecv_perf).
 func BusFactor(op string, n int) float64 {
 	f := float64(n-1) / float64(n)
-	if op == OpAllReduce {
+	switch op {
+	case OpAllReduce:
 		return 2 * f
+	case OpSendRecv:
+		return 1
 	}
 	return f
 }

@@ -87,7 +87,9 @@ type Task struct {
 func TaskRef(k int32) int32 { return -1 - k }
 
 // Instance is one collective or point-to-point instance of a parallel
-// job: its flows are [First, First+Count) of the job's.
+// job: its flows are [First, First+Count) of the job's. Bytes is each
+// rank's message as nccl-tests counts it: a pipeline send's is what each
+// of its TP ranks sends (PPSize), as sendrecv_perf counts per rank.
 type Instance struct {
 	Iteration     int
 	Phase         string
@@ -382,7 +384,7 @@ func parallelJob(j JobConfig) (*JobFlows, error) {
 							grad[jj][s][mb] = base
 						}
 						g.out.Instances = append(g.out.Instances, Instance{Iteration: it, Phase: PhasePP, Op: OpSendRecv,
-							Algorithm: AlgP2P, Bytes: int64(t) * p.PPSize, Hosts: hs, First: base, Count: int32(t)})
+							Algorithm: AlgP2P, Bytes: p.PPSize, Hosts: hs, First: base, Count: int32(t)})
 					}
 				}
 			}
