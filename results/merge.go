@@ -27,7 +27,7 @@ type Outputs struct {
 	// TaskFired is when each compute task fired (sim.Never: it did not),
 	// in b.Fabric.Tasks order.
 	TaskFired []sim.Time
-	Ports []QueueRow
+	Ports     []QueueRow
 	// Classes is queues_class.csv (empty without per-class counters).
 	Classes []ClassRow
 	Cwnd    []hostsim.CwndRow
