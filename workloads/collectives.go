@@ -341,9 +341,7 @@ func (g *collGen) doubleTree() {
 			}
 		}
 		for i := 0; i < len(order); i++ {
-			for _, c := range kids[order[i]] {
-				order = append(order, c)
-			}
+			order = append(order, kids[order[i]]...)
 		}
 		root := order[0]
 		up := make([][]int32, n) // by rank: its transfer to its parent

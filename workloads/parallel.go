@@ -177,7 +177,6 @@ func ParallelFlows(p ParallelConfig, n int, dpFlows int64, iterations int) int64
 // between is one task).
 type jobGen struct {
 	j        JobConfig
-	p        ParallelConfig
 	out      *JobFlows
 	hosts    []int
 	frontier [][]int32
@@ -345,7 +344,7 @@ func parallelJob(j JobConfig) (*JobFlows, error) {
 		}
 	}
 	rank := func(s, i, jj int) int { return i + t*(jj+d*s) }
-	g := &jobGen{j: j, p: p, out: &JobFlows{}, hosts: c.Hosts,
+	g := &jobGen{j: j, out: &JobFlows{}, hosts: c.Hosts,
 		frontier: make([][]int32, n), in: make([][]int32, n), pend: make([]sim.Time, n), pending: make([]bool, n)}
 	tpCfg := CollectiveConfig{Op: OpAllReduce, Algorithm: p.TPAlgorithm, Size: p.TPSize, Start: c.Start, Delay: c.Delay}
 	for it := 0; it < j.Iterations; it++ {
