@@ -126,6 +126,11 @@ type AckInfo struct {
 	// segment, is always clear).
 	Nack   bool
 	Bitmap uint64
+	// Trimmed: a trim NACK. A switch cut the data packet whose first byte
+	// is Echo to its header (NDP packet trimming), in its transmission
+	// sent at TSecr; the receiver says so at once. Only with EchoValid.
+	// The packet did not arrive: Echo is not acknowledged.
+	Trimmed bool
 	// RTTInfo holds the sender's estimates after this ACK's sample and
 	// the RTO deadline before the ACK restarts it (RACK's inputs).
 	RTTInfo

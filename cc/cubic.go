@@ -88,6 +88,7 @@ type Cubic struct {
 	lastTime       uint32 // jiffies of the last cnt computation
 	bicOriginPoint uint32 // origin point of the cubic function
 	bicK           uint32 // K, in 1/1024 s
+	bicTarget      uint32 // bic_target of the last cnt computation (a local in the kernel)
 	delayMin       uint32 // delay_min, us; 0 = none yet
 	epochStart     uint32 // beginning of the epoch, valid iff epochStarted
 	ackCnt         uint32 // packets ACKed in the epoch (Reno emulation)
@@ -97,6 +98,9 @@ type Cubic struct {
 	epochStarted bool
 
 	hy HyStart
+	// perAckSS: slow start grows one packet per ACK (CubicConfig.SlowStart
+	// "per-ack").
+	perAckSS bool
 
 	srtt       sim.Time // smoothed RTT (tcp_rtt_estimator's srtt), 0 = none
 	pacingRate int64    // sk_pacing_rate estimate, bytes/s, for hystart_ack_delay
@@ -143,6 +147,17 @@ type CubicConfig struct {
 	// "linux-2011", "linux-2014", "linux" (today's kernel) or "hystart++"
 	// (RFC 9406). "" means "linux".
 	HyStart string
+	// HyStartHZ runs "linux-2008" on the jiffies clock of a kernel built
+	// with this HZ (100, 250, 300 or 1000; cc/jiffies.go); 0 keeps the
+	// default approximation (HZ = 1000, RTT samples in microseconds
+	// rounded up). Other detectors refuse it.
+	HyStartHZ int
+	// SlowStart selects the slow-start growth: "linux" (or "") is today's
+	// tcp_slow_start, cwnd += the packets an ACK acknowledges, the rest
+	// spilling into congestion avoidance; "per-ack" is tcp_slow_start with
+	// the default sysctl tcp_abc = 0 of the 2.6 and early 3.x kernels:
+	// one packet per ACK, whatever it acknowledges, and nothing spills.
+	SlowStart string
 	// FastConvergence is the module parameter fast_convergence.
 	FastConvergence bool
 	// TCPFriendliness is the module parameter tcp_friendliness.
@@ -164,10 +179,29 @@ func DefaultCubicConfig() CubicConfig {
 
 // Validate checks the names and ranges.
 func (c CubicConfig) Validate() error {
+	variant := HyStartLinux
 	if c.HyStart != "" {
-		if _, err := ParseHyStartVariant(c.HyStart); err != nil {
+		v, err := ParseHyStartVariant(c.HyStart)
+		if err != nil {
 			return err
 		}
+		variant = v
+	}
+	if c.HyStartHZ != 0 {
+		if err := checkHyStartHZ(variant, c.HyStartHZ); err != nil {
+			return err
+		}
+	}
+	switch c.SlowStart {
+	case "", "linux":
+	case "per-ack":
+		if variant == HyStartPlusPlus {
+			return &OptionValueError{Module: "cubic", Key: "slow_start",
+				Err: fmt.Errorf("per-ack does not combine with hystart++ (RFC 9406 §4.2 sets its own growth)")}
+		}
+	default:
+		return &OptionValueError{Module: "cubic", Key: "slow_start",
+			Err: fmt.Errorf("must be linux or per-ack, got %q", c.SlowStart)}
 	}
 	if c.Beta < 0 || c.Beta >= bictcpBetaScale {
 		return fmt.Errorf("cubic: beta must be in [1, %d) (0 for the default), got %d", bictcpBetaScale, c.Beta)
@@ -211,6 +245,10 @@ func NewCubic(cfg CubicConfig, mss, initCwnd int64) *Cubic {
 		cwnd:         uint32(initCwnd),
 		ssthresh:     tcpInfiniteSsthresh,
 		hy:           NewHyStart(variant),
+		perAckSS:     cfg.SlowStart == "per-ack",
+	}
+	if cfg.HyStartHZ != 0 {
+		c.hy, _ = NewHyStartHZ(variant, cfg.HyStartHZ) // checked by Validate
 	}
 	return c
 }
@@ -301,6 +339,20 @@ func (c *Cubic) congAvoid(ev *AckEvent, acked uint32) {
 	}
 	if c.inSlowStart() {
 		c.hy.OnSlowStartAck(ev.Now, ev.SndUna, ev.SndNxt)
+		if c.perAckSS {
+			// 2.6.x tcp_slow_start with sysctl_tcp_abc = 0: "cnt =
+			// tp->snd_cwnd; tp->snd_cwnd_cnt += cnt; while
+			// (tp->snd_cwnd_cnt >= tp->snd_cwnd) {...; tp->snd_cwnd++;}"
+			// adds exactly one packet per call, and cong_avoid did
+			// either slow start or congestion avoidance, never both.
+			// Deviation: capped at ssthresh (the kernel's "snd_cwnd <=
+			// snd_ssthresh" let it reach ssthresh + 1).
+			c.cwnd = min(c.cwnd+1, c.ssthresh)
+			if !c.inSlowStart() {
+				c.exitReason = "ssthresh"
+			}
+			return
+		}
 		c.cwnd, acked = c.hy.SlowStart(c.cwnd, c.ssthresh, acked, ev.Paced)
 		if !c.inSlowStart() {
 			c.exitReason = "ssthresh"
@@ -360,6 +412,7 @@ func (c *Cubic) update(now, acked uint32) {
 		} else {
 			target = c.bicOriginPoint + delta // above origin
 		}
+		c.bicTarget = target
 		if target > cwnd {
 			c.cnt = cwnd / (target - cwnd)
 		} else {
@@ -425,7 +478,7 @@ func (c *Cubic) recalcSsthresh() uint32 {
 // reset is bictcp_reset (cubictcp_state(TCP_CA_Loss)).
 func (c *Cubic) reset() {
 	c.cnt, c.lastMaxCwnd, c.lastCwnd, c.lastTime = 0, 0, 0, 0
-	c.bicOriginPoint, c.bicK, c.delayMin = 0, 0, 0
+	c.bicOriginPoint, c.bicK, c.delayMin, c.bicTarget = 0, 0, 0, 0
 	c.epochStart, c.ackCnt, c.tcpCwnd = 0, 0, 0
 	c.epochStarted = false
 }

@@ -6,16 +6,22 @@ import (
 	"github.com/lockstep-sim/lockstep/sim"
 )
 
-// DCTCPConfig parameterises DCTCP.
+// DCTCPConfig parameterises DCTCP. Every field is taken as given: start
+// from DefaultDCTCPConfig and change what differs. (A zero G once meant
+// "the default" and a zero InitAlpha "1"; 0 is a valid initial alpha, so
+// neither zero stands for a default any more.)
 type DCTCPConfig struct {
-	// G is the EWMA gain g of RFC 8257 §3.3 (0 means 1/16, the RFC's
-	// recommended default and Linux's dctcp_shift_g = 4).
+	// G is the EWMA gain g of RFC 8257 §3.3, in (0, 1]. The RFC recommends
+	// 1/16 (Linux dctcp_shift_g = 4: g = 1/2^4).
 	G float64
-	// InitAlpha is DCTCP.Alpha before the first observation window. RFC
-	// 8257 §4 leaves it to the implementation; 0 means 1, Linux's default
-	// (dctcp_alpha_on_init = DCTCP_MAX_ALPHA = 1024/1024), the cautious
-	// choice: the first reduction halves the window as standard ECN does.
-	// For a start close to "no congestion" use a small positive value.
+	// InitAlpha is DCTCP.Alpha before the first observation window, in
+	// [0, 1]. RFC 8257 §4 leaves it to the implementation; Linux's
+	// default is 1 (dctcp_alpha_on_init = DCTCP_MAX_ALPHA = 1024/1024),
+	// the cautious choice: the first reduction halves the window as
+	// standard ECN does. 0 is valid and means "no congestion seen yet":
+	// Linux takes any dctcp_alpha_on_init up to DCTCP_MAX_ALPHA
+	// (dctcp_init: min(dctcp_alpha_on_init, DCTCP_MAX_ALPHA)), and ns-3's
+	// TcpDctcp attribute DctcpAlphaOnInit any value in [0, 1].
 	InitAlpha float64
 }
 
@@ -25,13 +31,17 @@ const dctcpDefaultG = 1.0 / 16
 // DefaultDCTCPConfig is g = 1/16 and an initial alpha of 1.
 func DefaultDCTCPConfig() DCTCPConfig { return DCTCPConfig{G: dctcpDefaultG, InitAlpha: 1} }
 
-// Validate checks 0 <= G <= 1 and 0 <= InitAlpha <= 1.
+// Validate checks 0 < G <= 1 and 0 <= InitAlpha <= 1. g = 0 would freeze
+// alpha at its initial value (ns-3's DctcpShiftG checker admits it; RFC
+// 8257 §3.3's estimator needs g > 0).
 func (c DCTCPConfig) Validate() error {
-	if !(c.G >= 0 && c.G <= 1) {
-		return fmt.Errorf("dctcp.g: must be in (0, 1] (0 for the default 1/16), got %v", c.G)
+	if !(c.G > 0 && c.G <= 1) {
+		return &OptionValueError{Module: "dctcp", Key: "g",
+			Err: fmt.Errorf("must be in (0, 1] (RFC 8257 §3.3 recommends 1/16), got %v", c.G)}
 	}
 	if !(c.InitAlpha >= 0 && c.InitAlpha <= 1) {
-		return fmt.Errorf("dctcp.init_alpha: must be in [0, 1] (0 for the default 1), got %v", c.InitAlpha)
+		return &OptionValueError{Module: "dctcp", Key: "init_alpha",
+			Err: fmt.Errorf("must be in [0, 1] (0: no congestion seen yet; Linux's default 1), got %v", c.InitAlpha)}
 	}
 	return nil
 }
@@ -84,14 +94,11 @@ var (
 )
 
 // NewDCTCP returns DCTCP with an initial window of initCwnd segments of
-// mss bytes. Zero fields of cfg take their defaults.
-// Precondition: cfg.Validate() == nil.
+// mss bytes.
+// Preconditions: cfg.Validate() == nil.
 func NewDCTCP(cfg DCTCPConfig, mss, initCwnd int64) *DCTCP {
-	if cfg.G == 0 {
-		cfg.G = dctcpDefaultG
-	}
-	if cfg.InitAlpha == 0 {
-		cfg.InitAlpha = 1
+	if err := cfg.Validate(); err != nil {
+		panic(fmt.Sprintf("cc: NewDCTCP(%+v): %v", cfg, err))
 	}
 	return &DCTCP{reno: *NewReno(mss, initCwnd), g: cfg.G, alpha: cfg.InitAlpha}
 }

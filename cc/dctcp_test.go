@@ -49,7 +49,7 @@ func wantAlpha(t *testing.T, what string, d *DCTCP, want float64) {
 // exceeds WindowEnd, and that ACK's bytes count in it. WindowEnd starts at
 // SND.NXT = 0, so the first ACK is a window of its own.
 func TestDCTCP_RFC8257_3_3_WindowBoundaries(t *testing.T) {
-	h := newDCTCPHarness(t, DCTCPConfig{}, 10)
+	h := newDCTCPHarness(t, DefaultDCTCPConfig(), 10)
 	h.ack(false) // una 1000 > WindowEnd 0: alpha = 15/16; WindowEnd = 10000
 	wantAlpha(t, "first ACK", h.d, 15.0/16)
 	// ACKs up to una = 10000 do not pass WindowEnd = 10000 ...
@@ -65,7 +65,7 @@ func TestDCTCP_RFC8257_3_3_WindowBoundaries(t *testing.T) {
 // RFC 8257 §3.3 steps 4-5: alpha <- (1-g)*alpha + g*F, F the fraction of
 // bytes marked in the window, worked by hand for g = 1/16 and alpha0 = 1.
 func TestDCTCP_RFC8257_3_3_AlphaEWMA(t *testing.T) {
-	h := newDCTCPHarness(t, DCTCPConfig{}, 10)
+	h := newDCTCPHarness(t, DefaultDCTCPConfig(), 10)
 	h.ack(false)
 	// alpha1 = 15/16.
 	wantAlpha(t, "first ACK", h.d, 15.0/16)
@@ -120,7 +120,7 @@ func TestDCTCP_RFC8257_3_3_ECNReduction(t *testing.T) {
 		{1, 3, 2000, "max(3000 * 1/2, 2*SMSS)"},
 	}
 	for _, c := range cases {
-		d := NewDCTCP(DCTCPConfig{InitAlpha: c.alpha}, 1000, c.initCwnd)
+		d := NewDCTCP(DCTCPConfig{G: dctcpDefaultG, InitAlpha: c.alpha}, 1000, c.initCwnd)
 		d.OnCongestion(&CongestionEvent{Kind: CongECN, FlightSize: c.initCwnd * 1000, MSS: 1000})
 		if got := d.Cwnd(); got != c.wantCwnd {
 			t.Errorf("alpha %v, cwnd %d: want %s = %d, got %d", c.alpha, c.initCwnd*1000, c.derivation, c.wantCwnd, got)
@@ -139,7 +139,7 @@ func TestDCTCP_RFC8257_3_3_ECNReduction(t *testing.T) {
 // 20-segment window becomes 20000 * (1 - 3751/8192) = 10842.29 -> 10843
 // (the cut, 9157.71, is rounded down as Linux's shift does).
 func TestDCTCP_RFC8257_3_3_ReductionUsesCurrentAlpha(t *testing.T) {
-	d := NewDCTCP(DCTCPConfig{InitAlpha: 3751.0 / 4096}, 1000, 20)
+	d := NewDCTCP(DCTCPConfig{G: dctcpDefaultG, InitAlpha: 3751.0 / 4096}, 1000, 20)
 	d.OnCongestion(&CongestionEvent{Kind: CongECN, FlightSize: 20000, MSS: 1000})
 	if got := d.Cwnd(); got != 10843 {
 		t.Fatalf("cwnd: want 20000 - floor(20000*3751/8192) = 10843, got %d", got)
@@ -151,7 +151,7 @@ func TestDCTCP_RFC8257_3_3_ReductionUsesCurrentAlpha(t *testing.T) {
 // alpha is; an RTO leaves 1 SMSS.
 func TestDCTCP_RFC8257_3_5_LossHalves(t *testing.T) {
 	for _, alpha := range []float64{0.01, 0.5, 1} {
-		d := NewDCTCP(DCTCPConfig{InitAlpha: alpha}, 1000, 20)
+		d := NewDCTCP(DCTCPConfig{G: dctcpDefaultG, InitAlpha: alpha}, 1000, 20)
 		d.OnCongestion(&CongestionEvent{Kind: CongLoss, FlightSize: 20000, MSS: 1000})
 		if got := d.Cwnd(); got != 10000 {
 			t.Errorf("alpha %v: cwnd after loss: want 20000/2 = 10000, got %d", alpha, got)
@@ -173,7 +173,7 @@ func TestDCTCP_RFC8257_3_5_LossHalves(t *testing.T) {
 // RFC 8257 §3.4: without marks, DCTCP's window grows exactly as Reno's
 // (RFC 5681 slow start and congestion avoidance).
 func TestDCTCP_RFC8257_3_4_GrowsLikeReno(t *testing.T) {
-	d := NewDCTCP(DCTCPConfig{}, 1000, 10)
+	d := NewDCTCP(DefaultDCTCPConfig(), 1000, 10)
 	r := NewReno(1000, 10)
 	var una uint64
 	step := func(i int, acked int64) {
@@ -199,22 +199,47 @@ func TestDCTCP_RFC8257_3_4_GrowsLikeReno(t *testing.T) {
 }
 
 func TestDCTCP_Config(t *testing.T) {
-	d := NewDCTCP(DCTCPConfig{}, 1000, 10)
+	d := NewDCTCP(DefaultDCTCPConfig(), 1000, 10)
 	if d.g != 1.0/16 || d.Alpha() != 1 {
-		t.Fatalf("zero config: want g 1/16 and alpha 1 (Linux dctcp_alpha_on_init), got g %v alpha %v", d.g, d.Alpha())
+		t.Fatalf("default config: want g 1/16 and alpha 1 (Linux dctcp_alpha_on_init), got g %v alpha %v", d.g, d.Alpha())
 	}
-	if def := DefaultDCTCPConfig(); def.G != 1.0/16 || def.InitAlpha != 1 {
-		t.Fatalf("DefaultDCTCPConfig: want {1/16, 1}, got %+v", def)
-	}
-	for _, c := range []DCTCPConfig{{G: -0.1}, {G: 1.5}, {InitAlpha: 2}, {InitAlpha: -1}, {G: math.NaN()}} {
+	// g must be in (0, 1]: 0 is no longer "the default" but an error.
+	for _, c := range []DCTCPConfig{{G: 0, InitAlpha: 1}, {G: -0.1, InitAlpha: 1}, {G: 1.5, InitAlpha: 1},
+		{G: math.NaN(), InitAlpha: 1}, {G: 0.5, InitAlpha: 2}, {G: 0.5, InitAlpha: -1}, {G: 0.5, InitAlpha: math.NaN()}} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("Validate(%+v): want an error, got nil", c)
 		}
 	}
-	for _, c := range []DCTCPConfig{{}, {G: 1}, {G: 1.0 / 256, InitAlpha: 0.5}} {
+	for _, c := range []DCTCPConfig{{G: 1, InitAlpha: 1}, {G: 1.0 / 256, InitAlpha: 0.5}, {G: 1.0 / 16, InitAlpha: 0}} {
 		if err := c.Validate(); err != nil {
 			t.Errorf("Validate(%+v): want nil, got %v", c, err)
 		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("NewDCTCP with g = 0: want a panic (precondition), got none")
+		}
+	}()
+	NewDCTCP(DCTCPConfig{G: 0, InitAlpha: 1}, 1000, 10)
+}
+
+// RFC 8257 §4 leaves the initial alpha open; 0 is valid (Linux
+// dctcp_alpha_on_init, ns-3 DctcpAlphaOnInit) and must stay 0: the first
+// reduction before any window closes is cwnd * (1 - 0/2), no cut at all
+// (the 2*SMSS floor aside), where alpha = 1 would halve.
+func TestDCTCP_RFC8257_4_InitAlphaZero(t *testing.T) {
+	d := NewDCTCP(DCTCPConfig{G: dctcpDefaultG, InitAlpha: 0}, 1000, 10)
+	if got := d.Alpha(); got != 0 {
+		t.Fatalf("init_alpha 0: want alpha 0, got %v", got)
+	}
+	d.OnCongestion(&CongestionEvent{Kind: CongECN, FlightSize: 10000, MSS: 1000})
+	if got := d.Cwnd(); got != 10000 {
+		t.Fatalf("ECN cut with alpha 0: want cwnd 10000 * (1 - 0/2) = 10000, got %d", got)
+	}
+	// A first window with every byte marked: alpha = 0*(15/16) + 1/16.
+	d.OnAck(&AckEvent{Acked: 1000, ECE: true, MSS: 1000, SndUna: 1000, SndNxt: 10000})
+	if got := d.Alpha(); math.Abs(got-1.0/16) > 1e-15 {
+		t.Fatalf("alpha after a fully marked window: want 1/16, got %v", got)
 	}
 }
 
@@ -222,7 +247,7 @@ func TestDCTCP_Config(t *testing.T) {
 func BenchmarkDCTCPOnAck(b *testing.B) {
 	for _, marked := range []bool{false, true} {
 		b.Run(fmt.Sprintf("ece=%v", marked), func(b *testing.B) {
-			d := NewDCTCP(DCTCPConfig{}, 1460, 10)
+			d := NewDCTCP(DefaultDCTCPConfig(), 1460, 10)
 			ev := AckEvent{Acked: 1460, MSS: 1460, ECE: marked}
 			b.ReportAllocs()
 			for b.Loop() {

@@ -136,6 +136,9 @@ type Ack struct {
 	EchoValid bool
 	Nack      bool
 	Bitmap    uint64
+	// Trimmed: a trim NACK (per-packet ACKs only): a switch cut the data
+	// packet at Echo to its header, sent at TSecr (AckInfo.Trimmed).
+	Trimmed bool
 	// Entropy is the entropy the ACK echoes (the path manager's input).
 	Entropy uint16
 }
@@ -407,10 +410,10 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 	if a.HasTSecr {
 		ai.TSecr = a.TSecr
 	}
-	ai.Echo, ai.EchoValid, ai.Nack, ai.Bitmap = 0, false, false, 0
+	ai.Echo, ai.EchoValid, ai.Nack, ai.Bitmap, ai.Trimmed = 0, false, false, 0, false
 	if perPacket {
 		ai.Echo, ai.EchoValid = a.Echo, true
-		ai.Nack, ai.Bitmap = a.Nack, a.Bitmap
+		ai.Nack, ai.Bitmap, ai.Trimmed = a.Nack, a.Bitmap, a.Trimmed
 	}
 	una := ep.st.Una
 	v := ep.rec.OnAck(&ep.ai)

@@ -45,6 +45,12 @@ import (
 // so thresholds round exactly as the kernel's did. HyStart++ works in
 // sim.Time.
 //
+// "linux-2008" has two clocks. By default (NewHyStart) it is HZ = 1000 with
+// each RTT sample taken in microseconds and rounded up to whole jiffies, an
+// approximation kept for the outputs that rest on it. NewHyStartHZ selects
+// the clock of the kernels that ran it, 2.6.29 to 2.6.38 (jiffies.go): the
+// kernel's HZ, and RTT samples that are differences of jiffies.
+//
 // Rounds: a round ends when the cumulative ACK passes (is after) the SndNxt
 // recorded when the round began (Linux after(snd_una, end_seq); RFC 9406
 // §4.2 "When windowEnd is ACKed").
@@ -54,6 +60,9 @@ import (
 type HyStart struct {
 	variant HyStartVariant
 	inited  bool
+	// hz is the kernel's HZ of the jiffies model of "linux-2008", 0 for
+	// the default approximation (see the type's comment).
+	hz uint32
 
 	// Classic (Linux) HyStart state, struct bictcp's hystart fields. Times
 	// and RTTs are in the variant's clock units (see clock, rttUnits).
@@ -211,6 +220,19 @@ func (e HyStartEvent) String() string {
 // NewHyStart returns a HyStart of variant v.
 func NewHyStart(v HyStartVariant) HyStart { return HyStart{variant: v} }
 
+// NewHyStartHZ returns a HyStart of variant v on the jiffies clock of a
+// kernel built with the given HZ (jiffies.go). Only "linux-2008" has such
+// a clock; hz must be one of HyStartHZValues.
+func NewHyStartHZ(v HyStartVariant, hz int) (HyStart, error) {
+	if err := checkHyStartHZ(v, hz); err != nil {
+		return HyStart{}, err
+	}
+	return HyStart{variant: v, hz: uint32(hz)}, nil
+}
+
+// HZ is the kernel HZ of the jiffies model, 0 when it is not in use.
+func (h *HyStart) HZ() int { return int(h.hz) }
+
 // Variant is the selected variant.
 func (h *HyStart) Variant() HyStartVariant { return h.variant }
 
@@ -231,6 +253,9 @@ func (h *HyStart) GrowthBeforeDetection() bool { return h.variant == HyStartPlus
 func (h *HyStart) clock(now sim.Time) uint32 {
 	switch h.variant {
 	case HyStartLinux2008:
+		if h.hz != 0 {
+			return jiffiesHZ(now, h.hz)
+		}
 		return jiffies32(now) // 2.6.29 used jiffies
 	case HyStartLinux:
 		return uint32(now / sim.Microsecond) // bictcp_clock_us: tcp_mstamp
@@ -241,10 +266,14 @@ func (h *HyStart) clock(now sim.Time) uint32 {
 }
 
 // delaySample turns an RTT into the variant's delay units, as each
-// kernel's bictcp_acked did ("if (delay == 0) delay = 1").
-func (h *HyStart) delaySample(rtt sim.Time) uint32 {
+// kernel's bictcp_acked did ("if (delay == 0) delay = 1"). ok is false when
+// the kernel had no sample: on the jiffies clock, an RTT that did not
+// cross a tick (tcp_clean_rtx_queue: "else if (ca_seq_rtt > 0)").
+func (h *HyStart) delaySample(now, rtt sim.Time) (d uint32, ok bool) {
+	if h.hz != 0 {
+		return jiffiesDelaySample(now, rtt, h.hz)
+	}
 	us := uint32(rtt / sim.Microsecond) // sample->rtt_us
-	var d uint32
 	switch h.variant {
 	case HyStartLinux2008:
 		d = usecsToJiffies(us) << 3 // usecs_to_jiffies(rtt_us) << 3
@@ -253,7 +282,7 @@ func (h *HyStart) delaySample(rtt sim.Time) uint32 {
 	default:
 		d = (us << 3) / 1000 // (rtt_us << 3) / USEC_PER_MSEC
 	}
-	return max(d, 1)
+	return max(d, 1), true
 }
 
 // reset starts a round: bictcp_hystart_reset.
@@ -362,7 +391,10 @@ func (h *HyStart) OnAck(a *HyStartAck) HyStartEvent {
 		return HyStartNone // cubictcp_acked: "if (sample->rtt_us < 0) return"
 	}
 	h.lazyInit(a.Now)
-	delay := h.delaySample(a.RTT)
+	delay, ok := h.delaySample(a.Now, a.RTT)
+	if !ok {
+		return HyStartNone // pkts_acked got rtt_us = -1
+	}
 	// cubictcp_acked: "first time call or link delay decreases".
 	if h.delayMin == 0 || h.delayMin > delay {
 		h.delayMin = delay
@@ -446,7 +478,7 @@ func (h *HyStart) updateClassic(a *HyStartAck, delay uint32) HyStartEvent {
 		// "if (curr_jiffies - ca->last_jiffies <= msecs_to_jiffies(2))
 		// { ...; if (curr_jiffies - ca->round_start >= ca->delay_min>>4)
 		// ca->found |= HYSTART_ACK_TRAIN; }" (unsigned arithmetic).
-		if now-h.lastAck <= hystartAckDeltaMs*cubicHZ/1000 {
+		if now-h.lastAck <= h.ackDelta2008() {
 			h.lastAck = now
 			if now-h.roundStart >= h.delayMin>>4 {
 				ev = HyStartExitAckTrain

@@ -27,7 +27,8 @@ type Config struct {
 	Strack *StrackConfig
 	// Options are module-specific settings as key=value text, checked by
 	// the module's constructor (an unknown key is an error): cubic
-	// hystart=, fast_convergence=, tcp_friendliness=; scalable
+	// hystart=, hystart_hz=, slow_start=, fast_convergence=,
+	// tcp_friendliness=; scalable
 	// variant=kelly|linux; dctcp g=, init_alpha=.
 	Options map[string]string
 }
@@ -59,9 +60,22 @@ func (o *options) float(key string, def float64) (float64, error) {
 	}
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%s option %s: expected a number, got %q", o.module, key, v)
+		return 0, &OptionValueError{Module: o.module, Key: key, Err: fmt.Errorf("expected a number, got %q", v)}
 	}
 	return f, nil
+}
+
+func (o *options) integer(key string, def int) (int, error) {
+	o.used[key] = true
+	v, ok := o.m[key]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, &OptionValueError{Module: o.module, Key: key, Err: fmt.Errorf("expected an integer, got %q", v)}
+	}
+	return n, nil
 }
 
 func (o *options) boolean(key string, def bool) (bool, error) {
@@ -72,7 +86,7 @@ func (o *options) boolean(key string, def bool) (bool, error) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, fmt.Errorf("%s option %s: expected true or false, got %q", o.module, key, v)
+		return false, &OptionValueError{Module: o.module, Key: key, Err: fmt.Errorf("expected true or false, got %q", v)}
 	}
 	return b, nil
 }
@@ -91,6 +105,18 @@ func (o *options) done() error {
 	}
 	return nil
 }
+
+// OptionValueError is an option whose value the module refuses (a number
+// that does not parse, or one out of range). Key is the option's name, as
+// in Config.Options.
+type OptionValueError struct {
+	Module, Key string
+	Err         error
+}
+
+func (e *OptionValueError) Error() string { return fmt.Sprintf("%s.%s: %v", e.Module, e.Key, e.Err) }
+
+func (e *OptionValueError) Unwrap() error { return e.Err }
 
 // UnknownOptionError is an option the module does not take.
 type UnknownOptionError struct{ Module, Key string }
@@ -148,7 +174,11 @@ func newController(c Config, o *options) (Controller, error) {
 	case "cubic":
 		cu := DefaultCubicConfig()
 		cu.HyStart = o.str("hystart", cu.HyStart)
+		cu.SlowStart = o.str("slow_start", cu.SlowStart)
 		var err error
+		if cu.HyStartHZ, err = o.integer("hystart_hz", cu.HyStartHZ); err != nil {
+			return nil, err
+		}
 		if cu.FastConvergence, err = o.boolean("fast_convergence", cu.FastConvergence); err != nil {
 			return nil, err
 		}

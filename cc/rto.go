@@ -129,5 +129,8 @@ func (t *RTO) Timeout() sim.Time {
 // SRTT is the smoothed RTT (0 before the first sample).
 func (t *RTO) SRTT() sim.Time { return t.srtt }
 
+// RTTVar is the RTT variation of RFC 6298 §2 (0 before the first sample).
+func (t *RTO) RTTVar() sim.Time { return t.rttvar }
+
 // MinRTT is the smallest sample seen (0 before the first).
 func (t *RTO) MinRTT() sim.Time { return t.minRTT }

@@ -39,6 +39,27 @@ import (
 // Bytes acknowledged are turned into packets with the remainder carried to
 // the next ACK (the kernel counts whole skbs).
 //
+// "linux-2019" is tcp_scalable.c before commit "tcp: fix stretch ACK bugs
+// in Scalable" (Pengcheng Yang, March 2020, Linux 5.7), which raised
+// TCP_SCALABLE_AI_CNT from 50 to 100 "because we are now precisely
+// accounting for stretch ACKs, including delayed ACKs". Before it (Linux
+// 4.x to 5.6):
+//
+//   - below ssthresh, tcp_slow_start(tp, acked): cwnd = min(cwnd + acked,
+//     ssthresh), the leftover discarded (Scalable ignored its return);
+//   - otherwise tcp_cong_avoid_ai(tp, min(cwnd, TCP_SCALABLE_AI_CNT = 50),
+//     1): one count per ACK, whatever it acknowledges ("We use 50 instead
+//     of 100 to account for delayed ack"), so one packet more per
+//     min(cwnd, 50) ACKs.
+//
+// ns-3's TcpScalable uses the same divisor (attribute AIFactor, 50) but
+// counts segments acknowledged, not ACKs, and drops the remainder of its
+// division; we do not offer it as a variant: its slow start (ns-3
+// TcpNewReno: one segment per ACK) and its ssthresh (from the bytes in
+// flight) differ too. The even older 2.6-3.x code (snd_cwnd_cnt++ per ACK,
+// increase when it *exceeds* min(cwnd, 50)) grew one packet per 51 ACKs;
+// not modelled either.
+//
 // Both variants, on a congestion event (the host reports at most one per
 // window of data, the paper's "first detection of congestion in a given
 // round trip time"):
@@ -79,8 +100,11 @@ const (
 	scalableKellyUnits = 100
 	// scalableKellyBInv is 1/b, b = 0.125 (Kelly 2003 §2).
 	scalableKellyBInv = 8
-	// scalableAICnt is TCP_SCALABLE_AI_CNT (tcp_scalable.c), in packets.
-	scalableAICnt = 100
+	// scalableAICnt is TCP_SCALABLE_AI_CNT (tcp_scalable.c), in packets,
+	// since Linux 5.7; scalableAICnt2019 is its value before (counted in
+	// ACKs then).
+	scalableAICnt     = 100
+	scalableAICnt2019 = 50
 	// scalableMDScale is TCP_SCALABLE_MD_SCALE (tcp_scalable.c): the
 	// window loses cwnd >> 3 on congestion.
 	scalableMDScale = 3
@@ -93,7 +117,7 @@ const (
 )
 
 // ScalableVariants lists the variants NewScalable accepts.
-var ScalableVariants = []string{"kelly", "linux"}
+var ScalableVariants = []string{"kelly", "linux", "linux-2019"}
 
 // scalableCore is one variant's window arithmetic, in its own units.
 type scalableCore interface {
@@ -108,7 +132,8 @@ type scalableCore interface {
 	inSlowStart() bool
 }
 
-// NewScalable returns Scalable TCP in variant "kelly" or "linux", with an
+// NewScalable returns Scalable TCP in variant "kelly", "linux" or
+// "linux-2019", with an
 // initial window of initCwnd segments of mss bytes.
 func NewScalable(variant string, mss, initCwnd int64) (*Scalable, error) {
 	if mss <= 0 {
@@ -123,14 +148,17 @@ func NewScalable(variant string, mss, initCwnd int64) (*Scalable, error) {
 		s.core = &scalableKelly{mss: mss, cwnd: initCwnd * scalableKellyUnits,
 			ssthresh: scalableNoSsthresh}
 	case "linux":
-		s.core = &scalableLinux{mss: mss, cwnd: initCwnd, ssthresh: scalableNoSsthresh}
+		s.core = &scalableLinux{mss: mss, cwnd: initCwnd, ssthresh: scalableNoSsthresh, aiCnt: scalableAICnt}
+	case "linux-2019":
+		s.core = &scalableLinux{mss: mss, cwnd: initCwnd, ssthresh: scalableNoSsthresh,
+			aiCnt: scalableAICnt2019, perAck: true}
 	default:
 		return nil, fmt.Errorf("scalable: unknown variant %q (known: %v)", variant, ScalableVariants)
 	}
 	return s, nil
 }
 
-// Variant names the variant: "kelly" or "linux".
+// Variant names the variant: "kelly", "linux" or "linux-2019".
 func (s *Scalable) Variant() string { return s.variant }
 
 // OnAck implements Controller.OnAck.
@@ -233,35 +261,43 @@ func (k *scalableKelly) ssthreshBytes() int64 {
 
 func (k *scalableKelly) inSlowStart() bool { return k.cwnd < k.ssthresh }
 
-// scalableLinux is tcp_scalable.c's arithmetic in packets.
-// Invariant: cwnd >= 1, 0 <= rem < mss.
+// scalableLinux is tcp_scalable.c's arithmetic in packets, today's
+// (aiCnt 100, counting packets) or before 5.7 (aiCnt 50, perAck: counting
+// ACKs). Invariant: cwnd >= 1, 0 <= rem < mss.
 type scalableLinux struct {
 	mss      int64
 	cwnd     int64 // tp->snd_cwnd
 	ssthresh int64 // tp->snd_ssthresh
 	cnt      int64 // tp->snd_cwnd_cnt
 	rem      int64 // acknowledged bytes not yet a whole packet
+	aiCnt    int64 // TCP_SCALABLE_AI_CNT
+	perAck   bool  // linux-2019: tcp_cong_avoid_ai(tp, w, 1), no spill
 }
 
 func (l *scalableLinux) ack(acked int64) {
 	n := l.rem + acked
 	pkts := n / l.mss
 	l.rem = n % l.mss
-	if pkts == 0 {
-		return
-	}
-	if l.cwnd < l.ssthresh {
+	switch {
+	case l.cwnd < l.ssthresh:
 		// tcp_slow_start: cwnd = min(cwnd + acked, ssthresh); the
-		// leftover goes on to congestion avoidance.
+		// leftover goes on to congestion avoidance (before 5.7 it was
+		// discarded).
 		c := min(l.cwnd+pkts, l.ssthresh)
 		pkts -= c - l.cwnd
 		l.cwnd = c
-		if pkts == 0 {
+		if pkts == 0 || l.perAck {
 			return
 		}
+	case l.perAck:
+		// Before 5.7: tcp_cong_avoid_ai(tp, min(cwnd, 50), 1), one count
+		// for every ACK of new data, whatever it acknowledges.
+		pkts = 1
+	case pkts == 0:
+		return
 	}
 	// tcp_cong_avoid_ai(tp, min(cwnd, TCP_SCALABLE_AI_CNT), acked).
-	w := min(l.cwnd, scalableAICnt)
+	w := min(l.cwnd, l.aiCnt)
 	if l.cnt >= w {
 		// "If credits accumulated at a higher w, apply them gently now."
 		l.cnt = 0

@@ -300,3 +300,52 @@ func BenchmarkScalableOnAck(b *testing.B) {
 		})
 	}
 }
+
+// Linux before 5.7 ("tcp: fix stretch ACK bugs in Scalable", 2020):
+// tcp_cong_avoid_ai(tp, min(cwnd, TCP_SCALABLE_AI_CNT = 50), 1), one count
+// per ACK. At cwnd 105 (a loss at 120: 120 - 120>>3): w = 50 ACKs for one
+// packet, whatever each acknowledges; today's code counts packets with w =
+// min(105, 100) = 100, so 3-packet ACKs add one after 34 ACKs (102 >= 100,
+// snd_cwnd_cnt 2 left over).
+func TestScalable_LinuxTcpScalableC2019_AIEvery50Acks(t *testing.T) {
+	for _, c := range []struct {
+		variant string
+		acks    int // ACKs of 3 packets for the first increase
+	}{{"linux-2019", 50}, {"linux", 34}} {
+		h := newScalableHarness(t, c.variant, 1000, 120)
+		h.congest(CongLoss)
+		h.s.OnRecoveryExit(0)
+		h.wantCwnd(c.variant+": after a loss at 120", 105000)
+		h.ackN(c.acks-1, 3000)
+		h.wantCwnd(fmt.Sprintf("%s: %d ACKs of 3 packets", c.variant, c.acks-1), 105000)
+		h.ackN(1, 3000)
+		h.wantCwnd(fmt.Sprintf("%s: %d ACKs of 3 packets", c.variant, c.acks), 106000)
+	}
+	// Below 50 packets w = cwnd for both: at cwnd 18, 18 ACKs of one
+	// packet add one.
+	h := newScalableHarness(t, "linux-2019", 1000, 20)
+	h.congest(CongLoss) // 20 - 20>>3 = 18
+	h.s.OnRecoveryExit(0)
+	h.ackN(17, 1000)
+	h.wantCwnd("linux-2019 at 18: 17 ACKs", 18000)
+	h.ackN(1, 1000)
+	h.wantCwnd("linux-2019 at 18: 18 ACKs", 19000)
+}
+
+// Before 5.7 tcp_scalable_cong_avoid ignored tcp_slow_start's return: the
+// packets an ACK acknowledges beyond ssthresh are lost to congestion
+// avoidance. After an RTO at 16 (ssthresh 16 - 2 = 14, cwnd 1), one ACK of
+// 30 packets: linux-2019 stops at 14; today's code spills 17 packets into
+// tcp_cong_avoid_ai with w = 14: 15, 3 left.
+func TestScalable_LinuxTcpScalableC2019_SlowStartDoesNotSpill(t *testing.T) {
+	for _, c := range []struct {
+		variant string
+		want    int64
+	}{{"linux-2019", 14000}, {"linux", 15000}} {
+		h := newScalableHarness(t, c.variant, 1000, 16)
+		h.congest(CongRTO)
+		h.wantSsthresh(c.variant+": RTO at 16", 14000)
+		h.ackN(1, 30000)
+		h.wantCwnd(c.variant+": one ACK of 30 packets from 1", c.want)
+	}
+}

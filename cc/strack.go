@@ -43,6 +43,8 @@ type StrackRecovery struct {
 	// Retransmissions counts segments resent because a NACK showed them
 	// missing; RTOResent those resent after a timeout.
 	Retransmissions, RTOResent uint64
+	// TrimResent counts segments resent because a trim NACK named them.
+	TrimResent uint64
 	// ReoWnd tolerates reordering: a hole counts as lost only if it was
 	// sent more than ReoWnd before the packet that overtook it (0: the
 	// published behaviour, every hole below a later packet is lost).
@@ -116,14 +118,26 @@ func (r *StrackRecovery) onAck(ai *AckInfo) AckVerdict {
 	// still on the scoreboard. The echoed packet's send time dates the
 	// NACK: only holes (re)sent before it are known to be lost.
 	echoSent := sim.Time(-1)
-	if ai.EchoValid {
+	wasLost := r.lost.Len()
+	if ai.EchoValid && ai.Trimmed {
+		// A trim NACK names the packet a switch cut (NDP's NACK, htsim
+		// ndp.cpp NdpSrc::processNack: the named packet is queued for
+		// resending at once). Unless it was resent after the transmission
+		// that was cut (TSecr dates it), it is lost.
+		idx := int64(ai.Echo / uint64(r.MSS))
+		if st := r.at(idx); st != nil && !st.acked && !st.lost && st.sentAt <= ai.TSecr {
+			st.lost = true
+			r.pipe -= r.segLen(idx)
+			r.lost.Push(idx)
+			r.TrimResent++
+		}
+	} else if ai.EchoValid {
 		idx := int64(ai.Echo / uint64(r.MSS))
 		if st := r.at(idx); st != nil {
 			echoSent = st.sentAt
 		}
 		v.Acked += r.markAcked(idx)
 	}
-	wasLost := r.lost.Len()
 	if ai.Nack {
 		base := int64(ai.Ack / uint64(r.MSS))
 		top := -1

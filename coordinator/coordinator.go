@@ -172,7 +172,8 @@ func Start(cfg Config) (*Coordinator, error) {
 	}
 	su := cfg.Setup
 	c := &Coordinator{cfg: cfg, log: log.With("coordinator", cfg.ID), subj: subj, fsm: &FSM{},
-		rcfg:   RunConfig{Digest: su.Digest, Seed: seedOf(su), P: su.P, Part: su.Part, Lookahead: su.Lookahead, StopAt: su.StopAt},
+		rcfg: RunConfig{Digest: su.Digest, Seed: seedOf(su), P: su.P, Part: su.Part, Lookahead: su.Lookahead, StopAt: su.StopAt,
+			Deadlock: su.Deadlock, DeadlockEvery: su.DeadlockEvery},
 		notify: make(chan bool, 16), props: make(chan Command, 64), done: make(chan struct{}), failed: make(chan struct{}),
 		over: make(chan struct{})}
 	sub, err := cfg.Conn.Subscribe(subj.Status(), c.onStatus)

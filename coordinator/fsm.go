@@ -45,6 +45,8 @@ type RunConfig struct {
 	Part      []int
 	Lookahead int64
 	StopAt    int64
+	// Deadlock and DeadlockEvery: the PFC deadlock search (ps; 0: none).
+	Deadlock, DeadlockEvery int64
 }
 
 // Mark is a progress mark: the barrier's state after the grant of Window
@@ -227,7 +229,7 @@ func (f *FSM) apply(c *Command) error {
 
 func sameConfig(a, b RunConfig) bool {
 	return a.Digest == b.Digest && a.Seed == b.Seed && a.P == b.P && slices.Equal(a.Part, b.Part) &&
-		a.Lookahead == b.Lookahead && a.StopAt == b.StopAt
+		a.Lookahead == b.Lookahead && a.StopAt == b.StopAt && a.Deadlock == b.Deadlock && a.DeadlockEvery == b.DeadlockEvery
 }
 
 // Snapshot implements raft.FSM.Snapshot.

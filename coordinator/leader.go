@@ -78,7 +78,8 @@ func (c *Coordinator) becomeLeader() {
 		return
 	}
 	bar, err := barrier.New(barrier.Config{Nodes: st.Config.P, Lookahead: sim.Time(st.Config.Lookahead),
-		StopAt: sim.Time(st.Config.StopAt)})
+		StopAt: sim.Time(st.Config.StopAt), DeadlockThreshold: sim.Time(st.Config.Deadlock),
+		DeadlockEvery: sim.Time(st.Config.DeadlockEvery)})
 	if err != nil {
 		c.fail(err)
 		return

@@ -19,7 +19,8 @@ import (
 // (node.FromSetup) and refuses anything else.
 func NewSetup(b *scenario.Built, pl *partition.Placement) *wire.Setup {
 	return &wire.Setup{File: b.File, Scenario: b.Effective(), Files: wire.FilesOf(b.Files()), Seed: b.Seed(), Digest: b.Digest(),
-		P: pl.P, Part: slices.Clone(pl.Part), Lookahead: int64(pl.Lookahead), StopAt: int64(b.Limit())}
+		P: pl.P, Part: slices.Clone(pl.Part), Lookahead: int64(pl.Lookahead), StopAt: int64(b.Limit()),
+		Deadlock: int64(b.Fabric.Watchdog()), DeadlockEvery: int64(node.DeadlockEvery(b))}
 }
 
 // WriteSetup writes su to path (atomically, as the setup message the

@@ -7,6 +7,7 @@ package fabric
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/lockstep-sim/lockstep/hostsim"
 	"github.com/lockstep-sim/lockstep/sim"
@@ -41,8 +42,55 @@ type Config struct {
 	// of this period while a switch holds packets.
 	QueueSample sim.Time
 	// Switch is every switch's optional mechanisms (classes, PFC, shared
-	// buffer, trimming); the zero value is the plain switch.
+	// buffer, trimming, cut-through); the zero value is the plain switch.
 	Switch switchsim.Config
+	// SwitchTiers, when it has an entry for a switch's tier
+	// (topologies.Node.Tier), gives that switch's mechanisms instead.
+	SwitchTiers map[int]switchsim.Config
+}
+
+// Watchdog is the run's PFC deadlock threshold: the one any switch
+// configuration sets (the scenario makes them agree), 0 for none.
+func (c *Config) Watchdog() sim.Time {
+	w := c.Switch.PFC.Watchdog
+	for _, k := range sortedTiers(c.SwitchTiers) {
+		w = max(w, c.SwitchTiers[k].PFC.Watchdog)
+	}
+	return w
+}
+
+// sortedTiers is the tiers of m in increasing order.
+func sortedTiers(m map[int]switchsim.Config) []int {
+	ks := make([]int, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// switchConfigs resolves the configuration of each tier's switches: a
+// tier's own or the fabric-wide one, with HonourPause set everywhere when
+// any switch may send PAUSE frames.
+func (c *Config) switchConfigs() (def switchsim.Config, tiers map[int]switchsim.Config) {
+	lossless := false
+	all := append([]switchsim.Config{c.Switch}, make([]switchsim.Config, 0, len(c.SwitchTiers))...)
+	for _, k := range sortedTiers(c.SwitchTiers) {
+		all = append(all, c.SwitchTiers[k])
+	}
+	for i := range all {
+		for _, k := range all[i].Classes {
+			lossless = lossless || k.Lossless
+		}
+	}
+	def = c.Switch
+	def.HonourPause = def.HonourPause || lossless
+	tiers = make(map[int]switchsim.Config, len(c.SwitchTiers))
+	for k, v := range c.SwitchTiers {
+		v.HonourPause = v.HonourPause || lossless
+		tiers[k] = v
+	}
+	return def, tiers
 }
 
 const (
@@ -62,8 +110,35 @@ type Fabric struct {
 	kind     []uint8            // by element
 	hostOf   []int32            // element -> host index, -1 for switches
 	linkPort []int32            // link direction -> port index at its From element
-	alarm    switchsim.Alarm    // a switch's report of a PFC deadlock
+	// The PFC deadlock search of a run in one process (RunUntilBatch):
+	// the grid period and threshold (0: no search), the end of the current
+	// stretch (a grid time; 0 before the first), the deadlock found.
+	every, threshold sim.Time
+	gridEnd          sim.Time
+	deadlock         *Deadlock
 }
+
+// Deadlock is a PFC deadlock: at At, the ports of Cycle were each paused
+// by the next for at least Threshold while holding packets.
+type Deadlock struct {
+	At, Threshold sim.Time
+	Cycle         []sim.PausedPort
+}
+
+// Report is the deadlock's one-line report, naming the topology's nodes.
+func (d *Deadlock) Report(t *topologies.Topology) string {
+	return sim.DeadlockReport(d.At, d.Threshold, d.Cycle, func(id sim.ElemID) string {
+		if int(id) < len(t.Nodes) {
+			return t.Nodes[id].Name
+		}
+		return fmt.Sprintf("element %d", id)
+	})
+}
+
+// DeadlockGrid is the period of the PFC deadlock search's grid for a
+// watchdog threshold: half the threshold (at least 1 ps), so a deadlock
+// is found within 1.5 thresholds of its forming.
+func DeadlockGrid(threshold sim.Time) sim.Time { return max(1, threshold/2) }
 
 // DirID is the sim link id of topology link i in the direction from its A
 // end (aToB) or its B end.
@@ -176,6 +251,7 @@ func New(cfg Config) (*Fabric, error) {
 		}
 	}
 
+	swDef, swTiers := cfg.switchConfigs()
 	f := &Fabric{eng: eng, topo: t, tr: tr, hosts: make([]*hostsim.Host, len(t.Hosts)),
 		switches: make([]*switchsim.Switch, n),
 		kind:     make([]uint8, n), hostOf: hostOf, linkPort: linkPort, routes: ix.Routes()}
@@ -201,19 +277,25 @@ func New(cfg Config) (*Fabric, error) {
 			}
 			sp := make([]switchsim.Port, len(ports))
 			for pi, p := range ports {
-				sp[pi] = switchsim.Port{Link: DirID(p.Link, t.Links[p.Link].A == node), Peer: sim.ElemID(p.Peer),
+				sp[pi] = switchsim.Port{Link: DirID(p.Link, t.Links[p.Link].A == node), In: DirID(p.Link, t.Links[p.Link].A != node), Peer: sim.ElemID(p.Peer),
 					Queue: t.Links[p.Link].Queue}
 			}
 			sw := switchsim.New(id, node, sp, ix.Routes(), cfg.Forwarding)
-			if err := sw.Configure(eng, &cfg.Switch); err != nil {
+			sc := &swDef
+			if c, ok := swTiers[t.Nodes[node].Tier]; ok {
+				sc = &c
+			}
+			if err := sw.Configure(eng, sc); err != nil {
 				return nil, fmt.Errorf("switch %s: %v", t.Nodes[node].Name, err)
 			}
 			sw.SampleEvery = cfg.QueueSample
-			sw.Alarm = &f.alarm
 			f.switches[node] = sw
 		default:
 			return nil, fmt.Errorf("node %d (%s) has no kind", node, t.Nodes[node].Name)
 		}
+	}
+	if f.threshold = cfg.Watchdog(); f.threshold > 0 {
+		f.every = DeadlockGrid(f.threshold)
 	}
 	for i := range cfg.Flows {
 		fl := &cfg.Flows[i]
@@ -229,9 +311,26 @@ func New(cfg Config) (*Fabric, error) {
 	return f, nil
 }
 
-// Failure is the run failure a switch reported (a PFC deadlock), or nil.
-// The fabric keeps running; the runner stops at its next check.
-func (f *Fabric) Failure() error { return f.alarm.Err }
+// Deadlock is the PFC deadlock RunUntilBatch found, or nil. The fabric
+// stands as it was at the deadlock's time (every event before it ran, none
+// after).
+func (f *Fabric) Deadlock() *Deadlock { return f.deadlock }
+
+// DeadlockThreshold is the PFC deadlock search's threshold (0: none).
+func (f *Fabric) DeadlockThreshold() sim.Time { return f.threshold }
+
+// PausedPorts lists the local switches' class queues that their peers
+// keep paused at at while they hold packets (sim.FindDeadlock).
+// Precondition: no local event is due before at.
+func (f *Fabric) PausedPorts(at sim.Time) []sim.PausedPort {
+	var ps []sim.PausedPort
+	for _, s := range f.switches {
+		if s != nil {
+			ps = s.PausedPorts(at, ps)
+		}
+	}
+	return ps
+}
 
 // Engine is the fabric's event engine: its clock, packet pool, links and
 // counters.
@@ -282,21 +381,64 @@ func (f *Fabric) RunUntil(horizon sim.Time) uint64 {
 
 // RunUntilBatch is RunUntil with at most n events, so callers can report
 // progress. It returns false when nothing is left before horizon, or when
-// a switch reported a failure (Failure).
+// the PFC deadlock search found one (Deadlock).
+//
+// With a PFC watchdog it searches for a deadlock as a partitioned run's
+// barrier does (coordinator/barrier), so the same one is found at the same
+// time: it runs in stretches that end at grid times (multiples of
+// DeadlockGrid), and at the end h of each, with every event before h run,
+// searches the grid times from h to the next event (sim.FindDeadlock).
 func (f *Fabric) RunUntilBatch(horizon sim.Time, n int) bool {
 	e := f.eng
-	for i := 0; i < n; i++ {
-		ev, ok := e.Next(horizon)
-		if !ok {
+	if f.every == 0 {
+		for i := 0; i < n; i++ {
+			ev, ok := e.Next(horizon)
+			if !ok {
+				return false
+			}
+			f.dispatch(&ev)
+		}
+		return true
+	}
+	for i := 0; i < n; {
+		if f.deadlock != nil {
 			return false
 		}
-		f.dispatch(&ev)
-		if f.alarm.Err != nil {
-			// A run failure (PFC deadlock): stop at its event.
+		if f.gridEnd == 0 {
+			if f.gridEnd = f.checkDeadlock(0, horizon); f.gridEnd == 0 {
+				return false
+			}
+		}
+		h := min(horizon, f.gridEnd)
+		if ev, ok := e.Next(h); ok {
+			f.dispatch(&ev)
+			i++
+			continue
+		}
+		if h >= horizon {
+			return false
+		}
+		if f.gridEnd = f.checkDeadlock(h, horizon); f.gridEnd == 0 {
 			return false
 		}
 	}
 	return true
+}
+
+// checkDeadlock searches the grid times from h (every event before it
+// ran) up to the next event, and returns the end of the next stretch: the
+// first grid time after the next event, or 0 when the run stops (a
+// deadlock, or no event before the limit).
+func (f *Fabric) checkDeadlock(h, limit sim.Time) sim.Time {
+	m := f.eng.NextEventTime()
+	if at, cyc, ok := sim.FindDeadlock(f.PausedPorts(h), h, min(m, limit-1), f.every, f.threshold); ok {
+		f.deadlock = &Deadlock{At: at, Threshold: f.threshold, Cycle: cyc}
+		return 0
+	}
+	if m >= limit {
+		return 0
+	}
+	return sim.NextGrid(m, f.every)
 }
 
 // LastCompletion is the latest time a local flow finished, at the receiver

@@ -43,7 +43,7 @@ func runSwitch(t *testing.T, topo *topologies.Topology, flows []hostsim.FlowSpec
 		t.Fatal(err)
 	}
 	for f.RunUntilBatch(limit, 1<<16) {
-		if f.Done() || f.Failure() != nil {
+		if f.Done() || f.Deadlock() != nil {
 			break
 		}
 	}
@@ -188,22 +188,34 @@ func ring5(t *testing.T) (*topologies.Topology, []hostsim.FlowSpec) {
 }
 
 // TestPFC_DeadlockDetected: the ring's cyclic buffer dependency locks up
-// under PFC; the watchdog reports it as one line well before the limit.
+// under PFC; the search finds the cycle of five paused ring ports on its
+// grid and the run stops there with a one-line report naming them.
 func TestPFC_DeadlockDetected(t *testing.T) {
 	topo, flows := ring5(t)
 	sw := pfcConfig()
 	sw.PFC.Watchdog = 500 * sim.Microsecond
 	r := runSwitch(t, topo, flows, sw, 0, 100*sim.Millisecond)
-	err := r.f.Failure()
-	if err == nil {
+	d := r.f.Deadlock()
+	if d == nil {
 		t.Fatalf("expected a PFC deadlock report, got none (ran to %v, %d pauses)", r.end, r.pauses)
 	}
-	t.Logf("stopped at %v (virtual): %v", r.end, err)
-	if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "pfc deadlock") {
-		t.Errorf("expected one line naming a pfc deadlock, got %q", err)
+	rep := d.Report(topo)
+	t.Logf("stopped at %v (virtual): %s", d.At, rep)
+	if strings.Contains(rep, "\n") || !strings.HasPrefix(rep, "pfc deadlock at ") {
+		t.Errorf("expected one line naming a pfc deadlock, got %q", rep)
 	}
-	if r.end > 20*sim.Millisecond {
-		t.Errorf("expected detection within 20ms of virtual time, got %v", r.end)
+	if d.At%fabric.DeadlockGrid(sw.PFC.Watchdog) != 0 || d.At > 20*sim.Millisecond || r.end >= d.At {
+		t.Errorf("expected detection on the grid within 20ms, with no event at or after it: at %v, last event %v", d.At, r.end)
+	}
+	// The cycle is the five ring switches, each waiting for the next.
+	if len(d.Cycle) != 5 {
+		t.Fatalf("expected a cycle of the 5 ring ports, got %+v", d.Cycle)
+	}
+	for i, p := range d.Cycle {
+		next := d.Cycle[(i+1)%len(d.Cycle)]
+		if p.Peer != next.Elem || d.At-p.Since < sw.PFC.Watchdog || p.Until <= d.At {
+			t.Errorf("port %d of the cycle %+v: want it paused by the next element for at least %v at %v", i, p, sw.PFC.Watchdog, d.At)
+		}
 	}
 	// Without the watchdog the ring makes no progress at all: a deadlock,
 	// not a slow run.

@@ -178,7 +178,9 @@ type Host struct {
 	// PausesRecv counts the PFC PAUSE frames the host's switch sent it;
 	// Trimmed the trimmed data packets it received.
 	PausesRecv, Trimmed uint64
-	pausedUntil         [sim.MaxClasses]sim.Time // by class, for data packets
+	// TrimNacks counts the trim NACKs the host's receivers sent.
+	TrimNacks   uint64
+	pausedUntil [sim.MaxClasses]sim.Time // by class, for data packets
 	// Tap, when set, sees every packet the host sends (tx) and receives,
 	// at the time it happens (pcap capture). Nil costs nothing.
 	Tap func(now sim.Time, pkt *sim.Packet, tx bool)

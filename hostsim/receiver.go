@@ -28,6 +28,7 @@ type Receiver struct {
 	delackAt      sim.Time // delayed-ACK deadline; Never when none
 	delackTimerAt sim.Time // time of the pending timer event; Never if none
 	nack          bool     // STrack: the next ACK carries the received bitmap
+	trimNack      bool     // the next ACK is a trim NACK for the packet it names
 }
 
 // bitmap is STrack's received bitmap: bit i is set when segment
@@ -146,14 +147,25 @@ func (r *Receiver) onDelAckTimer(h *Host, e *sim.Engine) {
 }
 
 // onTrimmed handles a data packet a switch trimmed to its header (NDP): its
-// payload is lost, and the receiver knows it at once. A transport with
-// per-packet ACKs (STrack) learns of the hole from the NACK bitmap of the
-// next packets, as for a drop; the others get an immediate duplicate ACK
-// flagged trimmed, which starts their loss recovery (SACK, RACK) without
-// waiting for later data.
+// payload is lost, and the receiver knows it at once.
+//
+// A transport with per-packet ACKs (STrack, and those that name packets
+// as it does) gets a trim NACK at once: an ACK flagged FlagTrimmed whose
+// Seq names the trimmed packet's first byte and whose TSecr echoes its
+// TSval (which transmission was cut), as NDP's receiver NACKs a header
+// (htsim ndp.cpp, NdpSink::receivePacket sends a NACK for a header-only
+// packet; NdpSrc::processNack queues exactly that packet for resending)
+// and as Ultra Ethernet's PDS answers a trimmed packet with a NACK. The
+// sender resends it without waiting for a bitmap or the RTO.
+//
+// TCP-like transports keep their own semantics: one immediate duplicate
+// ACK (no FlagTrimmed), which counts towards fast retransmit and lets
+// SACK and RACK see the hole without waiting for later data.
 func (r *Receiver) onTrimmed(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	h.Trimmed++
 	if h.T.Caps.PerPacketAcks {
+		r.trimNack = true
+		r.sendAck(h, e, pkt, pkt.Flags&sim.FlagCE != 0)
 		return
 	}
 	r.sendAck(h, e, nil, r.ceLatched)
@@ -193,6 +205,16 @@ func (r *Receiver) sendAck(h *Host, e *sim.Engine, pkt *sim.Packet, echo bool) {
 		ack.Flags |= sim.FlagNack
 		ack.Bitmap = r.bitmap(cfg.CC.MSS)
 		r.nack = false
+	}
+	if r.trimNack {
+		// The trimmed transmission's own timestamp dates the NACK; the
+		// earliest unacknowledged one (tsRecent) is for RTT samples.
+		ack.Flags |= sim.FlagTrimmed
+		ack.TSecr = pkt.TSval
+		r.trimNack = false
+		h.TrimNacks++
+		h.send(e, a)
+		return
 	}
 	r.unacked = 0
 	r.tsSet = false

@@ -208,6 +208,7 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	if s.perPacket {
 		a.Echo, a.EchoValid = pkt.Seq, true
 		a.Nack, a.Bitmap = pkt.Flags&sim.FlagNack != 0, pkt.Bitmap
+		a.Trimmed = pkt.Flags&sim.FlagTrimmed != 0
 	}
 	if s.ack.ECE {
 		rec.ECNMarkedAcks++

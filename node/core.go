@@ -52,6 +52,9 @@ type Core struct {
 	out   [][]sim.RemotePacket
 	stats CoreStats
 	grant barrier.Grant // the last finishing grant (Over)
+	// watch: the run searches for PFC deadlocks (reports carry the
+	// partition's paused ports).
+	watch bool
 	// rec gathers the partition's part of the outputs.
 	rec *results.Recorder
 	// sent holds the batches of the last two windows run, oldest first,
@@ -107,7 +110,7 @@ func NewCore(b *scenario.Built, pl *partition.Placement, part int, term uint64) 
 	}
 	c := &Core{part: part, p: pl.P, F: f, fol: barrier.NewFollower(part, term), limit: b.Limit(),
 		dest: make([]int32, f.Engine().NumLinks()+f.Engine().NumElements()), out: make([][]sim.RemotePacket, pl.P), rec: results.NewRecorder(b, f),
-		seen: make(map[batchKey]struct{})}
+		seen: make(map[batchKey]struct{}), watch: cfg.Watchdog() > 0}
 	for i := range f.Engine().NumLinks() {
 		to := int(f.Engine().LinkTo(sim.LinkID(i)))
 		c.dest[i] = -1
@@ -123,6 +126,15 @@ func NewCore(b *scenario.Built, pl *partition.Placement, part int, term uint64) 
 		}
 	}
 	return c, nil
+}
+
+// DeadlockEvery is the PFC deadlock search's grid period for b (0: no
+// search): what the barrier and a single process use.
+func DeadlockEvery(b *scenario.Built) sim.Time {
+	if w := b.Fabric.Watchdog(); w > 0 {
+		return fabric.DeadlockGrid(w)
+	}
+	return 0
 }
 
 // Partition is the core's partition index.
@@ -288,7 +300,11 @@ func (c *Core) Run() (Output, error) {
 			c.stats.PacketsOut += uint64(m)
 		}
 	}
-	r, err := c.fol.Finish(barrier.Report{NextEvent: e.NextEventTime(), MinSent: minSent, Sent: sent})
+	rep := barrier.Report{NextEvent: e.NextEventTime(), MinSent: minSent, Sent: sent}
+	if c.watch {
+		rep.PausedAt, rep.Paused = g.End, c.F.PausedPorts(g.End)
+	}
+	r, err := c.fol.Finish(rep)
 	if err != nil {
 		return Output{}, err
 	}

@@ -34,7 +34,8 @@ type LocalRun struct {
 // test that partitioning changes no result, and by `lockstep run
 // --partitions P --transport memory`.
 func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*LocalRun, error) {
-	bar, err := barrier.New(barrier.Config{Nodes: pl.P, Lookahead: pl.Lookahead, StopAt: b.Limit()})
+	bar, err := barrier.New(barrier.Config{Nodes: pl.P, Lookahead: pl.Lookahead, StopAt: b.Limit(),
+		DeadlockThreshold: b.Fabric.Watchdog(), DeadlockEvery: DeadlockEvery(b)})
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/lockstep-sim/lockstep/coordinator/barrier"
+	"github.com/lockstep-sim/lockstep/fabric"
 	"github.com/lockstep-sim/lockstep/internal/wire"
 	"github.com/lockstep-sim/lockstep/results"
 )
@@ -37,10 +38,17 @@ type NodePerf struct {
 // Result collects the partition's result. Precondition: Over.
 func (c *Core) Result() *PartResult {
 	why := results.FinishDrained
-	if c.grant.Reason == barrier.FinishStopTime {
+	var d *fabric.Deadlock
+	switch c.grant.Reason {
+	case barrier.FinishStopTime:
 		why = results.FinishLimit
+	case barrier.FinishDeadlock:
+		why = results.FinishDeadlock
+		d = &fabric.Deadlock{At: c.grant.Start, Threshold: c.F.DeadlockThreshold(), Cycle: c.grant.Cycle}
+	case barrier.FinishIdle, barrier.FinishAllDone:
 	}
 	p := c.rec.Part(c.part, why)
+	p.Deadlock = d
 	// Packets received in batches and not yet injected are still on
 	// their wires, as they would be in a single process.
 	for _, b := range c.inbox {

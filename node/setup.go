@@ -29,6 +29,10 @@ func FromSetup(su *wire.Setup) (*scenario.Built, *partition.Placement, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if int64(b.Fabric.Watchdog()) != su.Deadlock || int64(DeadlockEvery(b)) != su.DeadlockEvery {
+		return nil, nil, fmt.Errorf("node: the PFC deadlock search has threshold %v, grid %v here; the coordinator says %v, %v",
+			b.Fabric.Watchdog(), DeadlockEvery(b), sim.Time(su.Deadlock), sim.Time(su.DeadlockEvery))
+	}
 	if pl.P != su.P || int64(pl.Lookahead) != su.Lookahead || int64(b.Limit()) != su.StopAt {
 		return nil, nil, fmt.Errorf("node: placement gives P=%d, lookahead %v, stop %v here; the coordinator says P=%d, %v, %v",
 			pl.P, pl.Lookahead, b.Limit(), su.P, sim.Time(su.Lookahead), sim.Time(su.StopAt))

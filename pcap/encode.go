@@ -32,6 +32,14 @@
 //     blocks as still fit, first block first; for a pure ACK that is not a
 //     NACK, the 8-byte lockstep option with the echoed sequence alone, if it
 //     fits.
+//   - A data packet a switch trimmed (sim.FlagTrimmed) is what is left on
+//     the wire, its headers: IPv4 total length without the payload, DSCP
+//     DSCPTrimmed, and the lockstep option carrying the payload bytes that
+//     were cut (Ultra Ethernet marks a trimmed packet by rewriting its DSCP
+//     to a configured value; we pick one from RFC 2474 §6's pool for local
+//     use). A trim NACK (an ACK with sim.FlagTrimmed) has DSCP
+//     DSCPTrimNack and echoes the trimmed packet's sequence in the lockstep
+//     option, as any pure ACK does.
 //   - A PFC PAUSE frame (sim.FlagPause) is a MAC control frame instead: see
 //     encodePause.
 package pcap
@@ -68,6 +76,13 @@ const (
 	OptionEchoLen = 8
 	// OptionNackLen: OptionEchoLen and STrack's 64-bit received bitmap.
 	OptionNackLen = 16
+)
+
+// DSCPs that label trimming in captures (RFC 2474 §6: pool 2, xxxx11, is
+// for experimental or local use).
+const (
+	DSCPTrimmed  = 0b000011 // a data packet cut to its header
+	DSCPTrimNack = 0b000111 // a receiver's trim NACK
 )
 
 // TCP option kinds and lengths used here.
@@ -147,6 +162,10 @@ func Encode(dst []byte, p *sim.Packet) (capLen, origLen int) {
 		l4 = encodeTCP(dst[EthernetLen+IPv4Len:], p)
 	}
 	payload := max(int(p.Payload), 0)
+	trimmed := p.Flags&(sim.FlagTrimmed|sim.FlagData) == sim.FlagTrimmed|sim.FlagData
+	if trimmed {
+		payload = 0 // cut by a switch: only the headers are on the wire
+	}
 	total := min(IPv4Len+l4+payload, 0xffff) // the field's 16 bits
 
 	// IPv4 (RFC 791 §3.1).
@@ -157,6 +176,12 @@ func Encode(dst []byte, p *sim.Packet) (capLen, origLen int) {
 		tos = ecnCE
 	case p.Flags&sim.FlagECT != 0:
 		tos = ecnECT0
+	}
+	switch {
+	case trimmed:
+		tos |= DSCPTrimmed << 2
+	case p.Flags&(sim.FlagTrimmed|sim.FlagAck) == sim.FlagTrimmed|sim.FlagAck:
+		tos |= DSCPTrimNack << 2
 	}
 	ip[1] = tos
 	binary.BigEndian.PutUint16(ip[2:4], uint16(total))
@@ -210,6 +235,7 @@ func encodePause(dst []byte, p *sim.Packet) (capLen, origLen int) {
 func encodeTCP(b []byte, p *sim.Packet) int {
 	pureAck := p.Flags&sim.FlagAck != 0 && p.Flags&sim.FlagData == 0
 	nack := p.Flags&sim.FlagNack != 0
+	trimmed := p.Flags&(sim.FlagTrimmed|sim.FlagData) == sim.FlagTrimmed|sim.FlagData
 
 	binary.BigEndian.PutUint16(b[0:2], p.SrcPort)
 	binary.BigEndian.PutUint16(b[2:4], p.DstPort)
@@ -256,6 +282,13 @@ func encodeTCP(b []byte, p *sim.Packet) int {
 	}
 	if pureAck && !nack && MaxOptionsLen-n >= OptionEchoLen {
 		n += putOption(o[n:], p, false)
+	}
+	if trimmed && MaxOptionsLen-n >= OptionEchoLen {
+		// The payload bytes the switch cut, where a pure ACK echoes.
+		o[n], o[n+1] = OptionKind, OptionEchoLen
+		binary.BigEndian.PutUint16(o[n+2:n+4], ExID)
+		binary.BigEndian.PutUint32(o[n+4:n+8], uint32(max(p.Payload, 0)))
+		n += OptionEchoLen
 	}
 	// Every part above is a multiple of 4 bytes, so no EOL padding is
 	// needed; keep the invariant checked.

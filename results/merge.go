@@ -32,10 +32,13 @@ type Outputs struct {
 	Classes []ClassRow
 	Cwnd    []hostsim.CwndRow
 	Depths  []DepthRow
-	Pcaps   []HostPcap // in the scenario's output.pcap order
-	End     sim.Time
+	// ClassDepths is queue_depth_class.csv (with several classes).
+	ClassDepths []ClassDepthRow
+	Pcaps       []HostPcap // in the scenario's output.pcap order
+	End         sim.Time
 	// StoppedBy is summary.json's stopped_by: "flows-done", "stop_at",
-	// "max_time" or "no-events".
+	// "max_time", "no-events", "pfc-deadlock" (Complete false) or
+	// "incomplete".
 	StoppedBy string
 	Parts     []*Part // by partition (MergePartial: nil where missing)
 	// Complete says the run finished; a run that failed after it started
@@ -125,6 +128,22 @@ func Merge(b *scenario.Built, parts []*Part) (*Outputs, error) {
 		now = max(now, r.Now)
 	}
 	switch {
+	case finish == FinishDeadlock:
+		// A failed run: whole files, marked incomplete, with the report
+		// every part agrees on.
+		d := byPart[0].Deadlock
+		if d == nil {
+			return nil, fmt.Errorf("results: a deadlock finish without its report")
+		}
+		for _, r := range byPart {
+			if r.Deadlock == nil || r.Deadlock.At != d.At || !slices.Equal(r.Deadlock.Cycle, d.Cycle) {
+				return nil, fmt.Errorf("results: partitions 0 and %d report different deadlocks", r.Partition)
+			}
+		}
+		o.End = d.At
+		o.StoppedBy = "pfc-deadlock"
+		o.Reason = d.Report(b.Topo)
+		return o, nil
 	case finish == FinishLimit:
 		o.End = b.Limit()
 		o.StoppedBy = "max_time"
@@ -233,7 +252,9 @@ func (o *Outputs) mergeSeries(parts []*Part) {
 	var ports []PortRow
 	var classes []ClassPart
 	var depths []DepthPart
+	var cdepths []ClassDepthPart
 	for _, r := range parts {
+		cdepths = append(cdepths, r.ClassDepths...)
 		ports = append(ports, r.Ports...)
 		classes = append(classes, r.Classes...)
 		o.Cwnd = append(o.Cwnd, r.Cwnd...)
@@ -255,6 +276,11 @@ func (o *Outputs) mergeSeries(parts []*Part) {
 		o.Depths = append(o.Depths, d.Row)
 	}
 	slices.SortStableFunc(o.Depths, func(a, b DepthRow) int { return cmp.Compare(a.Time, b.Time) })
+	slices.SortStableFunc(cdepths, func(a, b ClassDepthPart) int { return cmp.Compare(a.Node, b.Node) })
+	for _, d := range cdepths {
+		o.ClassDepths = append(o.ClassDepths, d.Row)
+	}
+	slices.SortStableFunc(o.ClassDepths, func(a, b ClassDepthRow) int { return cmp.Compare(a.Time, b.Time) })
 }
 
 // addPcap appends host h's capture from the part that holds it and
@@ -398,6 +424,13 @@ func (o *Outputs) WriteDir(dir string, perf Perf, extra any) error {
 	if len(o.Depths) > 0 {
 		if err := WriteFileAtomic(filepath.Join(dir, "queue_depth.csv"), func(w io.Writer) error {
 			return WriteDepth(w, o.Depths)
+		}); err != nil {
+			return err
+		}
+	}
+	if len(o.ClassDepths) > 0 {
+		if err := WriteFileAtomic(filepath.Join(dir, "queue_depth_class.csv"), func(w io.Writer) error {
+			return WriteClassDepth(w, o.ClassDepths)
 		}); err != nil {
 			return err
 		}

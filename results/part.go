@@ -17,6 +17,9 @@ const (
 	// FinishLimit: events were left at the time limit (stop_at or
 	// max_time).
 	FinishLimit
+	// FinishDeadlock: the PFC deadlock search found one (Part.Deadlock);
+	// every event before its time ran, none after.
+	FinishDeadlock
 )
 
 // FlowPart is one flow's record as one partition saw it: the sender's
@@ -45,6 +48,13 @@ type PortRow struct {
 type ClassPart struct {
 	Node int
 	Row  ClassRow
+}
+
+// ClassDepthPart is a queue_depth_class.csv row with the switch's node
+// index.
+type ClassDepthPart struct {
+	Node int
+	Row  ClassDepthRow
 }
 
 // DepthPart is a queue_depth.csv row with the switch's node index.
@@ -85,6 +95,9 @@ type Part struct {
 	// Depths is the local switches' queue samples (queue_depth.csv),
 	// switch by switch in node order, each in the order taken.
 	Depths []DepthPart
+	// ClassDepths is the same per class queue (queue_depth_class.csv),
+	// with several classes.
+	ClassDepths []ClassDepthPart
 	// Pcaps are the local captured hosts' pcap files, in output.pcap order.
 	Pcaps []HostPcap
 	Stats sim.Stats
@@ -99,6 +112,8 @@ type Part struct {
 	// holds packets outside the fabric (a node's unread batches) adds them.
 	Cons   fabric.Conservation
 	Finish Finish
+	// Deadlock is the PFC deadlock that stopped the run (FinishDeadlock).
+	Deadlock *fabric.Deadlock
 }
 
 // Recorder gathers a fabric's part of the outputs: it taps the local
@@ -163,6 +178,10 @@ func (r *Recorder) Part(partition int, finish Finish) *Part {
 		if s == nil {
 			continue
 		}
+		for _, q := range s.ClassSamples {
+			p.ClassDepths = append(p.ClassDepths, ClassDepthPart{Node: node, Row: ClassDepthRow{Time: q.Time,
+				Switch: t.Nodes[node].Name, Port: q.Port, Class: q.Class, Bytes: q.Bytes}})
+		}
 		for _, q := range s.Samples {
 			p.Depths = append(p.Depths, DepthPart{Node: node, Row: DepthRow{Time: q.Time,
 				Switch: t.Nodes[node].Name, Port: q.Port, Bytes: q.Bytes}})
@@ -180,7 +199,8 @@ func (r *Recorder) Part(partition int, finish Finish) *Part {
 				p.Classes = append(p.Classes, ClassPart{Node: node, Row: ClassRow{Switch: t.Nodes[node].Name, Port: pi,
 					Peer: t.Nodes[pt.Peer].Name, Class: c, Enqueued: k.Enqueued, Dropped: k.Dropped, Marked: k.Marked,
 					TxPackets: k.TxPackets, Trimmed: k.Trimmed, TrimBytes: k.TrimBytes, PausesSent: k.PausesSent,
-					PausesRecv: k.PausesRecv, Paused: pt.PausedTime(c, r.limit), HeadroomDrops: k.HeadroomDrops, PeakBytes: k.PeakBytes}})
+					PausesRecv: k.PausesRecv, Paused: pt.PausedTime(c, r.limit), HeadroomDrops: k.HeadroomDrops, PeakBytes: k.PeakBytes,
+					CutThrough: k.CutThrough, SharedPeak: max(0, k.SharedPeak)}})
 			}
 		}
 	}

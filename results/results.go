@@ -96,6 +96,28 @@ type DepthRow struct {
 	Bytes  int64
 }
 
+// ClassDepthRow is one queue_depth_class.csv row.
+type ClassDepthRow struct {
+	Time   sim.Time
+	Switch string
+	Port   int32
+	Class  int8
+	Bytes  int64
+}
+
+// ClassDepthHeader is the first line of queue_depth_class.csv.
+const ClassDepthHeader = "time_ns,switch,port,class,depth_bytes"
+
+// WriteClassDepth writes queue_depth_class.csv.
+func WriteClassDepth(w io.Writer, rows []ClassDepthRow) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, ClassDepthHeader)
+	for _, r := range rows {
+		fmt.Fprintf(bw, "%s,%s,%d,%d,%d\n", r.Time.NsString(), r.Switch, r.Port, r.Class, r.Bytes)
+	}
+	return bw.Flush()
+}
+
 // DepthHeader is the first line of queue_depth.csv.
 const DepthHeader = "time_ns,switch,port,depth_bytes"
 
@@ -152,19 +174,21 @@ type ClassRow struct {
 	Paused                 sim.Time // time the peer kept the class paused
 	HeadroomDrops          uint64
 	PeakBytes              int64
+	CutThrough             uint64
+	SharedPeak             int64 // most bytes in the shared pool
 }
 
 // ClassHeader is the first line of queues_class.csv.
-const ClassHeader = "switch,port,peer,class,enqueued,dropped,marked,tx_packets,trimmed,trim_bytes,pauses_sent,pauses_recv,paused_ns,headroom_drops,peak_bytes"
+const ClassHeader = "switch,port,peer,class,enqueued,dropped,marked,tx_packets,trimmed,trim_bytes,pauses_sent,pauses_recv,paused_ns,headroom_drops,peak_bytes,cut_through,shared_peak_bytes"
 
 // WriteClasses writes queues_class.csv.
 func WriteClasses(w io.Writer, rows []ClassRow) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, ClassHeader)
 	for _, r := range rows {
-		fmt.Fprintf(bw, "%s,%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d\n", r.Switch, r.Port, r.Peer, r.Class,
+		fmt.Fprintf(bw, "%s,%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%d,%d\n", r.Switch, r.Port, r.Peer, r.Class,
 			r.Enqueued, r.Dropped, r.Marked, r.TxPackets, r.Trimmed, r.TrimBytes, r.PausesSent, r.PausesRecv,
-			r.Paused.NsString(), r.HeadroomDrops, r.PeakBytes)
+			r.Paused.NsString(), r.HeadroomDrops, r.PeakBytes, r.CutThrough, r.SharedPeak)
 	}
 	return bw.Flush()
 }

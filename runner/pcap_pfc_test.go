@@ -3,6 +3,7 @@ package runner_test
 import (
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -67,5 +68,79 @@ output:
 	t.Logf("host 8 received %d XOFF and %d XON frames", xoff, xon)
 	if xoff == 0 || xon == 0 {
 		t.Errorf("expected XOFF and XON frames at a paused sender, got %d and %d", xoff, xon)
+	}
+}
+
+// TestPcap_TsharkDecodesTrimmedPackets: an STrack incast with trimming,
+// captured at the receiver: tshark shows each trimmed packet as headers
+// only (TCP length 0, DSCP 3, the cut payload in the lockstep option) and
+// each trim NACK the receiver sent (DSCP 7) echoing its sequence.
+func TestPcap_TsharkDecodesTrimmedPackets(t *testing.T) {
+	tshark := lookTshark(t)
+	r := runYAML(t, `
+topology:
+  type: leafspine
+  leafspine:
+    leaves: 2
+    spines: 2
+    hosts_per_leaf: 8
+    host: {rate: 100Gbps, delay: 1us, buffer: 32KiB}
+    fabric: {rate: 100Gbps, delay: 1us, buffer: 32KiB}
+transport: {cc: strack, mtu: 4096}
+switch:
+  classes: [{}, {}]
+  trim: {}
+workload:
+  - type: incast
+    dst: 0
+    senders: [8, 9, 10, 11, 12, 13, 14, 15]
+    size: 128KiB
+output:
+  pcap: {hosts: [0]}
+`)
+	var trimmed uint64
+	for _, c := range r.Classes {
+		trimmed += c.Trimmed
+	}
+	if trimmed == 0 {
+		t.Fatal("nothing was trimmed; the test needs trims")
+	}
+	dir := t.TempDir()
+	if err := r.WriteDir(dir, results.Perf{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(tshark, "-n", "-r", filepath.Join(dir, "pcap", "h0.pcap"), "-o", "tcp.relative_sequence_numbers:FALSE",
+		"-Y", "ip.dsfield.dscp == 3 || ip.dsfield.dscp == 7", "-T", "fields", "-E", "separator=/t",
+		"-e", "ip.dsfield.dscp", "-e", "ip.dst", "-e", "tcp.len", "-e", "tcp.seq_raw", "-e", "tcp.flags.ack",
+		"-e", "tcp.options.experimental.exid", "-e", "tcp.options.experimental.data", "-e", "frame.len")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tshark: %v\n%s", err, stderr.String())
+	}
+	var headers, nacks int
+	for line := range strings.Lines(string(out)) {
+		f := strings.Split(strings.TrimRight(line, "\n"), "\t")
+		if len(f) != 8 {
+			t.Fatalf("tshark row %q", line)
+		}
+		switch f[0] {
+		case "3": // a trimmed header arriving at host 0 (10.0.0.1)
+			cut, err := strconv.ParseUint(f[6], 16, 32)
+			if f[1] != "10.0.0.1" || f[2] != "0" || f[5] != "0x4c53" || err != nil || cut == 0 || cut > 4032 || f[7] != "78" {
+				t.Fatalf("trimmed packet decoded as %q; want to 10.0.0.1, TCP length 0, option 0x4c53 with the 1..4032 cut bytes, 78 bytes on the wire", line)
+			}
+			headers++
+		case "7": // a trim NACK host 0 sent
+			if f[1] == "10.0.0.1" || f[4] != "1" || f[5] != "0x4c53" {
+				t.Fatalf("trim NACK decoded as %q; want an ACK from host 0 with the lockstep option", line)
+			}
+			nacks++
+		}
+	}
+	t.Logf("host 0 received %d trimmed headers and sent %d trim NACKs (%d trims in the fabric)", headers, nacks, trimmed)
+	if uint64(headers) != trimmed || nacks != headers {
+		t.Errorf("want every trimmed packet (%d) captured at the receiver and one NACK each, got %d headers and %d NACKs", trimmed, headers, nacks)
 	}
 }

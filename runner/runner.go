@@ -102,9 +102,6 @@ func RunPrepared(b *scenario.Built, f *fabric.Fabric, opt Options) (*Result, err
 		opt.Setup()
 	}
 	for f.RunUntilBatch(limit, every) {
-		if err := f.Failure(); err != nil {
-			return nil, err
-		}
 		report(f.Engine().Now())
 		select {
 		case <-opt.Stop:
@@ -118,9 +115,6 @@ func RunPrepared(b *scenario.Built, f *fabric.Fabric, opt Options) (*Result, err
 			return &Result{Outputs: out, Fabric: f}, nil
 		default:
 		}
-	}
-	if err := f.Failure(); err != nil {
-		return nil, err
 	}
 	res, err := finish(b, f, rec)
 	if err != nil {
@@ -146,7 +140,15 @@ func finish(b *scenario.Built, f *fabric.Fabric, rec *results.Recorder) (*Result
 	if f.Engine().NextEventTime() != sim.Never {
 		why = results.FinishLimit
 	}
-	out, err := results.Merge(b, []*results.Part{rec.Part(0, why)})
+	var d *fabric.Deadlock
+	if d = f.Deadlock(); d != nil {
+		// The run failed: its outputs are marked incomplete (Outputs.Reason
+		// is the report) and the caller exits as for a failed run.
+		why = results.FinishDeadlock
+	}
+	p := rec.Part(0, why)
+	p.Deadlock = d
+	out, err := results.Merge(b, []*results.Part{p})
 	if err != nil {
 		return nil, err
 	}

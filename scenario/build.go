@@ -296,7 +296,10 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 		return nil, err
 	}
 	b.Fabric = fabric.Config{Topo: topo, Flows: flows, Tasks: tasks, Transport: tc, Forwarding: fwd, Seed: b.seed, Impairments: imps}
-	if b.Fabric.Switch, err = l.switchConfig(&s.Switch, s.Workload); err != nil {
+	if b.Fabric.Switch, err = l.switchConfig(&s.Switch, globalMechanisms(&s.Switch), s.Workload); err != nil {
+		return nil, err
+	}
+	if b.Fabric.SwitchTiers, err = l.tierSwitches(s, b.Fabric.Switch); err != nil {
 		return nil, err
 	}
 	if o := s.Output.Cwnd; o != nil {
@@ -402,23 +405,93 @@ func (l *loader) queue(path string, t *Tier) (topologies.QueueConfig, error) {
 	return q, nil
 }
 
-// switchConfig builds the switches' optional mechanisms.
-func (l *loader) switchConfig(w *Switch, ws []Workload) (switchsim.Config, error) {
+// mechanisms are the switch mechanisms of a group of switches, each with
+// the path of the section it came from (for errors).
+type mechanisms struct {
+	classes                               []SwitchClass
+	control                               *int
+	pfc                                   *PFC
+	shared                                *SharedBuffer
+	trim                                  *Trim
+	cut                                   *CutThrough
+	classesAt, controlAt, pfcAt, sharedAt string
+	trimAt, cutAt                         string
+}
+
+// globalMechanisms are the switch section's.
+func globalMechanisms(w *Switch) mechanisms {
+	return mechanisms{classes: w.Classes, control: w.ControlClass, pfc: w.PFC, shared: w.SharedBuffer, trim: w.Trim,
+		cut: w.CutThrough, classesAt: "switch.classes", controlAt: "switch.control_class", pfcAt: "switch.pfc",
+		sharedAt: "switch.shared_buffer", trimAt: "switch.trim", cutAt: "switch.cut_through"}
+}
+
+// override applies a tier's switch section (at path) to m.
+func (l *loader) override(m mechanisms, path string, t *SwitchTier) (mechanisms, error) {
+	if t.Classes != nil {
+		m.classes, m.classesAt = t.Classes, path+".classes"
+	}
+	if t.ControlClass != nil {
+		m.control, m.controlAt = t.ControlClass, path+".control_class"
+	}
+	if t.PFC != nil {
+		m.pfc, m.pfcAt = t.PFC, path+".pfc"
+	}
+	if t.SharedBuffer != nil {
+		m.shared, m.sharedAt = t.SharedBuffer, path+".shared_buffer"
+	}
+	if t.Trim != nil {
+		m.trim, m.trimAt = t.Trim, path+".trim"
+	}
+	if t.CutThrough != nil {
+		m.cut, m.cutAt = t.CutThrough, path+".cut_through"
+	}
+	for i, name := range t.Off {
+		at := fmt.Sprintf("%s.off[%d]", path, i)
+		given := false
+		switch name {
+		case "pfc":
+			given, m.pfc = t.PFC != nil, nil
+		case "shared_buffer":
+			given, m.shared = t.SharedBuffer != nil, nil
+		case "trim":
+			given, m.trim = t.Trim != nil, nil
+		case "cut_through":
+			given, m.cut = t.CutThrough != nil, nil
+		default:
+			return m, l.errf(at, "unknown mechanism %q (known: pfc, shared_buffer, trim, cut_through)", name)
+		}
+		if given {
+			return m, l.errf(at, "%s is both given and turned off", name)
+		}
+	}
+	if t.Classes == nil && slices.Contains(t.Off, "pfc") {
+		// The switch section's classes stay; without PFC a lossless class
+		// is lossy here.
+		m.classes = slices.Clone(m.classes)
+		for i := range m.classes {
+			m.classes[i].Lossless = false
+		}
+	}
+	return m, nil
+}
+
+// switchConfig builds a group of switches' optional mechanisms.
+func (l *loader) switchConfig(w *Switch, m mechanisms, ws []Workload) (switchsim.Config, error) {
 	var c switchsim.Config
 	c.FlowletGap = sim.Time(w.FlowletGap)
 	if c.FlowletGap == 0 {
 		c.FlowletGap = 50 * sim.Microsecond
 	}
-	if len(w.Classes) > sim.MaxClasses {
-		return c, l.errf("switch.classes", "at most %d classes, got %d", sim.MaxClasses, len(w.Classes))
+	if len(m.classes) > sim.MaxClasses {
+		return c, l.errf(m.classesAt, "at most %d classes, got %d", sim.MaxClasses, len(m.classes))
 	}
 	lossless := false
-	for i, k := range w.Classes {
+	for i, k := range m.classes {
 		if k.Weight < 0 {
-			return c, l.errf(fmt.Sprintf("switch.classes[%d].weight", i), "must not be negative, got %d", k.Weight)
+			return c, l.errf(fmt.Sprintf("%s[%d].weight", m.classesAt, i), "must not be negative, got %d", k.Weight)
 		}
 		if k.Alpha < 0 {
-			return c, l.errf(fmt.Sprintf("switch.classes[%d].alpha", i), "must not be negative, got %g", k.Alpha)
+			return c, l.errf(fmt.Sprintf("%s[%d].alpha", m.classesAt, i), "must not be negative, got %g", k.Alpha)
 		}
 		a := k.Alpha
 		if a == 0 {
@@ -428,37 +501,55 @@ func (l *loader) switchConfig(w *Switch, ws []Workload) (switchsim.Config, error
 		lossless = lossless || k.Lossless
 	}
 	c.ControlClass = max(0, len(c.Classes)-1)
-	if w.ControlClass != nil {
-		if *w.ControlClass < 0 || *w.ControlClass >= max(1, len(c.Classes)) {
-			return c, l.errf("switch.control_class", "must name one of the %d classes, got %d", max(1, len(c.Classes)), *w.ControlClass)
+	if m.control != nil {
+		if *m.control < 0 || *m.control >= max(1, len(c.Classes)) {
+			return c, l.errf(m.controlAt, "must name one of the %d classes, got %d", max(1, len(c.Classes)), *m.control)
 		}
-		c.ControlClass = *w.ControlClass
+		c.ControlClass = *m.control
 	}
-	if p := w.PFC; p != nil {
+	if p := m.pfc; p != nil {
 		if !lossless {
-			return c, l.errf("switch.pfc", "no class is lossless: mark one in switch.classes")
+			return c, l.errf(m.pfcAt, "no class is lossless: mark one in %s", m.classesAt)
 		}
 		if p.XOFF <= 0 || p.XON > p.XOFF {
-			return c, l.errf("switch.pfc.xon", "want 0 <= xon <= xoff and xoff > 0, got xon %d, xoff %d", int64(p.XON), int64(p.XOFF))
+			return c, l.errf(m.pfcAt+".xon", "want 0 <= xon <= xoff and xoff > 0, got xon %d, xoff %d", int64(p.XON), int64(p.XOFF))
 		}
 		if p.Quanta < 0 || p.Quanta > 0xffff {
-			return c, l.errf("switch.pfc.quanta", "must be 1..65535 (0: 65535), got %d", p.Quanta)
+			return c, l.errf(m.pfcAt+".quanta", "must be 1..65535 (0: 65535), got %d", p.Quanta)
+		}
+		if p.Watchdog < 0 {
+			return c, l.errf(m.pfcAt+".watchdog", "must not be negative, got %v", sim.Time(p.Watchdog))
 		}
 		c.PFC = switchsim.PFC{XOFF: int64(p.XOFF), XON: int64(p.XON), Headroom: int64(p.Headroom), MTU: int64(p.MTU),
 			Quanta: uint16(p.Quanta), Watchdog: sim.Time(p.Watchdog)}
 	} else if lossless {
-		return c, l.errf("switch.classes", "a lossless class needs switch.pfc")
+		return c, l.errf(m.classesAt, "a lossless class needs pfc (%s)", m.pfcAt)
 	}
-	if sb := w.SharedBuffer; sb != nil {
+	if sb := m.shared; sb != nil {
 		if sb.Size <= 0 || sb.Size > MaxBuffer {
-			return c, l.errf("switch.shared_buffer.size", "must be 1 byte to 1TiB, got %d", int64(sb.Size))
+			return c, l.errf(m.sharedAt+".size", "must be 1 byte to 1TiB, got %d", int64(sb.Size))
+		}
+		if sb.Reserved < 0 || sb.Reserved > MaxBuffer {
+			return c, l.errf(m.sharedAt+".reserved", "must be 0 to 1TiB, got %d", int64(sb.Reserved))
 		}
 		c.Shared = switchsim.Shared{Size: int64(sb.Size), Reserved: int64(sb.Reserved)}
 	}
-	if t := w.Trim; t != nil {
+	if t := m.trim; t != nil {
+		if t.Header < 0 || t.Header > MaxHeader {
+			return c, l.errf(m.trimAt+".header", "must be 0 to %d bytes (0: 64), got %d", MaxHeader, int64(t.Header))
+		}
 		c.Trim = switchsim.Trim{Enabled: true, Header: int32(t.Header)}
 		if t.Header == 0 {
 			c.Trim.Header = 64
+		}
+	}
+	if t := m.cut; t != nil {
+		if t.Header < 0 || t.Header > MaxHeader {
+			return c, l.errf(m.cutAt+".header", "must be 0 to %d bytes (0: 64), got %d", MaxHeader, int64(t.Header))
+		}
+		c.CutThrough = switchsim.CutThrough{Enabled: true, Header: int32(t.Header)}
+		if t.Header == 0 {
+			c.CutThrough.Header = 64
 		}
 	}
 	for i := range ws {
@@ -470,6 +561,66 @@ func (l *loader) switchConfig(w *Switch, ws []Workload) (switchsim.Config, error
 		return c, l.errf("switch", "%v", err)
 	}
 	return c, nil
+}
+
+// tierSwitches builds the tiers' own switch mechanisms (Tier.Switch): the
+// switches of tier n take the section of the links of tier n, the links
+// below them.
+func (l *loader) tierSwitches(s *Scenario, global switchsim.Config) (map[int]switchsim.Config, error) {
+	type section struct {
+		path string
+		tier int // 0: the topology has no switches of their own there
+		t    *Tier
+	}
+	var secs []section
+	tp := &s.Topology
+	switch {
+	case tp.LeafSpine != nil:
+		secs = []section{{"topology.leafspine.host", 1, &tp.LeafSpine.Host}, {"topology.leafspine.fabric", 2, &tp.LeafSpine.Fabric}}
+	case tp.FatTree != nil:
+		secs = []section{{"topology.fattree.host", 1, &tp.FatTree.Host}, {"topology.fattree.agg", 2, &tp.FatTree.Agg},
+			{"topology.fattree.core", 3, &tp.FatTree.Core}}
+	case tp.Rail != nil:
+		secs = []section{{"topology.rail.host", 1, &tp.Rail.Host}, {"topology.rail.fabric", 2, &tp.Rail.Fabric}}
+	case tp.Dumbbell != nil:
+		secs = []section{{"topology.dumbbell.host", 1, &tp.Dumbbell.Host}, {"topology.dumbbell.bottleneck", 0, &tp.Dumbbell.Bottleneck}}
+	case tp.Htsim != nil:
+		secs = []section{{"topology.htsim.queue", 0, &tp.Htsim.Queue}}
+	case tp.Graph != nil:
+		secs = []section{{"topology.graph.defaults", 0, &tp.Graph.Defaults}}
+	}
+	var out map[int]switchsim.Config
+	wd, wdAt := global.PFC.Watchdog, "switch.pfc.watchdog"
+	for _, sec := range secs {
+		if sec.t.Switch == nil {
+			continue
+		}
+		path := sec.path + ".switch"
+		if sec.tier == 0 {
+			return nil, l.errf(path, "no switch takes this section's settings (use the switch section)")
+		}
+		m, err := l.override(globalMechanisms(&s.Switch), path, sec.t.Switch)
+		if err != nil {
+			return nil, err
+		}
+		c, err := l.switchConfig(&s.Switch, m, s.Workload)
+		if err != nil {
+			return nil, err
+		}
+		if len(c.Classes) != len(global.Classes) {
+			return nil, l.errf(m.classesAt, "every switch needs as many classes as switch.classes (%d), got %d", len(global.Classes), len(c.Classes))
+		}
+		if w := c.PFC.Watchdog; w != 0 && wd != 0 && w != wd {
+			return nil, l.errf(m.pfcAt+".watchdog", "the watchdog is run-wide: %v here, %v in %s", w, wd, wdAt)
+		} else if w != 0 {
+			wd, wdAt = w, m.pfcAt+".watchdog"
+		}
+		if out == nil {
+			out = map[int]switchsim.Config{}
+		}
+		out[sec.tier] = c
+	}
+	return out, nil
 }
 
 func (l *loader) tier(path string, t *Tier) (topologies.TierConfig, error) {
@@ -843,6 +994,10 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 		var ue *cc.UnknownOptionError
 		if errors.As(err, &ue) {
 			return c, l.errf("transport.options."+ue.Key, "cc %s takes no such option", ue.Module)
+		}
+		var ve *cc.OptionValueError
+		if errors.As(err, &ve) {
+			return c, l.errf("transport.options."+ve.Key, "%v", ve.Err)
 		}
 		return c, l.errf("transport", "%v", err)
 	}

@@ -33,6 +33,9 @@ const (
 	// already unlimited for any run, and keeps byte counts far from
 	// overflow.
 	MaxBuffer = 1 << 40
+	// MaxHeader bounds a trimmed header and the bytes a cut-through
+	// switch waits for: a jumbo frame.
+	MaxHeader = 9216
 	// MaxFlows bounds the flows of a scenario, checked before a workload
 	// is generated (an all-to-all of 2048 hosts still fits).
 	MaxFlows = 1 << 22

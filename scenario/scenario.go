@@ -78,6 +78,23 @@ type Tier struct {
 	Delay  yamlx.Duration `yaml:"delay"`
 	Buffer yamlx.Size     `yaml:"buffer"`
 	ECN    *ECN           `yaml:"ecn"`
+	// Switch overrides the switch section's mechanisms for the switches of
+	// this tier (those whose downlinks are this tier's links).
+	Switch *SwitchTier `yaml:"switch" json:",omitempty"`
+}
+
+// SwitchTier is a tier's own switch mechanisms: each field given replaces
+// the switch section's, and Off turns the named ones off.
+type SwitchTier struct {
+	Classes      []SwitchClass `yaml:"classes"`
+	ControlClass *int          `yaml:"control_class"`
+	PFC          *PFC          `yaml:"pfc"`
+	SharedBuffer *SharedBuffer `yaml:"shared_buffer"`
+	Trim         *Trim         `yaml:"trim"`
+	CutThrough   *CutThrough   `yaml:"cut_through"`
+	// Off names mechanisms of the switch section this tier does without:
+	// pfc, shared_buffer, trim, cut_through.
+	Off []string `yaml:"off"`
 }
 
 // ECN is a port's marking rule.
@@ -277,6 +294,13 @@ type Switch struct {
 	SharedBuffer *SharedBuffer `yaml:"shared_buffer"`
 	// Trim: cut data packets that do not fit to their header.
 	Trim *Trim `yaml:"trim"`
+	// CutThrough: forward once the header has arrived.
+	CutThrough *CutThrough `yaml:"cut_through" json:",omitempty"`
+}
+
+// CutThrough is cut-through forwarding.
+type CutThrough struct {
+	Header yamlx.Size `yaml:"header"`
 }
 
 // SwitchClass is one traffic class of every switch port.

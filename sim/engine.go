@@ -168,13 +168,27 @@ func (e *Engine) Schedule(id ElemID, at Time, arg int64, pkt PktRef) {
 // is freed here). Precondition: the link is idle (BusyUntil() <= Now()).
 // It returns the time serialisation ends.
 func (e *Engine) Transmit(id LinkID, p PktRef) Time {
+	return e.TransmitFrom(id, p, e.now)
+}
+
+// TransmitFrom is Transmit with serialisation that began at start <= Now():
+// a cut-through switch that decides, when a packet's last bit arrives, that
+// its transmission began when the header arrived. Preconditions: the link
+// was idle at start (BusyUntil() <= start), and serialisation ends no
+// earlier than Now(), so no event lands in the past and a packet sent to
+// another partition still arrives at least the link's delay after Now()
+// (the lookahead holds).
+func (e *Engine) TransmitFrom(id LinkID, p PktRef, start Time) Time {
 	l := e.Links[id]
-	if l.busyUntil > e.now {
-		panic(fmt.Sprintf("sim: link %d transmits at %v while busy until %v", id, e.now, l.busyUntil))
+	if l.busyUntil > start || start > e.now {
+		panic(fmt.Sprintf("sim: link %d transmits from %v at %v while busy until %v", id, start, e.now, l.busyUntil))
 	}
-	l.advance(e.now)
+	l.advance(start)
 	pkt := e.Pool.Get(p)
-	end := e.now + l.rate.TxTime(int(pkt.Size))
+	end := start + l.rate.TxTime(int(pkt.Size))
+	if end < e.now {
+		panic(fmt.Sprintf("sim: link %d: a transmission from %v ends at %v, before now %v", id, start, end, e.now))
+	}
 	l.busyUntil = end
 	l.TxPackets++
 	l.TxBytes += uint64(pkt.Size)

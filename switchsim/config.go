@@ -27,6 +27,25 @@ type Config struct {
 	// FlowletGap is the idle time after which Flowlet forwarding may move a
 	// flow to another port.
 	FlowletGap sim.Time
+	// CutThrough, when Enabled, forwards a packet once its header has
+	// arrived if the egress is idle and not faster than the ingress.
+	CutThrough CutThrough
+	// HonourPause makes the switch keep per-class pause state on every
+	// port even when it sends no PAUSE frames itself (no lossless class):
+	// the fabric sets it when another switch may pause this one.
+	HonourPause bool
+}
+
+// CutThrough is cut-through forwarding: a switch starts sending a packet
+// once its first Header bytes have arrived, instead of its last byte
+// (store-and-forward), when the egress port is idle (nothing queued, the
+// link free since the header arrived) and its rate is at most the
+// ingress link's, so the egress never runs out of bytes to send (an
+// underrun). Otherwise the packet is stored and forwarded. Packets on
+// impaired links (jitter, loss, rate changes) are stored and forwarded.
+type CutThrough struct {
+	Enabled bool
+	Header  int32 // bytes that must arrive before forwarding (default 64)
 }
 
 // Class is one traffic class of every port.
@@ -64,9 +83,9 @@ type PFC struct {
 	// Quanta of an XOFF frame, in 512-bit times of the link (default
 	// 0xffff). The switch refreshes the pause at half that time.
 	Quanta uint16
-	// Watchdog: a class of a port paused without a break for longer than
-	// this while it holds packets is reported as a PFC deadlock (the run
-	// fails). 0: no watchdog.
+	// Watchdog: a cycle of ports each paused by the next for at least this
+	// long while holding packets is a PFC deadlock, which stops the run
+	// (sim.FindDeadlock; the runner and the barrier search). 0: none.
 	Watchdog sim.Time
 }
 
@@ -120,6 +139,9 @@ func (c *Config) Check() error {
 	if c.Trim.Header < 0 {
 		return fmt.Errorf("trim: header must not be negative")
 	}
+	if c.CutThrough.Header < 0 {
+		return fmt.Errorf("cut-through: header must not be negative")
+	}
 	return nil
 }
 
@@ -131,11 +153,4 @@ func (c *Config) lossless() bool {
 		}
 	}
 	return false
-}
-
-// Alarm is where switches report a run failure (a PFC deadlock); the
-// fabric shares one among its switches and the runner checks it.
-type Alarm struct {
-	Err error
-	At  sim.Time
 }

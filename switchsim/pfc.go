@@ -1,8 +1,6 @@
 package switchsim
 
 import (
-	"fmt"
-
 	"github.com/lockstep-sim/lockstep/sim"
 )
 
@@ -76,8 +74,6 @@ func (s *Switch) onPause(e *sim.Engine, j int, pkt *sim.Packet) {
 			}
 			cq.pausedTime += cq.pausedUntil - cq.pausedSince
 			cq.pausedSince = now
-		} else if w := s.cfg.PFC.Watchdog; w > 0 && now-cq.pausedSince > w && pt.cls[c].q.Len() > 0 {
-			s.alarm(e, j, c, cq.pausedSince)
 		}
 		cq.pausedUntil = until
 		if q > 0 {
@@ -90,13 +86,22 @@ func (s *Switch) onPause(e *sim.Engine, j int, pkt *sim.Packet) {
 	s.kick(e, pt)
 }
 
-// alarm reports a PFC deadlock: port j's class c has been paused without a
-// break since `since` while holding packets.
-func (s *Switch) alarm(e *sim.Engine, j, c int, since sim.Time) {
-	if s.Alarm == nil || s.Alarm.Err != nil {
-		return
+// PausedPorts appends to dst the switch's class queues that their peer
+// keeps paused at time at while they hold packets (the deadlock search's
+// input, sim.FindDeadlock). Precondition: no event of the switch is due
+// before at.
+func (s *Switch) PausedPorts(at sim.Time, dst []sim.PausedPort) []sim.PausedPort {
+	for j := range s.Ports {
+		pt := &s.Ports[j]
+		if pt.portX == nil {
+			continue
+		}
+		for c := range pt.cls {
+			if q := &pt.cx[c]; q.pausedUntil > at && pt.cls[c].q.Len() > 0 {
+				dst = append(dst, sim.PausedPort{Elem: s.ID, Peer: pt.Peer, Port: int32(j), Class: int32(c),
+					Since: q.pausedSince, Until: q.pausedUntil})
+			}
+		}
 	}
-	s.Alarm.At = e.Now()
-	s.Alarm.Err = fmt.Errorf("pfc deadlock suspected at %v: switch node %d port %d (to element %d) class %d paused without a break since %v (longer than the %v watchdog) with %d packets queued",
-		e.Now(), s.Node, j, s.Ports[j].Peer, c, since, s.cfg.PFC.Watchdog, s.Ports[j].cls[c].q.Len())
+	return dst
 }

@@ -5,13 +5,14 @@
 // packet's entropy value (spraying).
 //
 // Optional mechanisms (Config): up to 8 traffic classes per port with strict
-// priority and DWRR, IEEE 802.1Qbb PFC with PAUSE frames on the wire and a
-// deadlock watchdog, a shared buffer with Choudhury-Hahne dynamic
-// thresholds, NDP packet trimming, ECN on dequeue, and adaptive (per-packet
-// or flowlet) forwarding by local egress occupancy.
+// priority and DWRR, IEEE 802.1Qbb PFC with PAUSE frames on the wire (and
+// the paused ports a deadlock search needs), a shared buffer with Choudhury-Hahne dynamic
+// thresholds, NDP packet trimming, ECN on dequeue, adaptive (per-packet
+// or flowlet) forwarding by local egress occupancy, and cut-through
+// forwarding.
 //
-// It does not model input queueing, in-band telemetry or cut-through, nor
-// header processing time other than a fixed latency, which the fabric adds
+// It does not model input queueing or in-band telemetry, nor header
+// processing time other than a fixed latency, which the fabric adds
 // to the outgoing links.
 package switchsim
 
@@ -89,7 +90,13 @@ type ClassCounters struct {
 	// back under XON); PausesRecv those its peer sent it.
 	PausesSent, PausesRecv uint64
 	HeadroomDrops          uint64 // lossless packets dropped: PFC headroom exceeded
-	PeakBytes              int64
+	// CutThrough counts the packets of the class this port began to send
+	// before their last byte had arrived.
+	CutThrough uint64
+	// SharedPeak is the most bytes the queue held in the shared pool
+	// (beyond its reserve; with a shared buffer).
+	SharedPeak int64
+	PeakBytes  int64
 }
 
 // classQ is one class queue of a port.
@@ -125,13 +132,16 @@ type Port struct {
 	PortCounters
 
 	cls       []classQ
-	*portX          // nil with one class and no PFC or trimming
+	*portX          // nil with one class and no PFC, trimming or cut-through
 	queued    int64 // bytes queued in all classes
-	busy      bool
 	inService int64 // bytes of the packet being serialised (0 for a PAUSE)
-	svcClass  int8  // class of the packet in service; -1: a PAUSE frame
 	svcIn     int16 // its ingress port, when its class is lossless
+	svcClass  int8  // class of the packet in service; -1: a PAUSE frame
 	rr        int8  // DWRR: the class whose turn it is
+	// In is the link direction from Peer into this port (cut-through reads
+	// the ingress rate from it). Placed here, it fills what was padding.
+	In   sim.LinkID
+	busy bool
 }
 
 // Occupancy is the bytes in the buffer: queued plus the one in service.
@@ -193,6 +203,8 @@ func (p *Port) Totals() ClassCounters {
 		t.PausesSent += k.PausesSent
 		t.PausesRecv += k.PausesRecv
 		t.HeadroomDrops += k.HeadroomDrops
+		t.CutThrough += k.CutThrough
+		t.SharedPeak = max(t.SharedPeak, k.SharedPeak)
 		t.PeakBytes = max(t.PeakBytes, k.PeakBytes)
 	}
 	return t
@@ -208,8 +220,6 @@ type Switch struct {
 	// CtlCreated counts the PAUSE frames the switch made; CtlConsumed those
 	// it received (the conservation check).
 	CtlCreated, CtlConsumed uint64
-	// Alarm, when set, receives a PFC deadlock report.
-	Alarm *Alarm
 
 	routes *topologies.Routes
 	salt   uint64
@@ -234,8 +244,12 @@ type Switch struct {
 	// grid of this period while the switch holds packets (queue_depth.csv).
 	SampleEvery sim.Time
 	Samples     []QueueSample
-	sampling    bool    // a sample timer is pending
-	lastDepth   []int64 // last recorded occupancy per port
+	// ClassSamples, with several classes, records each class queue's
+	// occupancy at the same times (queue_depth_class.csv).
+	ClassSamples []ClassSample
+	sampling     bool    // a sample timer is pending
+	lastDepth    []int64 // last recorded occupancy per port
+	lastClass    []int64 // and per port and class
 }
 
 // flowlet is one entry of the flowlet table (CONGA-style: indexed by the
@@ -259,6 +273,14 @@ const (
 type QueueSample struct {
 	Time  sim.Time
 	Port  int32
+	Bytes int64
+}
+
+// ClassSample is one class queue's occupancy at one time.
+type ClassSample struct {
+	Time  sim.Time
+	Port  int32
+	Class int8
 	Bytes int64
 }
 
@@ -295,6 +317,9 @@ func (s *Switch) Configure(e *sim.Engine, c *Config) error {
 	}
 	if s.cfg.Trim.Enabled && s.cfg.Trim.Header == 0 {
 		s.cfg.Trim.Header = 64
+	}
+	if s.cfg.CutThrough.Enabled && s.cfg.CutThrough.Header == 0 {
+		s.cfg.CutThrough.Header = 64
 	}
 	if s.cfg.Trim.Enabled && s.cfg.Trim.Queue == 0 {
 		s.cfg.Trim.Queue = 1024 * int64(s.cfg.Trim.Header)
@@ -333,7 +358,7 @@ func (s *Switch) Configure(e *sim.Engine, c *Config) error {
 	slab := make([]classQ, len(s.Ports)*s.nc)
 	var cc []ClassCounters
 	var cx []classX
-	if s.nc > 1 || c.lossless() || c.Trim.Enabled {
+	if s.nc > 1 || c.lossless() || c.Trim.Enabled || c.HonourPause || c.CutThrough.Enabled || c.Shared.Size > 0 {
 		cc = make([]ClassCounters, len(s.Ports)*s.nc)
 		cx = make([]classX, len(s.Ports)*s.nc)
 	}
@@ -491,6 +516,9 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 		k := &pt.cc[c]
 		k.Enqueued++
 		k.PeakBytes = max(k.PeakBytes, cq.occ)
+		if s.cfg.Shared.Size > 0 {
+			k.SharedPeak = max(k.SharedPeak, cq.occ-s.cfg.Shared.Reserved)
+		}
 	}
 	if pfcIdx >= 0 {
 		s.ing[pfcIdx] += size
@@ -498,11 +526,19 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 			s.xoff[pfcIdx] = true
 			s.sendPause(e, in, c, s.cfg.PFC.Quanta)
 		}
-	} else {
+	}
+	from := in
+	if pfcIdx < 0 {
 		in = -1 // nothing to account when it leaves
 	}
 	if !pt.busy && cq.q.Len() == 0 && (pt.portX == nil || pt.ctl.Len() == 0) && !s.paused(e, pt, c) {
-		s.start(e, pt, p, c, size, int16(in))
+		at := e.Now()
+		if s.cfg.CutThrough.Enabled && from >= 0 {
+			if at = s.cutThrough(e, pt, &s.Ports[from], size); at < e.Now() {
+				pt.cc[c].CutThrough++
+			}
+		}
+		s.start(e, pt, p, c, size, int16(in), at)
 		return
 	}
 	cq.q.Push(p)
@@ -579,8 +615,40 @@ func (s *Switch) mark(e *sim.Engine, c *topologies.ECNConfig, occ int64) bool {
 	return false
 }
 
-// start transmits packet p of class c.
-func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64, in int16) {
+// cutThrough is when the transmission of a packet of size bytes that
+// arrived (last byte) now by port from may be taken to have begun on the
+// idle port pt: when its header arrived, if the egress link was free by
+// then and is not faster than the ingress; else now (store-and-forward).
+//
+// The header arrived TxTime(size) - TxTime(header) before the last byte
+// (both at the ingress rate, as the upstream transmitter serialised it).
+// With the egress no faster than the ingress, the transmission that began
+// then ends no earlier than TxTime(header) after now, so nothing is
+// scheduled in the past and a packet sent onto a cut link still arrives
+// more than the link's delay after now: the lookahead of a partitioned run
+// holds (sim.Engine.TransmitFrom). NB(switch): a packet that reached the
+// port's queue between the header and the last byte of this one was sent
+// first; real cut-through silicon would have been sending this one.
+func (s *Switch) cutThrough(e *sim.Engine, pt, from *Port, size int64) sim.Time {
+	now := e.Now()
+	h := int64(s.cfg.CutThrough.Header)
+	if size <= h {
+		return now
+	}
+	in, out := e.Links[from.In], e.Links[pt.Link]
+	if in == nil || in.Spec.Impair != nil || out.Spec.Impair != nil || out.Spec.Rate > in.Spec.Rate {
+		return now
+	}
+	head := now - in.Spec.Rate.TxTime(int(size)) + in.Spec.Rate.TxTime(int(h))
+	if out.BusyUntil() > head {
+		return now
+	}
+	return head
+}
+
+// start transmits packet p of class c, its serialisation beginning at at
+// (now, or earlier for cut-through).
+func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64, in int16, at sim.Time) {
 	pt.busy = true
 	pt.inService = size
 	pt.svcClass = int8(c)
@@ -604,7 +672,7 @@ func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64,
 	if pt.portX != nil {
 		pt.cc[c].TxPackets++
 	}
-	e.Transmit(pt.Link, p)
+	e.TransmitFrom(pt.Link, p, at)
 }
 
 // OnTxDone frees the buffer of the packet that finished and starts the
@@ -655,7 +723,7 @@ func (s *Switch) kick(e *sim.Engine, pt *Port) {
 	size := int64(e.Pool.Get(p).Size)
 	cq.q.Bytes -= size
 	pt.queued -= size
-	s.start(e, pt, p, c, size, in)
+	s.start(e, pt, p, c, size, in, e.Now())
 }
 
 // pick chooses the class to serve, or -1.
@@ -766,6 +834,9 @@ func (s *Switch) OnTimer(e *sim.Engine, arg int64) {
 func (s *Switch) sample(e *sim.Engine) {
 	if s.lastDepth == nil {
 		s.lastDepth = make([]int64, len(s.Ports))
+		if s.nc > 1 {
+			s.lastClass = make([]int64, len(s.Ports)*s.nc)
+		}
 	}
 	busy := false
 	for i := range s.Ports {
@@ -775,6 +846,13 @@ func (s *Switch) sample(e *sim.Engine) {
 			s.lastDepth[i] = d
 		}
 		busy = busy || d > 0
+		for c := 0; c < s.nc && s.lastClass != nil; c++ {
+			k := s.Ports[i].cls[c].occ
+			if last := &s.lastClass[i*s.nc+c]; k != *last || k > 0 {
+				s.ClassSamples = append(s.ClassSamples, ClassSample{Time: e.Now(), Port: int32(i), Class: int8(c), Bytes: k})
+				*last = k
+			}
+		}
 	}
 	s.sampling = false
 	if busy {

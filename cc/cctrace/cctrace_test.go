@@ -274,7 +274,7 @@ func optionBuilder(cfg cc.Config, opts []Option, size uint64) (cc.Controller, cc
 		}
 		ctl = s
 	case "dctcp":
-		var dc cc.DCTCPConfig
+		dc := cc.DefaultDCTCPConfig()
 		for _, o := range opts {
 			v, err := strconv.ParseFloat(o.Value, 64)
 			switch {

@@ -39,12 +39,18 @@ func RegistryBuilder(cfg cc.Config, opts []Option, size uint64) (cc.Controller, 
 	}
 	ctl, err := cc.NewController(cfg)
 	if err != nil {
+		key := ""
 		var ue *cc.UnknownOptionError
-		if errors.As(err, &ue) {
-			for _, o := range opts {
-				if o.Key == ue.Key {
-					return nil, nil, &OptionError{Option: o, Err: err}
-				}
+		var ve *cc.OptionValueError
+		switch {
+		case errors.As(err, &ue):
+			key = ue.Key
+		case errors.As(err, &ve):
+			key = ve.Key
+		}
+		for _, o := range opts {
+			if key != "" && o.Key == key {
+				return nil, nil, &OptionError{Option: o, Err: err}
 			}
 		}
 		return nil, nil, err
@@ -111,6 +117,8 @@ type Snapshot struct {
 	Done       bool
 	Sent       int // segments sent by the step
 	Retx       int // of which retransmissions
+	// Extra is what the introspection keys read (introspect.go).
+	Extra extraSnapshot
 }
 
 // Snapshot reads the driver's current state (Sent and Retx are left 0).
@@ -124,6 +132,10 @@ func (d *Driver) Snapshot() Snapshot {
 	}
 	if a, ok := ctl.(alphaer); ok {
 		s.Alpha, s.HasAlpha = a.Alpha(), true
+	}
+	s.Extra = d.extra()
+	if s.Extra.infinite() {
+		s.Ssthresh = infSsthresh
 	}
 	return s
 }
@@ -165,7 +177,7 @@ func (s *Script) Run(w io.Writer, b Builder) error {
 		hops = h.CC.Strack.Hops
 	}
 	d, err := NewDriver(DriverConfig{CC: ctl, Rec: rec, RTO: h.RTO, MSS: h.CC.MSS, Size: h.Size,
-		ECN: h.ECN, AutoSend: h.AutoSend, Hops: hops})
+		ECN: h.ECN, AutoSend: h.AutoSend, Hops: hops, Pacing: h.Pacing})
 	if err != nil {
 		return &StepError{Name: s.Name, Line: 1, Msg: err.Error()}
 	}
@@ -257,6 +269,7 @@ func (r *runner) step(st *Step) error {
 			snap.Retx++
 		}
 	}
+	snap.Extra.noteSent(sent)
 	r.last = snap
 	r.row(st.Line, st.Text, snap, sent, d.TakeEvents(), note)
 	return nil
@@ -427,6 +440,11 @@ func (r *runner) checkOne(s *Snapshot, e expectation) string {
 		got = strconv.Itoa(s.Retx)
 	case "done":
 		got = yesNo(s.Done)
+	default:
+		var msg string
+		if got, ok, msg = r.checkIntrospect(s, e); msg != "" {
+			return msg
+		}
 	}
 	if !ok {
 		ok = got == e.value

@@ -30,6 +30,8 @@ type Header struct {
 	AutoSend bool
 	// Options are passed to the builder, in script order.
 	Options []Option
+	// Pacing is the endpoint's pacing (header `pacing`, introspect.go).
+	Pacing cc.PacingConfig
 }
 
 // stepKind is what a step does.
@@ -80,9 +82,10 @@ type Script struct {
 	Steps  []Step
 }
 
-// expectKeys are the keys an expect line may test.
-var expectKeys = []string{"time", "cwnd", "segs", "ssthresh", "state", "alpha", "pipe",
-	"flight", "una", "nxt", "recovery", "rto", "timer", "sent", "retx", "done"}
+// expectKeys are the keys an expect line may test (introspect.go adds its
+// own).
+var expectKeys = append([]string{"time", "cwnd", "segs", "ssthresh", "state", "alpha", "pipe",
+	"flight", "una", "nxt", "recovery", "rto", "timer", "sent", "retx", "done"}, introspectKeys...)
 
 // ParseError is a script that cannot be read.
 type ParseError struct {
@@ -142,6 +145,9 @@ func Parse(name string, src []byte) (*Script, error) {
 // isHeaderLine tells header lines from steps. `rto` is both: with a mode
 // it configures the timer, alone it fires it.
 func isHeaderLine(f []string) bool {
+	if isIntrospectHeader(f) {
+		return true
+	}
 	switch f[0] {
 	case "cc", "recovery", "mss", "init_cwnd", "size", "dupthresh", "ecn", "autosend", "option":
 		return true
@@ -205,6 +211,8 @@ func (h *Header) parse(f []string, line int) error {
 		}
 	case "rto":
 		return h.parseRTO(f[1:])
+	case "max_ack_delay", "pacing":
+		return h.parseIntrospectHeader(f)
 	case "option":
 		if len(f) < 2 {
 			return fmt.Errorf("option: want key=value")

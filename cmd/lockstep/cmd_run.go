@@ -182,7 +182,7 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		if show {
 			fmt.Fprintln(stderr)
 		}
-		if !r.Complete {
+		if !r.Complete && r.StoppedBy == "incomplete" {
 			r.Reason = stopWhy
 		}
 	})

@@ -215,6 +215,12 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 	if err := m.WriteDir(out, perf, extra); err != nil {
 		return true, err
 	}
+	if !m.Complete {
+		// A run that stopped on a failure it found (a PFC deadlock): the
+		// same one-line error and exit status as in one process.
+		return true, fmt.Errorf("%s; %d/%d flows finished by virtual %s; partial results in %s (summary.json \"complete\": false)",
+			m.Reason, sum.FlowsFinished, sum.Flows, m.End, out)
+	}
 	if !quiet {
 		fmt.Fprintf(stdout, "%s: %d/%d flows finished, virtual end %s, %d events in %.2fs (%.2fM events/s), %d drops, %d marks; %d partitions, %d windows -> %s\n",
 			b.File, sum.FlowsFinished, sum.Flows, m.End, sum.Events, wall, perf.EventsPerSec/1e6, sum.Drops, sum.Marks,

@@ -29,7 +29,8 @@ const exitStatusHelp = `Exit statuses:
   2  bad input or usage (flags, scenario, referenced files); nothing is written
   3  the run failed after it started (a node died or went silent, NATS or the
      coordinator unreachable, raft quorum lost, --external timed out,
-     interrupted); --out gets what was computed, summary.json "complete": false
+     interrupted, a PFC deadlock); --out gets what was computed,
+     summary.json "complete": false
   4  internal error: one line on stderr naming the file with the stack trace`
 
 // usageError marks errors caused by the user's input (exit status 2).

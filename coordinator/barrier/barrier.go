@@ -46,6 +46,12 @@ type Config struct {
 	StopAt sim.Time
 	// Term is the raft term the barrier starts in; grants carry it.
 	Term uint64
+	// DeadlockThreshold, when positive, makes the barrier search the
+	// nodes' paused ports (Report.Paused) for a PFC deadlock on a grid of
+	// period DeadlockEvery (sim.FindDeadlock): windows never straddle a
+	// grid time, and the run finishes (FinishDeadlock) at the first grid
+	// time with a cycle of ports paused for at least the threshold.
+	DeadlockThreshold, DeadlockEvery sim.Time
 }
 
 // Validate reports whether c can configure a Barrier.
@@ -57,6 +63,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("barrier: Lookahead = %dps, want > 0", int64(c.Lookahead))
 	case c.StopAt <= 0:
 		return fmt.Errorf("barrier: StopAt = %dps, want > 0 (sim.Never for none)", int64(c.StopAt))
+	case c.DeadlockThreshold < 0 || c.DeadlockThreshold > 0 && c.DeadlockEvery <= 0:
+		return fmt.Errorf("barrier: DeadlockThreshold = %dps with DeadlockEvery = %dps, want both positive or no threshold",
+			int64(c.DeadlockThreshold), int64(c.DeadlockEvery))
 	}
 	return nil
 }
@@ -86,10 +95,16 @@ type Report struct {
 	// Done says the node has nothing left that matters (no unfinished flow;
 	// at most bookkeeping timers). Optional; see FinishAllDone.
 	Done bool
+	// With Config.DeadlockThreshold: Paused lists the node's class queues
+	// paused by their peers while holding packets at PausedAt, the
+	// window's end (sim.PausedPort; fabric.PausedPorts).
+	PausedAt sim.Time
+	Paused   []sim.PausedPort
 }
 
 func (r Report) clone() Report {
 	r.Sent = slices.Clone(r.Sent)
+	r.Paused = slices.Clone(r.Paused)
 	return r
 }
 
@@ -105,6 +120,9 @@ const (
 	FinishAllDone
 	// FinishStopTime: the next event is at or after Config.StopAt.
 	FinishStopTime
+	// FinishDeadlock: a PFC deadlock at Grant.Start (Grant.Cycle); the
+	// run failed.
+	FinishDeadlock
 )
 
 func (f FinishReason) String() string {
@@ -117,6 +135,8 @@ func (f FinishReason) String() string {
 		return "all-done"
 	case FinishStopTime:
 		return "stop-time"
+	case FinishDeadlock:
+		return "pfc-deadlock"
 	}
 	return fmt.Sprintf("FinishReason(%d)", uint8(f))
 }
@@ -140,6 +160,9 @@ type Grant struct {
 	// Finished ends the run; Reason says why. Nodes run nothing more.
 	Finished bool
 	Reason   FinishReason
+	// Cycle is the deadlock's cycle when Reason is FinishDeadlock (at
+	// Start).
+	Cycle []sim.PausedPort
 }
 
 // Len is the window's length in virtual time.
@@ -147,6 +170,7 @@ func (g Grant) Len() sim.Time { return g.End - g.Start }
 
 func (g Grant) clone() Grant {
 	g.Expect = slices.Clone(g.Expect)
+	g.Cycle = slices.Clone(g.Cycle)
 	return g
 }
 
@@ -450,11 +474,12 @@ func checkEnd(r Report, end sim.Time) error {
 	return nil
 }
 
-// put stores a copy of r as node r.Node's report, reusing its Sent buffer.
+// put stores a copy of r as node r.Node's report, reusing its buffers.
 func put(dst *Report, r Report) {
 	sent := append(dst.Sent[:0], r.Sent...)
+	paused := append(dst.Paused[:0], r.Paused...)
 	*dst = r
-	dst.Sent = sent
+	dst.Sent, dst.Paused = sent, paused
 }
 
 // stepCollecting takes the reports for Window.
@@ -638,6 +663,20 @@ func decide(c Config, term, w uint64, reports []Report, prevEnd sim.Time, known 
 		}
 	}
 	g := Grant{Window: w + 1, Term: term, Expect: expect}
+	if c.DeadlockThreshold > 0 {
+		// Every event before the window's end ran and none is due before
+		// m: the paused ports describe every grid time in between.
+		var paused []sim.PausedPort
+		at := sim.Time(0)
+		for _, r := range reports {
+			paused = append(paused, r.Paused...)
+			at = max(at, r.PausedAt)
+		}
+		if d, cyc, ok := sim.FindDeadlock(paused, at, min(m, c.StopAt-1), c.DeadlockEvery, c.DeadlockThreshold); ok {
+			g.Finished, g.Reason, g.Start, g.End, g.Cycle = true, FinishDeadlock, d, d, cyc
+			return g
+		}
+	}
 	switch {
 	case m == sim.Never:
 		g.Finished, g.Reason = true, FinishIdle
@@ -653,6 +692,10 @@ func decide(c Config, term, w uint64, reports []Report, prevEnd sim.Time, known 
 	}
 	g.Start = m
 	g.End = min(addSat(m, c.Lookahead), c.StopAt)
+	if c.DeadlockThreshold > 0 {
+		// A window never straddles a grid time of the deadlock search.
+		g.End = min(g.End, sim.NextGrid(m, c.DeadlockEvery))
+	}
 	if known && m > prevEnd {
 		g.Idle = m - prevEnd
 	}

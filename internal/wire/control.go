@@ -133,6 +133,9 @@ type Setup struct {
 	Part      []int // every topology node's partition
 	Lookahead int64 // ps
 	StopAt    int64 // ps: the barrier's exclusive end of virtual time
+	// Deadlock is the PFC deadlock threshold (ps, 0: no search) and
+	// DeadlockEvery the search's grid period (barrier.Config).
+	Deadlock, DeadlockEvery int64
 	// Term is the raft term of the leader that answered.
 	Term uint64
 	// Sig is the launcher's signature of SetupMessage (nil when the run
@@ -221,8 +224,8 @@ type ErrorReply struct {
 // files are covered through Digest, which a node recomputes from them
 // (node.FromSetup).
 func SetupMessage(run string, su *Setup) []byte {
-	return fmt.Appendf(nil, "lockstep setup v1\x00%s\x00%q\x00%s\x00%d\x00%d\x00%v\x00%d\x00%d",
-		run, su.File, su.Digest, su.Seed, su.P, su.Part, su.Lookahead, su.StopAt)
+	return fmt.Appendf(nil, "lockstep setup v2\x00%s\x00%q\x00%s\x00%d\x00%d\x00%v\x00%d\x00%d\x00%d\x00%d",
+		run, su.File, su.Digest, su.Seed, su.P, su.Part, su.Lookahead, su.StopAt, su.Deadlock, su.DeadlockEvery)
 }
 
 // AbortMessage is the canonical text a member signs for an abort.

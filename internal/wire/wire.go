@@ -80,7 +80,7 @@ type Resync struct {
 }
 
 // fieldCount is the number of fields after the kind, by kind.
-var fieldCount = [...]int{KindBatch: 5, KindReport: 7, KindGrant: 9, KindResync: 1, KindControl: 2}
+var fieldCount = [...]int{KindBatch: 5, KindReport: 9, KindGrant: 10, KindResync: 1, KindControl: 2}
 
 // packetFields is the number of msgpack values per RemotePacket.
 const packetFields = 3 + 18 + 2*sim.MaxSackBlocks
@@ -156,7 +156,7 @@ func (e *Encoder) Batch(b *Batch) []byte {
 
 // Report encodes r.
 func (e *Encoder) Report(r *barrier.Report) []byte {
-	e.start(KindReport, 7)
+	e.start(KindReport, 9)
 	e.i(int64(r.Node))
 	e.u(r.Window)
 	e.u(r.Term)
@@ -167,12 +167,30 @@ func (e *Encoder) Report(r *barrier.Report) []byte {
 		e.u(uint64(n))
 	}
 	_ = e.enc.EncodeBool(r.Done)
+	e.i(int64(r.PausedAt))
+	e.pausedPorts(r.Paused)
 	return e.bytes()
+}
+
+// pausedPortFields is the number of msgpack values per sim.PausedPort.
+const pausedPortFields = 6
+
+func (e *Encoder) pausedPorts(ps []sim.PausedPort) {
+	_ = e.enc.EncodeArrayLen(len(ps))
+	for _, p := range ps {
+		_ = e.enc.EncodeArrayLen(pausedPortFields)
+		e.i(int64(p.Elem))
+		e.i(int64(p.Peer))
+		e.i(int64(p.Port))
+		e.i(int64(p.Class))
+		e.i(int64(p.Since))
+		e.i(int64(p.Until))
+	}
 }
 
 // Grant encodes g.
 func (e *Encoder) Grant(g *barrier.Grant) []byte {
-	e.start(KindGrant, 9)
+	e.start(KindGrant, 10)
 	e.u(g.Window)
 	e.u(g.Term)
 	e.i(int64(g.Start))
@@ -184,6 +202,7 @@ func (e *Encoder) Grant(g *barrier.Grant) []byte {
 	e.i(int64(g.Idle))
 	_ = e.enc.EncodeBool(g.Finished)
 	e.u(uint64(g.Reason))
+	e.pausedPorts(g.Cycle)
 	return e.bytes()
 }
 
@@ -464,7 +483,33 @@ func (d *decoder) report() *barrier.Report {
 	r.MinSent = d.time("min sent")
 	r.Sent = d.counts("sent")
 	r.Done = d.bool("done")
+	r.PausedAt = d.time("paused at")
+	r.Paused = d.pausedPorts("paused")
 	return r
+}
+
+func (d *decoder) pausedPorts(what string) []sim.PausedPort {
+	n := d.arrayLen(what, pausedPortFields+1)
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	ps := make([]sim.PausedPort, n)
+	for k := range ps {
+		if m := d.arrayLen(what, 1); d.err == nil && m != pausedPortFields {
+			d.fail("%s: %d fields, want %d", what, m, pausedPortFields)
+		}
+		p := &ps[k]
+		p.Elem = sim.ElemID(d.i(what, 0, math.MaxInt32))
+		p.Peer = sim.ElemID(d.i(what, 0, math.MaxInt32))
+		p.Port = int32(d.i(what, 0, math.MaxInt32))
+		p.Class = int32(d.i(what, 0, sim.MaxClasses-1))
+		p.Since = d.time(what)
+		p.Until = d.time(what)
+	}
+	if d.err != nil {
+		return nil
+	}
+	return ps
 }
 
 func (d *decoder) grant() *barrier.Grant {
@@ -477,5 +522,6 @@ func (d *decoder) grant() *barrier.Grant {
 	g.Idle = d.time("idle")
 	g.Finished = d.bool("finished")
 	g.Reason = barrier.FinishReason(d.u("reason", math.MaxUint8))
+	g.Cycle = d.pausedPorts("cycle")
 	return g
 }

@@ -18,18 +18,24 @@ import (
 type hsRow struct {
 	label, hystart string
 	paced          bool
+	// hz > 0: a 2.6.29-2.6.38 sender (hsKernel2011): linux-2008 on the
+	// jiffies clock of this HZ.
+	hz int
+	// ackEvery > 0 replaces the receivers' delayed-ACK count (1: an ACK
+	// per segment).
+	ackEvery int
 }
 
 var hsRows = []hsRow{
-	{"off", "off", false},
-	{"linux-2008", "linux-2008", false},
-	{"proposal-2011", "proposal-2011", false},
-	{"linux-2011", "linux-2011", false},
-	{"linux-2014", "linux-2014", false},
-	{"linux", "linux", false},
-	{"hystart++", "hystart++", false},
-	{"linux, paced", "linux", true},
-	{"hystart++, paced", "hystart++", true},
+	{label: "off", hystart: "off", paced: false},
+	{label: "linux-2008", hystart: "linux-2008", paced: false},
+	{label: "proposal-2011", hystart: "proposal-2011", paced: false},
+	{label: "linux-2011", hystart: "linux-2011", paced: false},
+	{label: "linux-2014", hystart: "linux-2014", paced: false},
+	{label: "linux", hystart: "linux", paced: false},
+	{label: "hystart++", hystart: "hystart++", paced: false},
+	{label: "linux, paced", hystart: "linux", paced: true},
+	{label: "hystart++, paced", hystart: "hystart++", paced: true},
 }
 
 // The setup of examples/hystart.yaml, which the analysis needs.
@@ -68,6 +74,8 @@ type hsOpts struct {
 	// series keeps running to hsPlotEnd for the figures; otherwise the run
 	// stops once slow start ended, the link was at 90% and it dropped.
 	series bool
+	// mutate, if set, changes the scenario last (tests and checks).
+	mutate func(*scenario.Scenario)
 }
 
 // hsRun runs one variant.
@@ -78,6 +86,12 @@ func hsRun(env *Env, row hsRow, o hsOpts) (*hsResult, error) {
 		if row.paced {
 			s.Transport.Pacing = &scenario.Pacing{}
 		}
+		if row.hz > 0 {
+			hsKernel2011(s, row.hz)
+		}
+		if row.ackEvery > 0 {
+			s.Transport.DelayedAck.Count = row.ackEvery
+		}
 		s.Workload[0].Flows[0].Start = yamlx.Duration(o.start)
 		if o.buffer > 0 {
 			s.Topology.Graph.Defaults.Buffer = yamlx.Size(o.buffer)
@@ -85,6 +99,9 @@ func hsRun(env *Env, row hsRow, o hsOpts) (*hsResult, error) {
 		// Every change of cwnd, so the window just before a loss cut is
 		// known exactly; the driver consumes the rows as they come.
 		s.Output.Cwnd = &scenario.CwndOutput{Flows: []int32{0}}
+		if o.mutate != nil {
+			o.mutate(s)
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -153,6 +170,20 @@ func hsRun(env *Env, row hsRow, o hsOpts) (*hsResult, error) {
 		r.cssAt -= o.start
 	}
 	return r, nil
+}
+
+// hsKernel2011 makes the sender a 2.6.29-2.6.38 kernel built with the
+// given HZ: HyStart linux-2008 on jiffies (cc/jiffies.go), slow start by one
+// packet per ACK (tcp_slow_start with the default tcp_abc = 0), and the
+// initial window of RFC 3390 that tcp_init_cwnd computed before 2.6.39, 3
+// segments of 1448 bytes; receivers with 2 quick ACKs at the start
+// (tcp_incr_quickack: the initial receive window of 4 MSS from
+// tcp_select_initial_window, over 2 MSS).
+func hsKernel2011(s *scenario.Scenario, hz int) {
+	s.Transport.Options = map[string]string{"hystart": "linux-2008",
+		"hystart_hz": fmt.Sprint(hz), "slow_start": "per-ack"}
+	s.Transport.InitCwnd = 3
+	s.Transport.DelayedAck.QuickAcks = 2
 }
 
 // hsReason maps Cubic's slow-start exit reasons to the report's words.
@@ -368,6 +399,12 @@ func hyStart(env *Env) error {
 			fms(percentile(t90, 1)), fms(percentile(t90, 50)), fms(percentile(t90, 100)))
 	}
 
+	hzRes, err := hyStartHZ(env, dir, horizon, &md, &csv, addCSV)
+	if err != nil {
+		return err
+	}
+	hsHZFill(fill, hzRes)
+
 	md.WriteString("\n## How the buffer was chosen\n\n")
 	bufferTable := len(md.String())
 	md.WriteString(hsBufferText)
@@ -522,7 +559,8 @@ proposed in the thread it ends at 1900-2000 packets (ACK-train test) or
   path, no jitter), and the same seed gives identical runs
   (TestHyStart_SameRunSameResult). The seeds vary only the flow's start,
   uniformly in [0, 1 ms) (seed 1 starts at 0), which shifts the flow against
-  the millisecond clocks of the 2008-2014 variants.
+  the millisecond clocks of the 2008-2014 variants; in the section on the
+  2011 kernels, uniformly over one tick of the kernel's HZ.
 `
 
 const hsTableNotes = `
@@ -567,29 +605,49 @@ proposal-2011's). The HyStart variants that exit before the first drop keep
 the link full with about a hundred drops. This is the damage HyStart exists
 to prevent.
 
-**The 2008 detector (linux-2008): disagrees.** It exits at {2008.range} packets
-(1.3 BDP) by the ACK train, not below 100. On a path without noise the ACK
-train of a slow-start round lasts W x 12 us (an ACK per two 1448-byte
-segments at 1 Gb/s), so the test "train >= minRTT/2" fires in the first
-round with W >= 471, at cwnd = W + 471, between 942 and 1413: the detector
-ends slow start near the BDP, as it was designed to. The delay test would
-need the minimum of a round's first 8 RTT samples to exceed minRTT + 2 ms
-(the 2008 floor; our 2008 clock is jiffies with HZ = 1000, rounded up,
-docs/hystart-variants.md, linux-2008), and the queue a round starts with
-stays below 2 ms until the ACK train has fired. The report's early exits
-came from something this model does not have. Candidates, none of which we
-can confirm without the thread: (1) a coarser clock: with HZ = 250 (a common
-distribution setting then) minRTT is 3 jiffies and the train threshold one
-jiffy (4 ms), so a round whose ACKs straddle a tick ends slow start, with a
-chance of about W x 12 us / 4 ms per round: exits at a few hundred packets,
-which would explain "below 100" sometimes but not "often below 20";
-(2) receiver and host noise (interrupt coalescing, LRO/GRO stretch ACKs,
-the 40-ms delayed-ACK timer, scheduling) that inflates the first RTT samples
-of a round past the 2 ms floor: the fix that followed raised exactly that
-floor, from 2 to 4 ms (commit 2b4636a5f8ca, our linux-2011); (3) the 2008
-kernel's own slow start and delayed-ACK ratio, which we do not model
-(docs/hystart-variants.md, "Not modelled"). Our path has no noise: every ACK
-arrives exactly one serialisation time after the previous one.
+**The 2008 detector on a microsecond RTT (linux-2008): disagrees.** It
+exits at {2008.range} packets (1.3 BDP) by the ACK train, not below 100.
+On a path without noise the ACK train of a slow-start round lasts W x 12
+us (an ACK per two 1448-byte segments at 1 Gb/s), so the test "train >=
+minRTT/2" fires in the first round with W >= 471, at cwnd = W + 471,
+between 942 and 1413: the detector ends slow start near the BDP, as it was
+designed to. This row takes each RTT sample in microseconds and rounds it
+up to a whole millisecond (HZ = 1000), which is not what the kernels of
+2011 did; the next paragraph is.
+
+**The 2008 detector as the kernels of 2011 ran it: agrees at HZ = 100, in
+part at HZ = 250.** In 2.6.29-2.6.38 the RTT sample CUBIC received was a
+difference of jiffies (section "The kernels of the report" above). At HZ =
+100 an 11.3 ms RTT spans one 10-ms tick for 87% of send phases and is
+measured as 1 jiffy, so delay_min = 1<<3 and the train threshold
+delay_min>>4 is 0 jiffies: "curr_jiffies - round_start >= 0" always holds,
+and the first ACK HyStart examines, at cwnd = hystart_low_window = 16,
+ends slow start if it came within msecs_to_jiffies(2) = 1 jiffy of the
+previous one, which within a round it always does. Every run exits at
+{hz100.1.min} packets ({hz100.1.lt20} runs below 20; the same with a
+receiver that ACKs every segment, {hz100.2.min}): the report's "often below
+20". At HZ = 250 the RTT is 2 or 3 jiffies, the threshold 1 jiffy (4 ms),
+and a round ends slow start when its ACKs straddle a tick boundary: the
+ACKs of a round of W packets span W x 12 us at 1 Gb/s, so it does with a
+probability of about W x 12 us / 4 ms, 5% at W = 16 and 50% near W = 170,
+and with per-ACK growth a round is only 1.5 times the last when an ACK
+covers two segments, which gives the early rounds more chances: exits from {hz250.1.min} to {hz250.1.max} packets, median
+{hz250.1.med}, {hz250.1.lt100} below 100 and {hz250.1.lt20} below 20 with
+delayed ACKs; {hz250.2.min}-{hz250.2.max}, median {hz250.2.med},
+{hz250.2.lt100} below 100 with an ACK per segment. At HZ = 1000 the RTT is
+11 or 12 jiffies, the threshold 5 jiffies, and the exits come at
+{hz1000.1.min}-{hz1000.1.max} packets ({hz1000.2.min}-{hz1000.2.max} with
+an ACK per segment): none below 100. So the report's numbers are those of
+a kernel built with HZ = 100, or of HZ = 250 in the runs where an early
+round crossed a tick; the clock alone explains them, with no receiver
+noise: our receivers ACK on a perfectly regular 1 Gb/s stream, and
+interrupt coalescing, which we do not model, was not needed. The cost is
+the link: 90% of 1 Gb/s is reached after {hz100.1.t90} ms at HZ = 100 and
+{hz250.1.t90} ms (median) at HZ = 250, against {hz1000.1.t90} ms at HZ =
+1000, as CUBIC grows from a window far below the BDP (942 packets). The
+2011 fixes replaced jiffies by a millisecond clock
+(bictcp_clock) and took microsecond RTT samples when HZ < 1000; those are
+our linux-2011 row.
 
 **linux-2011, linux-2014:** identical to linux-2008 here (the three lines
 coincide in the figures). They share its
@@ -647,6 +705,9 @@ cwnd-limited while cwnd < 2 max_packets_out; hostsim applies the same rule
 **Seeds.** Moving the start within a millisecond moves the exit of the
 millisecond-clock variants by one ACK-train step ({2008.range}); the
 microsecond-clock linux and the loss- and delay-bound rows do not move.
+On the 2011 kernels' jiffies the phase against the tick decides, at HZ =
+250, in which round a tick falls inside the ACK train: the exits there
+spread over more than a decade.
 `
 
 const hsFigures = `
@@ -655,6 +716,8 @@ const hsFigures = `
 ![cwnd over the first 400 ms](hystart/cwnd_start.png)
 ![cwnd over the first 3 s](hystart/cwnd.png)
 ![bottleneck throughput over the last RTT](hystart/rate.png)
+![exit cwnd on the 2011 kernels' jiffies, ACK every 2nd segment](hystart/exit_hz_1.png)
+![exit cwnd on the 2011 kernels' jiffies, ACK every segment](hystart/exit_hz_2.png)
 
 Raw data: hystart/runs.csv (every run, the buffer runs included),
 hystart/series.csv (cwnd and bottleneck throughput per millisecond, seed 1).

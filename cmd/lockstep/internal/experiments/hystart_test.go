@@ -27,7 +27,13 @@ func TestHyStart_QuickWritesTablesAndFigures(t *testing.T) {
 			t.Errorf("%s: want %d table rows, got %d", label, want, n)
 		}
 	}
-	for _, f := range []string{"cwnd.png", "cwnd_start.png", "rate.png", "runs.csv", "series.csv"} {
+	// The HZ section: quick runs HZ 100 and 250 with delayed ACKs.
+	for _, row := range []string{"| ACK every 2nd segment | 100 |", "| ACK every 2nd segment | 250 |"} {
+		if n := strings.Count(string(md), row); n != 1 {
+			t.Errorf("%s: want 1 table row, got %d", row, n)
+		}
+	}
+	for _, f := range []string{"cwnd.png", "cwnd_start.png", "rate.png", "exit_hz_1.png", "runs.csv", "series.csv"} {
 		if st, err := os.Stat(filepath.Join(out, "hystart", f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: want a non-empty file, got %v", f, err)
 		}
@@ -87,5 +93,30 @@ func TestHyStart_SameRunSameResult(t *testing.T) {
 	if a.exitCwnd != b.exitCwnd || a.exitAt != b.exitAt || a.t90 != b.t90 || a.drops != b.drops {
 		t.Errorf("want identical runs, got exit %.0f at %v, t90 %v, drops %d and exit %.0f at %v, t90 %v, drops %d",
 			a.exitCwnd, a.exitAt, a.t90, a.drops, b.exitCwnd, b.exitAt, b.t90, b.drops)
+	}
+}
+
+// TestHyStart_2011KernelsExitBelow20OnlyOnACoarseClock is the report's
+// mechanism end to end: a 2.6.29-2.6.38 sender (jiffies RTT samples,
+// per-ACK slow start, IW 3, 2.6.3x receivers) built with HZ = 100 ends
+// slow start at hystart_low_window = 16 by the ACK train (delay_min is 1
+// jiffy, the threshold 0); built with HZ = 1000, the same path takes it
+// past 500 packets (threshold 5 jiffies), before the first drop.
+func TestHyStart_2011KernelsExitBelow20OnlyOnACoarseClock(t *testing.T) {
+	env := &Env{Examples: examplesDir}
+	for _, c := range []struct {
+		hz     int
+		lo, hi float64
+	}{{100, 16, 16}, {1000, 500, 942}} {
+		r, err := hsRun(env, hsRow{label: "x", hystart: "linux-2008", hz: c.hz}, hsOpts{start: hsHZJitter(2, c.hz), horizon: 500 * sim.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.exitReason != "ack-train" || r.exitCwnd < c.lo || r.exitCwnd > c.hi {
+			t.Errorf("HZ=%d: want an ack-train exit at cwnd in [%.0f, %.0f], got %q at %.0f", c.hz, c.lo, c.hi, r.exitReason, r.exitCwnd)
+		}
+		if r.dropAt != sim.Never && r.dropAt < r.exitAt {
+			t.Errorf("HZ=%d: want the exit (%v) before any drop, got a drop at %v", c.hz, r.exitAt, r.dropAt)
+		}
 	}
 }
