@@ -59,6 +59,9 @@ type AckEvent struct {
 	PriorInFlight int64
 	// RTT is the round-trip sample this ACK gave, 0 if none.
 	RTT sim.Time
+	// Delay is now minus the timestamp the ACK echoes, whether or not it
+	// gave an RTT sample (0: it echoes none): htsim's per-ACK delay.
+	Delay sim.Time
 	// MinRTT is the smallest RTT sample of the connection so far.
 	MinRTT sim.Time
 	// ECE reports that the ACK echoes a congestion-experienced mark.

@@ -57,9 +57,7 @@ type Endpoint struct {
 	cwndLimited bool  // sending stopped on cwnd since the last ACK
 	delivered   int64 // bytes acknowledged so far
 
-	pm        *PathManager // STrack's entropy choice; nil otherwise
-	lastHalve sim.Time     // PathSimRR: last all-paths-skipped halving
-	halved    bool
+	pm *PathManager // STrack's entropy choice; nil otherwise
 
 	lastTraceAt sim.Time
 	lastCwnd    int64
@@ -150,8 +148,7 @@ type Actions struct {
 	// EnterRecovery: loss was detected and the controller reduced
 	// (OnCongestion(CongLoss)); ExitRecovery: fast recovery ended.
 	EnterRecovery, ExitRecovery bool
-	// ECNCut: an ECN reduction (OnCongestion(CongECN)), RFC 3168 or
-	// STrack-Sim's all-paths-skipped halving.
+	// ECNCut: an ECN reduction (OnCongestion(CongECN)), RFC 3168.
 	ECNCut bool
 	// RTO: the retransmission timer expired (OnCongestion(CongRTO)).
 	RTO bool
@@ -454,6 +451,10 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 		limited := ep.cwndLimited || ep.cwnd < ep.ssth && ep.cwnd < 2*flight
 		ae := &ep.ae
 		ae.Now, ae.Acked, ae.PriorInFlight, ae.RTT = now, grow, prior, rtt
+		ae.Delay = 0
+		if a.HasTSecr {
+			ae.Delay = now - a.TSecr
+		}
 		ae.MinRTT, ae.ECE, ae.InRecovery, ae.MSS = ep.rto.MinRTT(), ece, ep.st.InRecovery, ep.mss
 		ae.SndUna, ae.SndNxt, ae.Delivered = ep.st.Una, ep.st.Nxt, ep.delivered
 		ae.CwndLimited, ae.Paced = limited, ep.cfg.Pacing.Enabled
@@ -461,15 +462,8 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 		ep.readCtl()
 	}
 	if ep.pm != nil {
-		// STrack: marks steer paths; STrack-Sim halves when every path is
-		// skipped, at most once per skip period.
-		all := ep.pm.OnAck(now, a.Entropy, ece, ep.cwnd/ep.mss)
-		if all && (!ep.halved || now-ep.lastHalve >= ep.cfg.Paths.SkipTime) {
-			ep.congestion(now, CongECN, ep.st.Flight)
-			ep.lastHalve, ep.halved = now, true
-			act.ECNCut = true
-			event = "all-paths-skipped"
-		}
+		// STrack: marks steer paths.
+		ep.pm.OnAck(now, a.Entropy, ece, ep.cwnd/ep.mss)
 	} else if ep.cfg.ECN && ece && !ep.st.InRecovery && (!ep.ecnReduced || ep.st.Una > ep.ecnRecover) {
 		// RFC 3168 §6.1.2: react to ECE at most once per window of data.
 		ep.congestion(now, CongECN, ep.st.Flight)

@@ -20,9 +20,6 @@ const (
 	// one at random after a marked ACK; the first window cycles (htsim
 	// ECMP_RANDOM_ECN).
 	PathReuse
-	// PathSimRR is the STrack-Sim rule: round robin, an entropy is skipped
-	// for SkipTime after a mark.
-	PathSimRR
 )
 
 // ParsePathMode maps a scenario name to a PathMode.
@@ -32,46 +29,43 @@ func ParsePathMode(s string) (PathMode, error) {
 		return PathSkip, nil
 	case "reuse":
 		return PathReuse, nil
-	case "strack-sim":
-		return PathSimRR, nil
 	}
-	return 0, fmt.Errorf("unknown path selection %q (known: skip, reuse, strack-sim)", s)
+	return 0, fmt.Errorf("unknown path selection %q (known: skip, reuse)", s)
 }
 
 // PathConfig configures STrack's path manager: how a sender picks the
 // entropy of each data packet from the echoes of per-packet ACKs.
 type PathConfig struct {
 	Mode      PathMode
-	Entropies int      // N, the entropies a sender cycles through (e.g. 256)
-	SkipTime  sim.Time // PathSimRR: how long a marked entropy is skipped (50 us)
+	Entropies int // N, the entropies a sender cycles through (e.g. 256)
+	// SkipRounds, when positive, is how many turns PathSkip passes a marked
+	// entropy over, fixed (htsim PR #4: max(1, initial window in packets /
+	// N)); 0: ⌈cwnd/N⌉ turns of the current window.
+	SkipRounds int
 }
 
 // PathManager chooses entropies for one STrack sender. It is a pure state
 // machine: the sender calls Pick for every data packet and OnAck for every
 // ACK.
 type PathManager struct {
-	mode      PathMode
-	n         int
-	base      uint16 // the flow's entropies are base, base+1, ..., base+n-1
-	cursor    int
-	skip      []int32    // PathSkip: packets to pass over per entropy
-	skipUntil []sim.Time // PathSimRR: skipped until then
-	next      int        // PathReuse: -1 = pick at random
-	skipTime  sim.Time
-	// Skips counts entropies passed over; AllSkipped the times every
-	// entropy was skipped at once (PathSimRR).
-	Skips, AllSkipped uint64
+	mode   PathMode
+	n      int
+	base   uint16 // the flow's entropies are base, base+1, ..., base+n-1
+	cursor int
+	skip   []int32 // PathSkip: packets to pass over per entropy
+	next   int     // PathReuse: -1 = pick at random
+	rounds int32   // PathSkip: fixed skip turns (0: by cwnd)
+	// Skips counts entropies passed over.
+	Skips uint64
 }
 
 // NewPathManager returns a path manager for a flow whose entropies start at
 // base.
 func NewPathManager(cfg PathConfig, base uint16) *PathManager {
-	p := &PathManager{mode: cfg.Mode, n: cfg.Entropies, base: base, next: -1, skipTime: cfg.SkipTime}
+	p := &PathManager{mode: cfg.Mode, n: cfg.Entropies, base: base, next: -1, rounds: int32(cfg.SkipRounds)}
 	switch cfg.Mode {
 	case PathSkip:
 		p.skip = make([]int32, cfg.Entropies)
-	case PathSimRR:
-		p.skipUntil = make([]sim.Time, cfg.Entropies)
 	case PathReuse:
 		// Reuse keeps no per-entropy state.
 	}
@@ -90,18 +84,7 @@ func (p *PathManager) advance() int {
 // Pick returns the entropy for the next data packet. firstWindow reports
 // whether the sender is still in its first window (PathReuse cycles then).
 func (p *PathManager) Pick(now sim.Time, rng *rand.Rand, firstWindow bool) uint16 {
-	switch p.mode {
-	case PathSkip:
-		for tries := 0; ; tries++ {
-			i := p.advance()
-			if p.skip[i] > 0 && tries < p.n {
-				p.skip[i]--
-				p.Skips++
-				continue
-			}
-			return p.base + uint16(i)
-		}
-	case PathReuse:
+	if p.mode == PathReuse {
 		if firstWindow {
 			return p.base + uint16(p.advance())
 		}
@@ -109,31 +92,34 @@ func (p *PathManager) Pick(now sim.Time, rng *rand.Rand, firstWindow bool) uint1
 			return p.base + uint16(rng.IntN(p.n))
 		}
 		return p.base + uint16(p.next)
-	default: // PathSimRR
-		for tries := 0; tries < p.n; tries++ {
-			i := p.advance()
-			if now >= p.skipUntil[i] {
-				return p.base + uint16(i)
-			}
+	}
+	for tries := 0; ; tries++ { // PathSkip
+		i := p.advance()
+		if p.skip[i] > 0 && tries < p.n {
+			p.skip[i]--
 			p.Skips++
+			continue
 		}
-		return p.base + uint16(p.advance()) // all skipped: keep cycling
+		return p.base + uint16(i)
 	}
 }
 
 // OnAck takes the entropy an ACK echoes and whether it was marked. cwndPkts
-// is the sender's window in packets (PathSkip skips about cwnd/N). It
-// returns true when, after this ACK, every entropy is being skipped
-// (PathSimRR's signal to halve the window).
-func (p *PathManager) OnAck(now sim.Time, entropy uint16, marked bool, cwndPkts int64) bool {
+// is the sender's window in packets: PathSkip passes a marked entropy over
+// for ⌈cwnd/N⌉ turns, or for SkipRounds turns when that is set.
+func (p *PathManager) OnAck(now sim.Time, entropy uint16, marked bool, cwndPkts int64) {
 	i := int(entropy - p.base)
 	if i < 0 || i >= p.n {
-		return false
+		return
 	}
 	switch p.mode {
 	case PathSkip:
 		if marked {
-			p.skip[i] = int32(max(1, (cwndPkts+int64(p.n)-1)/int64(p.n)))
+			if p.rounds > 0 {
+				p.skip[i] = p.rounds
+			} else {
+				p.skip[i] = int32(max(1, (cwndPkts+int64(p.n)-1)/int64(p.n)))
+			}
 		}
 	case PathReuse:
 		if marked {
@@ -141,18 +127,5 @@ func (p *PathManager) OnAck(now sim.Time, entropy uint16, marked bool, cwndPkts 
 		} else {
 			p.next = i
 		}
-	case PathSimRR:
-		if !marked {
-			return false
-		}
-		p.skipUntil[i] = now + p.skipTime
-		for _, u := range p.skipUntil {
-			if now >= u {
-				return false
-			}
-		}
-		p.AllSkipped++
-		return true
 	}
-	return false
 }

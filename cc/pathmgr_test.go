@@ -1,6 +1,7 @@
 package cc
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/lockstep-sim/lockstep/sim"
@@ -58,30 +59,19 @@ func TestPathManager_ReuseModeFollowsLastUnmarkedAck(t *testing.T) {
 	}
 }
 
-func TestPathManager_SimSkips50usAndSignalsAllSkipped(t *testing.T) {
-	p := NewPathManager(PathConfig{Mode: PathSimRR, Entropies: 3, SkipTime: 50 * sim.Microsecond}, 0)
+// TestPathManager_FixedSkipRounds: with SkipRounds (htsim PR #4: from
+// the initial window, not the current one), a marked entropy is passed
+// over that many turns whatever cwnd the ACK reports.
+func TestPathManager_FixedSkipRounds(t *testing.T) {
+	p := NewPathManager(PathConfig{Mode: PathSkip, Entropies: 4, SkipRounds: 2}, 0)
 	rng := sim.NewRand(1, 1)
-	if all := p.OnAck(0, 1, true, 10); all {
-		t.Fatal("one marked path reported all skipped")
+	p.OnAck(0, 1, true, 400) // ⌈400/4⌉ = 100 turns by cwnd; 2 fixed
+	var got []uint16
+	for i := 0; i < 12; i++ {
+		got = append(got, p.Pick(0, rng, false))
 	}
-	for i := 0; i < 6; i++ {
-		if e := p.Pick(10*sim.Microsecond, rng, false); e == 1 {
-			t.Fatalf("path 1 picked %v after its mark, within 50us", 10*sim.Microsecond)
-		}
-	}
-	if e := func() uint16 {
-		for i := 0; i < 3; i++ {
-			if e := p.Pick(51*sim.Microsecond, rng, false); e == 1 {
-				return e
-			}
-		}
-		return 99
-	}(); e != 1 {
-		t.Fatal("path 1 not used again after 50us")
-	}
-	p.OnAck(60*sim.Microsecond, 0, true, 10)
-	p.OnAck(60*sim.Microsecond, 1, true, 10)
-	if all := p.OnAck(60*sim.Microsecond, 2, true, 10); !all {
-		t.Fatal("three marked paths of three: want the all-skipped signal")
+	want := []uint16{0, 2, 3, 0, 2, 3, 0, 1, 2, 3, 0, 1}
+	if !slices.Equal(got, want) {
+		t.Fatalf("picks %v, want %v (entropy 1 skipped twice)", got, want)
 	}
 }

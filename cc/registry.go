@@ -143,7 +143,7 @@ func (c *Config) Validate() error {
 }
 
 // ControllerNames lists the congestion controls NewController knows.
-var ControllerNames = []string{"reno", "cubic", "scalable", "dctcp", "strack", "strack-sim"}
+var ControllerNames = []string{"reno", "cubic", "scalable", "dctcp", "strack"}
 
 // RecoveryNames lists the recoveries NewRecovery knows.
 var RecoveryNames = []string{"reno", "newreno", "sack", "rack", "strack"}
@@ -209,12 +209,20 @@ func newController(c Config, o *options) (Controller, error) {
 		if c.Strack != nil {
 			sc = *c.Strack
 		}
+		// `lockstep cc trace` selects the variant by options, a scenario by
+		// transport.strack (which fills c.Strack).
+		sc.Variant = o.str("variant", sc.Variant)
+		var err error
+		if sc.PR4.CCEnabled, err = o.boolean("cc_enabled", sc.PR4.CCEnabled); err != nil {
+			return nil, err
+		}
 		if err := strackCheck(sc); err != nil {
 			return nil, err
 		}
+		if sc.Variant == "htsim-pr4" {
+			return NewStrackPR4(sc.PR4, c.MSS, c.InitCwnd), nil
+		}
 		return NewStrack(sc, c.MSS, c.InitCwnd), nil
-	case "strack-sim":
-		return NewStrackSim(c.MSS, c.InitCwnd), nil
 	}
 	return nil, fmt.Errorf("cc: unknown congestion control %q (known: %v)", c.CC, ControllerNames)
 }
@@ -247,6 +255,9 @@ func NewRecovery(c Config, size uint64) (Recovery, error) {
 		}
 		return NewRackRecovery(c.MSS, size, rc), nil
 	case "strack":
+		if c.Strack != nil && c.Strack.Variant == "htsim-pr4" || c.Options["variant"] == "htsim-pr4" {
+			return NewGoBackNRecovery(c.MSS, size), nil
+		}
 		r := NewStrackRecovery(c.MSS, size)
 		if c.Strack != nil {
 			r.ReoWnd = c.Strack.ReoWnd

@@ -28,6 +28,9 @@ type RTOConfig struct {
 	Granularity sim.Time
 	// Backoff doubles the timeout after each expiry (RFC 6298 §5.5).
 	Backoff bool
+	// KeepBackoff never clears the back-off (htsim PR #4's STrack: _rto
+	// only doubles); otherwise a new RTT sample clears it (§5.7).
+	KeepBackoff bool
 }
 
 // DefaultRTOConfig is RFC 6298 with Linux's 200 ms minimum (TCP_RTO_MIN)
@@ -90,7 +93,9 @@ func (t *RTO) OnSample(r sim.Time) {
 		t.srtt = (7*t.srtt + r) / 8
 	}
 	t.samples++
-	t.backoff = 0
+	if !t.cfg.KeepBackoff {
+		t.backoff = 0
+	}
 }
 
 // OnExpire doubles the timeout (RFC 6298 §5.5) if back-off is on.

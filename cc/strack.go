@@ -7,7 +7,8 @@ import (
 )
 
 // STrack ("STrack: A Reliable Multipath Transport for AI/ML Clusters", Le
-// et al., 2024, arXiv 2407.15266) and the STrack-Sim variant. Sources:
+// et al., 2024, arXiv 2407.15266). (STrack-Sim's STrack is the stracksim
+// compatibility profile, package stracksim.) Sources:
 // the paper, and Broadcom/csg-htsim sim/strack.cpp (STrackSrc::adjust_cwnd,
 // handle_ack, doNextEvent, choose_route) for constants and formulas. The
 // public htsim code has adjust_cwnd disabled and its additive increase
@@ -257,13 +258,22 @@ type StrackConfig struct {
 	RTXResetThreshold int
 	// ReoWnd is the recovery's reordering tolerance (StrackRecovery.ReoWnd).
 	ReoWnd sim.Time
+	// Variant "htsim-pr4" runs the authors' htsim code instead (StrackPR4,
+	// GoBackNRecovery; the fields above except the window clamps are then
+	// unused); "" is this controller.
+	Variant string
+	// PR4 is the htsim PR #4 window's setting.
+	PR4 StrackPR4Config
 }
+
+// StrackVariants lists the values of StrackConfig.Variant.
+var StrackVariants = []string{"", "htsim-pr4"}
 
 // DefaultStrackConfig has htsim's values (strack.cpp STrackSrc::STrackSrc):
 // alpha 0.25, beta 0.8, max_mdf 0.5, base target 20 us, h = base/6.55 per
-// hop, max cwnd 1000 packets, reset after 5 timeouts. htsim's min cwnd of 10
-// bytes relies on sub-packet pacing, which we do not model: our floor is one
-// segment.
+// hop, max cwnd 1000 packets, reset after 5 timeouts. The floor is one
+// segment, as in the authors' PR #4 (master's constructor says 10 bytes,
+// with sub-packet pacing, which we do not model).
 func DefaultStrackConfig(mss int64) StrackConfig {
 	return StrackConfig{Alpha: 0.25, Beta: 0.8, MaxMDF: 0.5, BaseTarget: 20 * sim.Microsecond,
 		PerHop: 3053435 * sim.Picosecond /* 20 us / 6.55 */, MinCwnd: mss, MaxCwnd: 1000 * mss,
@@ -359,9 +369,9 @@ func (s *Strack) OnAck(ev *AckEvent) {
 }
 
 // OnCongestion implements Controller.OnCongestion. Losses that NACKs
-// reveal only cause retransmissions: the window is delay-driven (in htsim
-// the fast-recovery cut needs 1000 duplicate ACKs, so it never fires, and
-// with spraying most holes are reordering). A timeout cuts by MaxMDF once
+// reveal only cause retransmissions: the window is delay-driven (htsim's
+// master cuts after 3 duplicate ACKs, PR #4 never does; with spraying most
+// holes are reordering). A timeout cuts by MaxMDF once
 // per RTT, and RTXResetThreshold timeouts in a row reset the window (htsim
 // doNextEvent). ECN does not change the window.
 func (s *Strack) OnCongestion(ev *CongestionEvent) {
@@ -392,47 +402,10 @@ func (s *Strack) Ssthresh() int64 { return 0 }
 // State implements Observer.
 func (s *Strack) State() CongState { return s.state }
 
-// StrackSim is the window rule of the Rust STrack-Sim: +1 segment per
-// ACK of new data, halved (at least one segment) when the path manager
-// finds every path skipped, which the host reports as CongECN. Losses and
-// timeouts leave the window alone.
-type StrackSim struct {
-	mss  int64
-	cwnd int64
-}
-
-var _ Controller = (*StrackSim)(nil)
-
-// NewStrackSim returns the STrack-Sim controller.
-func NewStrackSim(mss, initCwnd int64) *StrackSim { return &StrackSim{mss: mss, cwnd: initCwnd * mss} }
-
-// OnAck implements Controller.OnAck.
-func (s *StrackSim) OnAck(ev *AckEvent) {
-	if ev.Acked > 0 {
-		s.cwnd += s.mss
-	}
-}
-
-// OnCongestion implements Controller.OnCongestion.
-func (s *StrackSim) OnCongestion(ev *CongestionEvent) {
-	if ev.Kind == CongECN {
-		s.cwnd = max(s.cwnd/2, s.mss)
-	}
-}
-
-// OnRecoveryExit implements Controller.OnRecoveryExit.
-func (s *StrackSim) OnRecoveryExit(now sim.Time) {}
-
-// Cwnd implements Controller.Cwnd.
-func (s *StrackSim) Cwnd() int64 { return s.cwnd }
-
-// Ssthresh implements Controller.Ssthresh.
-func (s *StrackSim) Ssthresh() int64 { return 0 }
-
-// State implements Observer.
-func (s *StrackSim) State() CongState { return StateWindow }
-
 func strackCheck(c StrackConfig) error {
+	if c.Variant != "" && c.Variant != "htsim-pr4" {
+		return fmt.Errorf("strack.variant: unknown %q (known: htsim-pr4)", c.Variant)
+	}
 	if c.Alpha <= 0 || c.Beta <= 0 || c.MaxMDF <= 0 || c.MaxMDF >= 1 {
 		return fmt.Errorf("strack: need alpha > 0, beta > 0 and 0 < max_mdf < 1")
 	}
@@ -477,19 +450,7 @@ func (s *Strack) DefaultPaths() string { return "skip" }
 // RequiredRecovery implements RecoveryRequirer.
 func (s *Strack) RequiredRecovery() string { return "strack" }
 
-// PerPacketAcks implements PerPacketAcker (as Strack).
-func (s *StrackSim) PerPacketAcks() {}
-
-// DefaultPaths implements PathSteerer: STrack-Sim's round robin with a
-// skip time.
-func (s *StrackSim) DefaultPaths() string { return "strack-sim" }
-
-// RequiredRecovery implements RecoveryRequirer.
-func (s *StrackSim) RequiredRecovery() string { return "strack" }
-
 var (
-	_ HopAware         = (*Strack)(nil)
-	_ PathSteerer      = (*Strack)(nil)
-	_ PerPacketAcker   = (*StrackSim)(nil)
-	_ RecoveryRequirer = (*StrackSim)(nil)
+	_ HopAware    = (*Strack)(nil)
+	_ PathSteerer = (*Strack)(nil)
 )

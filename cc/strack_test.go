@@ -129,19 +129,3 @@ func TestStrackCC_MultiplicativeDecreaseOncePerRTT(t *testing.T) {
 		t.Fatalf("cwnd %d, want 42000 (floored at 1-max_mdf)", got)
 	}
 }
-
-func TestStrackSim_PlusOnePerAckHalvedOnAllSkipped(t *testing.T) {
-	s := NewStrackSim(sMSS, 16)
-	s.OnAck(&AckEvent{Acked: sMSS})
-	if s.Cwnd() != 17*sMSS {
-		t.Fatalf("cwnd %d, want 17 segments", s.Cwnd())
-	}
-	s.OnCongestion(&CongestionEvent{Kind: CongLoss})
-	if s.Cwnd() != 17*sMSS {
-		t.Fatalf("a loss changed the window to %d; STrack-Sim leaves it", s.Cwnd())
-	}
-	s.OnCongestion(&CongestionEvent{Kind: CongECN})
-	if s.Cwnd() != 8500 {
-		t.Fatalf("cwnd %d after all paths were skipped, want half (8500)", s.Cwnd())
-	}
-}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstep-sim/lockstep/hostsim"
 	"github.com/lockstep-sim/lockstep/sim"
+	"github.com/lockstep-sim/lockstep/stracksim"
 	"github.com/lockstep-sim/lockstep/switchsim"
 	"github.com/lockstep-sim/lockstep/topologies"
 )
@@ -44,6 +45,9 @@ type Config struct {
 	// Switch is every switch's optional mechanisms (classes, PFC, shared
 	// buffer, trimming, cut-through); the zero value is the plain switch.
 	Switch switchsim.Config
+	// Compat, when set, runs the STrack-Sim compatibility profile instead
+	// of hosts and switches (compat.go): one element, one partition.
+	Compat *stracksim.Config
 	// SwitchTiers, when it has an entry for a switch's tier
 	// (topologies.Node.Tier), gives that switch's mechanisms instead.
 	SwitchTiers map[int]switchsim.Config
@@ -96,6 +100,7 @@ func (c *Config) switchConfigs() (def switchsim.Config, tiers map[int]switchsim.
 const (
 	kindHost uint8 = iota + 1
 	kindSwitch
+	kindCompat // a compatibility profile's one element (compat.go)
 )
 
 // Fabric is a built network, ready to run.
@@ -116,6 +121,7 @@ type Fabric struct {
 	every, threshold sim.Time
 	gridEnd          sim.Time
 	deadlock         *Deadlock
+	compat           *stracksim.World // the compatibility profile's element, or nil
 }
 
 // Deadlock is a PFC deadlock: at At, the ports of Cycle were each paused
@@ -152,6 +158,9 @@ func DirID(i int, aToB bool) sim.LinkID {
 // New builds a fabric. It compiles cfg.Topo (topologies.Compile), which
 // must not change afterwards.
 func New(cfg Config) (*Fabric, error) {
+	if cfg.Compat != nil {
+		return newCompat(cfg)
+	}
 	t := cfg.Topo
 	local := func(node int) bool { return cfg.Local == nil || cfg.Local(node) }
 	// Hop counts for the flows sent here (STrack's target scales with
@@ -481,6 +490,8 @@ func (f *Fabric) dispatch(ev *sim.Event) {
 		case sim.EvTimer:
 			s.OnTimer(e, ev.Arg)
 		}
+	case kindCompat:
+		f.compat.OnEvent(e, ev)
 	}
 }
 
@@ -505,6 +516,12 @@ func (c Conservation) Balance() int64 {
 // Conservation gathers the counts of the local elements.
 func (f *Fabric) Conservation() Conservation {
 	var c Conservation
+	if w := f.compat; w != nil {
+		c.Created, c.Consumed, c.QueueDrops = w.Created, w.Consumed, w.Dropped
+		c.InQueues, c.OnWire = w.Conservation()
+		c.PoolLive = f.eng.Pool.Live()
+		return c
+	}
 	for _, h := range f.hosts {
 		if h == nil {
 			continue

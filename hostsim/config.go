@@ -71,6 +71,10 @@ type Config struct {
 	RWnd int64
 	// Trace records a cwnd time series for the flows it selects.
 	Trace TraceConfig
+	// HoldBack, when positive, keeps a sender from sending while its
+	// host's NIC queue holds more than this many packets (htsim PR #4's
+	// STrack: queuesize(flow) > 2); 0: no limit.
+	HoldBack int
 	// STrack, when set, gives every sender STrack's path manager
 	// (entropies steered by the echoes of per-packet ACKs). Per-packet
 	// ACKs and NACK bitmaps follow from the module's capabilities
@@ -169,12 +173,12 @@ func (c *Config) Validate() error {
 		if st.Entropies < 1 || st.Entropies > 1<<15 {
 			return fmt.Errorf("strack.entropies: must be in [1, 32768], got %d", st.Entropies)
 		}
-		if st.Mode == PathSimRR && st.SkipTime <= 0 {
-			return fmt.Errorf("strack.skip_time: must be positive, got %v", st.SkipTime)
-		}
 	}
 	if caps.PerPacketAcks {
 		c.DelAck.Enabled = false // the module needs an ACK per packet (STrack)
+	}
+	if c.HoldBack < 0 {
+		return fmt.Errorf("hold_back: must not be negative, got %d", c.HoldBack)
 	}
 	if c.RWnd < 0 {
 		return fmt.Errorf("rwnd: must not be negative, got %d", c.RWnd)

@@ -365,3 +365,12 @@ func (h *Host) OnArrive(e *sim.Engine, p sim.PktRef) {
 	}
 	e.Pool.Free(p)
 }
+
+// NewRecordTransport is a Transport that holds the flows and their records
+// but no endpoints: a compatibility profile's element sends and receives
+// for every flow and fills the records (package stracksim). Every flow is
+// local.
+func NewRecordTransport(cfg Config, flows []FlowSpec) *Transport {
+	return &Transport{Cfg: cfg, Flows: flows, Records: make([]FlowRecord, len(flows)),
+		senders: make([]*Sender, len(flows)), receivers: make([]*Receiver, len(flows)), Local: len(flows)}
+}

@@ -68,6 +68,13 @@ func (s *Sender) trySend(h *Host, e *sim.Engine) {
 	ep := s.ep
 	ep.BeginSend()
 	for {
+		if hb := cfg.HoldBack; hb > 0 && h.nic.Len() > hb {
+			// htsim PR #4's send_next_packet: wait until the NIC queue
+			// drains (its send_callback): look again when the packet
+			// being serialised is out.
+			s.armPace(h, e, e.Links[h.Link].BusyUntil())
+			break
+		}
 		seg, ok := ep.Next(now)
 		if !ok {
 			if ep.PaceBlocked() {

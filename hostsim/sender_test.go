@@ -110,3 +110,53 @@ func TestSender_TSOBurstsLeaveBackToBack(t *testing.T) {
 		t.Fatalf("largest gap %v, want bursts separated by >= %v", slices.Max(gaps), 16*serTime)
 	}
 }
+
+// TestSender_HoldBack: with HoldBack 2 (htsim PR #4's queuesize(flow) > 2)
+// a sender stops while its NIC queue holds more than two packets and goes
+// on as it drains, so the queue never exceeds three; without it the whole
+// initial window (and slow start's growth) waits in the NIC.
+func TestSender_HoldBack(t *testing.T) {
+	peak := func(hold int) int {
+		cfg := DefaultConfig()
+		cfg.MTU, cfg.Header = 1500, 0
+		cfg.CC.InitCwnd = 20
+		cfg.HoldBack = hold
+		links := []sim.LinkSpec{
+			{From: 0, To: 1, Rate: 10 * sim.GbitPerSecond, Delay: sim.Microsecond},
+			{From: 1, To: 0, Rate: 10 * sim.GbitPerSecond, Delay: sim.Microsecond},
+		}
+		e, err := sim.NewEngine(1, 2, links, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := NewTransport(cfg, []FlowSpec{{ID: 0, Src: 0, Dst: 1, Size: 100 * 1500}}, func(int) bool { return true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts := []*Host{NewHost(0, 0, 0, tr), NewHost(1, 1, 1, tr)}
+		hosts[0].ScheduleStarts(e)
+		most := 0
+		for ev, ok := e.Next(sim.Second); ok; ev, ok = e.Next(sim.Second) {
+			h := hosts[ev.Dst]
+			switch ev.Kind {
+			case sim.EvArrive:
+				h.OnArrive(e, ev.Pkt)
+			case sim.EvTxDone:
+				h.OnTxDone(e)
+			case sim.EvTimer:
+				h.OnTimer(e, &ev)
+			}
+			most = max(most, hosts[0].Queued())
+		}
+		if !tr.Records[0].Finished {
+			t.Fatalf("hold %d: the flow did not finish", hold)
+		}
+		return most
+	}
+	if got := peak(2); got != 3 {
+		t.Fatalf("with hold-back 2 the NIC queue peaked at %d packets, want 3", got)
+	}
+	if got := peak(0); got < 19 {
+		t.Fatalf("without hold-back the NIC queue peaked at %d, want at least 19 (the initial window less the one in service)", got)
+	}
+}

@@ -17,7 +17,6 @@ type (
 const (
 	PathSkip  = cc.PathSkip
 	PathReuse = cc.PathReuse
-	PathSimRR = cc.PathSimRR
 )
 
 // ParsePathMode maps a scenario name to a PathMode.

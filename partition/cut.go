@@ -64,6 +64,10 @@ func (m CutModel) Decide(b *scenario.Built, cores int) (*Placement, DefaultCut, 
 		c.Reason = "one core"
 		return nil, c, nil
 	}
+	if b.Fabric.Compat != nil {
+		c.Reason = "compat profile: one element"
+		return nil, c, nil
+	}
 	t := b.Topo
 	if len(t.Hosts) < 2 || len(t.Nodes) < 4 {
 		c.Reason = "fabric too small to cut"

@@ -19,6 +19,7 @@ import (
 	"github.com/lockstep-sim/lockstep/hostsim"
 	"github.com/lockstep-sim/lockstep/internal/yamlx"
 	"github.com/lockstep-sim/lockstep/sim"
+	"github.com/lockstep-sim/lockstep/stracksim"
 	"github.com/lockstep-sim/lockstep/switchsim"
 	"github.com/lockstep-sim/lockstep/topologies"
 	"github.com/lockstep-sim/lockstep/workloads"
@@ -268,7 +269,13 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 			return nil, err
 		}
 	}
-	tc, err := l.transport(&s.Transport)
+	var tc hostsim.Config
+	var compat *stracksim.Config
+	if s.Compat != "" {
+		tc, compat, err = l.compat(s, topo)
+	} else {
+		tc, err = l.transport(&s.Transport)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -295,12 +302,16 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.Fabric = fabric.Config{Topo: topo, Flows: flows, Tasks: tasks, Transport: tc, Forwarding: fwd, Seed: b.seed, Impairments: imps}
+	b.Fabric = fabric.Config{Topo: topo, Flows: flows, Tasks: tasks, Transport: tc, Forwarding: fwd, Seed: b.seed, Impairments: imps,
+		Compat: compat}
 	if b.Fabric.Switch, err = l.switchConfig(&s.Switch, globalMechanisms(&s.Switch), s.Workload); err != nil {
 		return nil, err
 	}
 	if b.Fabric.SwitchTiers, err = l.tierSwitches(s, b.Fabric.Switch); err != nil {
 		return nil, err
+	}
+	if compat != nil && len(b.Fabric.SwitchTiers) > 0 {
+		return nil, l.errf("topology", "per-tier switch mechanisms are not part of the stracksim profile (docs/scenario.md, compat)")
 	}
 	if o := s.Output.Cwnd; o != nil {
 		if err := l.cwndFlows(o.Flows, len(flows)); err != nil {
@@ -935,7 +946,7 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 	}
 	c.RWnd = int64(t.RWnd)
 	if t.STrack != nil && !caps.SteersPaths {
-		return c, l.errf("transport.strack", "only for cc strack or strack-sim, not %q", c.CC.CC)
+		return c, l.errf("transport.strack", "only for cc strack, not %q", c.CC.CC)
 	}
 	if caps.SteersPaths {
 		if t.Recovery == "" && caps.Recovery != "" {
@@ -948,7 +959,7 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 		if st == nil {
 			st = &STrack{}
 		}
-		hc := hostsim.STrackConfig{Entropies: 256, SkipTime: 50 * sim.Microsecond}
+		hc := hostsim.STrackConfig{Entropies: 256}
 		mode := st.Paths
 		if mode == "" {
 			mode = caps.DefaultPaths
@@ -960,9 +971,6 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 		hc.Mode = m
 		if st.Entropies != 0 {
 			hc.Entropies = st.Entropies
-		}
-		if st.SkipTime != 0 {
-			hc.SkipTime = sim.Time(st.SkipTime)
 		}
 		c.STrack = &hc
 		sc := cc.DefaultStrackConfig(c.MTU - c.Header)
@@ -988,6 +996,9 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 			sc.MaxCwnd = int64(st.MaxCwnd)
 		}
 		sc.ReoWnd = sim.Time(st.ReoWnd)
+		if err := l.strackVariant(t, st, &c, &hc, &sc); err != nil {
+			return c, err
+		}
 		c.CC.Strack = &sc
 	}
 	if err := c.Validate(); err != nil {

@@ -70,7 +70,6 @@ var noZero = map[string]string{
 	"transport.pacing.ss_ratio":                   "leave it out for the default, 2.0",
 	"transport.pacing.ca_ratio":                   "leave it out for the default, 1.2",
 	"transport.strack.entropies":                  "leave it out for the default, 256",
-	"transport.strack.skip_time":                  "leave it out for the default, 50us",
 	"transport.strack.base_target":                "leave it out for the default, 20us",
 	"transport.strack.min_cwnd":                   "leave it out for the default, 1 segment",
 	"transport.strack.max_cwnd":                   "leave it out for the default, 1000 segments",

@@ -32,6 +32,10 @@ type Scenario struct {
 	Impairments []Impairment   `yaml:"impairments"`
 	Output      Output         `yaml:"output"`
 	Placement   *Placement     `yaml:"placement"`
+	// Compat selects a compatibility profile, which replaces lockstep's
+	// hosts, switches and transports by another simulator's semantics as a
+	// whole: "stracksim" (docs/scenario.md, compat).
+	Compat string `yaml:"compat"`
 
 	memLimit int64 // WithMemoryLimit; not part of the scenario
 	// outside: the files it names may be outside its folder (AllowOutside).
@@ -195,7 +199,7 @@ type Transport struct {
 	Pacing *Pacing `yaml:"pacing"`
 	// RWnd is the receive window (default unlimited).
 	RWnd yamlx.Size `yaml:"rwnd"`
-	// STrack configures STrack's endpoints (cc strack or strack-sim).
+	// STrack configures STrack's endpoints (cc strack).
 	STrack *STrack `yaml:"strack"`
 	// Options are the congestion control's own settings (docs/scenario.md
 	// lists them per module), e.g. {variant: linux} for scalable,
@@ -206,9 +210,8 @@ type Transport struct {
 // STrack holds STrack's parameters; docs/scenario.md gives each default
 // and its source.
 type STrack struct {
-	Paths      string          `yaml:"paths"`     // skip (default), reuse, strack-sim
+	Paths      string          `yaml:"paths"`     // skip (default), reuse
 	Entropies  int             `yaml:"entropies"` // default 256
-	SkipTime   yamlx.Duration  `yaml:"skip_time"` // strack-sim: default 50us
 	Alpha      *float64        `yaml:"alpha"`
 	Beta       *float64        `yaml:"beta"`
 	MaxMDF     *float64        `yaml:"max_mdf"`
@@ -219,6 +222,12 @@ type STrack struct {
 	// ReoWnd: a hole counts as lost only if it was sent more than this
 	// before the packet that revealed it (default 0, every hole).
 	ReoWnd yamlx.Duration `yaml:"reo_wnd"`
+	// Variant: "" (today's STrack) or htsim-pr4 (the authors' htsim code,
+	// csg-htsim PR #4; docs/scenario.md).
+	Variant string `yaml:"variant"`
+	// CCEnabled turns htsim-pr4's window control on (default off: a fixed
+	// window equal to the initial window, cut only by timeouts).
+	CCEnabled *bool `yaml:"cc_enabled"`
 }
 
 // DelayedAck is the receivers' delayed-ACK policy.

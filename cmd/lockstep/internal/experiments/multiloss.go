@@ -2,10 +2,12 @@ package experiments
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 
 	"github.com/lockstep-sim/lockstep/internal/yamlx"
+	"github.com/lockstep-sim/lockstep/runner"
 	"github.com/lockstep-sim/lockstep/scenario"
 	"github.com/lockstep-sim/lockstep/sim"
 )
@@ -14,32 +16,35 @@ import (
 type mlRow struct {
 	label, cc, recovery string
 	ecn                 bool
-	entropies           int  // STrack rows: N (0: the example's)
 	htsimTarget         bool // STrack: htsim's default target instead of the example's
+	pr4                 int  // STrack as htsim PR #4 runs it: 1 window control off, 2 on
 }
 
 var mlRows = []mlRow{
-	{"Reno (cumulative ACK)", "reno", "reno", false, 0, false},
-	{"NewReno", "reno", "newreno", false, 0, false},
-	{"SACK", "reno", "sack", false, 0, false},
-	{"RACK-TLP", "reno", "rack", false, 0, false},
-	{"STrack", "strack", "strack", true, 0, false},
-	{"STrack (htsim target)", "strack", "strack", true, 0, true},
-	{"strack-sim", "strack-sim", "strack", true, 256, false},
-	{"strack-sim (8 entropies)", "strack-sim", "strack", true, 8, false},
+	{"Reno (cumulative ACK)", "reno", "reno", false, false, 0},
+	{"NewReno", "reno", "newreno", false, false, 0},
+	{"SACK", "reno", "sack", false, false, 0},
+	{"RACK-TLP", "reno", "rack", false, false, 0},
+	{"STrack", "strack", "strack", true, false, 0},
+	{"STrack (htsim target)", "strack", "strack", true, true, 0},
+	{"STrack (htsim PR #4)", "strack", "strack", true, false, 1},
+	{"STrack (htsim PR #4, CC on)", "strack", "strack", true, false, 2},
 }
 
-// mlVariant sets the row's transport; jitterSeed > 0 also jitters each
-// flow's start by up to 1 us (uniform, from the seed's workload stream).
+// mlVariant sets the row's transport; jitter also moves each flow's start
+// by up to 1 us (uniform, from the seed's workload stream).
 func mlVariant(row mlRow, seed uint64, jitter bool) func(*scenario.Scenario) {
 	return func(s *scenario.Scenario) {
 		s.Transport.CC, s.Transport.Recovery, s.Transport.ECN = row.cc, row.recovery, row.ecn
-		if !strings.HasPrefix(row.cc, "strack") {
+		switch {
+		case row.cc != "strack":
 			s.Transport.STrack = nil
-		} else if row.htsimTarget {
+		case row.pr4 > 0:
+			on := row.pr4 == 2
+			s.Transport.STrack = &scenario.STrack{Variant: "htsim-pr4", CCEnabled: &on}
+			s.Transport.RTO = scenario.RTO{} // the variant's: 1 ms, doubling
+		case row.htsimTarget:
 			s.Transport.STrack.BaseTarget, s.Transport.STrack.PerHop = 0, nil
-		} else if row.cc == "strack-sim" {
-			s.Transport.STrack = &scenario.STrack{Paths: "strack-sim", Entropies: row.entropies}
 		}
 		sd := seed
 		s.Seed = &sd
@@ -77,18 +82,20 @@ func multiLoss(env *Env) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", row.label, err)
 		}
-		f, unfinished := fcts(r)
-		if unfinished > 0 {
-			return fmt.Errorf("%s: %d flows did not finish", row.label, unfinished)
+		f, err := mlFCTs(r, row)
+		if err != nil {
+			return err
 		}
 		t := sum(r)
 		p50, p99 := percentile(f, 50), percentile(f, 99)
-		fmt.Fprintf(&md, "| %s | %.1f | %.1f | %d | %d | %d | %d | %d |\n", row.label, p50, p99, t.sent, t.retx, t.timeouts, t.marks, t.drops)
-		labels = append(labels, shortLabel(row.label))
-		p50s, p99s = append(p50s, p50), append(p99s, p99)
-		orig, retx = append(orig, float64(t.sent-t.retx)), append(retx, float64(t.retx))
-		ratio = append(ratio, 100*float64(t.retx)/float64(t.sent))
-		perFlow = append(perFlow, f)
+		fmt.Fprintf(&md, "| %s | %s | %s | %d | %d | %d | %d | %d |\n", row.label, mlUs(p50), mlUs(p99), t.sent, t.retx, t.timeouts, t.marks, t.drops)
+		if !math.IsInf(p99, 1) { // a row with flows unfinished at max_time has no bars
+			labels = append(labels, shortLabel(row.label))
+			p50s, p99s = append(p50s, p50), append(p99s, p99)
+			orig, retx = append(orig, float64(t.sent-t.retx)), append(retx, float64(t.retx))
+			ratio = append(ratio, 100*float64(t.retx)/float64(t.sent))
+			perFlow = append(perFlow, f)
+		}
 		for i, rec := range r.Fabric.Transport().Records {
 			csv += fmt.Sprintf("%s,1,%d,%.3f,%d,%d,%d\n", row.label, i, f[i], rec.PacketsSent, rec.Retransmits, rec.Timeouts)
 		}
@@ -105,9 +112,9 @@ func multiLoss(env *Env) error {
 			if err != nil {
 				return fmt.Errorf("%s seed %d: %w", row.label, s, err)
 			}
-			f, unfinished := fcts(r)
-			if unfinished > 0 {
-				return fmt.Errorf("%s seed %d: %d flows did not finish", row.label, s, unfinished)
+			f, err := mlFCTs(r, row)
+			if err != nil {
+				return fmt.Errorf("seed %d: %w", s, err)
 			}
 			p99 = append(p99, percentile(f, 99))
 			to += float64(sum(r).timeouts)
@@ -115,9 +122,12 @@ func multiLoss(env *Env) error {
 				csv += fmt.Sprintf("%s,%d,%d,%.3f,,,\n", row.label, s, i, f[i])
 			}
 		}
-		fmt.Fprintf(&md, "| %s | %.1f | %.1f | %.1f | %.1f | %.2f |\n", row.label, percentile(p99, 1), percentile(p99, 50), mean(p99), percentile(p99, 100), to/float64(seeds))
+		fmt.Fprintf(&md, "| %s | %s | %s | %s | %s | %.2f |\n", row.label, mlUs(percentile(p99, 1)), mlUs(percentile(p99, 50)), mlUs(mean(p99)), mlUs(percentile(p99, 100)), to/float64(seeds))
 	}
 	md.WriteString(mlDiscussion)
+	if err := mlCompat(env, dir, &md); err != nil {
+		return err
+	}
 	md.WriteString(mlFigures)
 	if err := writeFile(dir, "fct.csv", csv); err != nil {
 		return err
@@ -137,14 +147,42 @@ func multiLoss(env *Env) error {
 	return writeFile(env.Out, multiLossFile+".md", md.String())
 }
 
+// mlFCTs are the run's FCTs by flow, in us; a flow unfinished at the
+// run's time limit counts as +Inf, which only the htsim PR #4 rows may
+// have (their RTO doubles without bound).
+func mlFCTs(r *runner.Result, row mlRow) ([]float64, error) {
+	var f []float64
+	for i, rec := range r.Fabric.Transport().Records {
+		if !rec.Finished {
+			if row.pr4 == 0 {
+				return nil, fmt.Errorf("%s: flow %d did not finish", row.label, i)
+			}
+			f = append(f, math.Inf(1))
+			continue
+		}
+		f = append(f, us(rec.Finish-r.Built.Fabric.Flows[i].Start))
+	}
+	return f, nil
+}
+
+// mlUs formats an FCT in us; +Inf is a flow unfinished at max_time.
+func mlUs(x float64) string {
+	if math.IsInf(x, 1) {
+		return "unfinished at 10 s"
+	}
+	return fmt.Sprintf("%.1f", x)
+}
+
 func shortLabel(s string) string {
 	switch {
-	case strings.HasPrefix(s, "strack-sim ("):
-		return "sim-8"
 	case strings.HasPrefix(s, "Reno ("):
 		return "Reno"
-	case strings.HasPrefix(s, "STrack ("):
+	case s == "STrack (htsim target)":
 		return "ST-20us"
+	case s == "STrack (htsim PR #4)":
+		return "PR4"
+	case s == "STrack (htsim PR #4, CC on)":
+		return "PR4-CC"
 	}
 	return s
 }
@@ -162,11 +200,16 @@ bottleneck, 500 ns propagation on every link, every port's buffer 10,240 B
 with ECN marking above 5,120 B, 1024 B data packets and 64 B ACKs, four
 flows starting together at t = 1 us with an initial window of 16 packets
 (h0->h3 256 KiB, h1->h4 64 KiB, h2->h5 64 KiB, h1->h5 64 KiB), fixed RTO
-100 us. The TCP rows (Reno with cumulative ACKs = their SimpleTcp, NewReno,
-SACK, RACK-TLP) use Reno's window and are not ECN-capable, as SimpleTcp is
-not; STrack and strack-sim are ECN-capable (marks steer paths) and spray.
-P50 and P99 are nearest-rank percentiles over the four flows (the P99 is
-the slowest flow).
+100 us. The TCP rows (Reno with cumulative ACKs, NewReno, SACK, RACK-TLP)
+use Reno's window and are not ECN-capable; the STrack rows are (marks steer
+paths) and spray, over the one path this dumbbell has. P50 and P99 are
+nearest-rank percentiles over the four flows (the P99 is the slowest flow),
+FCTs at the receiver (last byte). The "htsim PR #4" rows run STrack as its
+authors' htsim code does (transport.strack.variant: htsim-pr4; window
+control off, as that code's default, and on): see docs/decisions.md. The
+last section runs the STrack-Sim compatibility profile (compat: stracksim,
+examples/multi_loss_stracksim.yaml): STrack-Sim's own SimpleTcp and STrack
+as its code runs them, with its definitions of FCT and percentiles.
 `
 
 const mlDiscussion = `
@@ -177,11 +220,8 @@ const mlDiscussion = `
   as the STrack-Sim report found; with htsim's default target it is not,
   see below. Reno pays one RTO per window that loses
   more than one packet: its fast recovery ends at the first partial ACK.
-- **Against the report's numbers.** They reported a P99 of 420.6-572.7 us
-  for SimpleTcp and 237.8-252.8 us for their STrack. Our Reno row is faster
-  (its RTO is the same 100 us; our Reno has limited transmit and RFC 3465
-  byte counting, SimpleTcp may not), and our STrack row faster still. We do
-  not have SimpleTcp's code, so we cannot say which detail moves it.
+- **Against the report's numbers.** The faithful rows are not STrack-Sim's
+  transports; the STrack-Sim profile below is, and it answers that question.
 - **STrack's target.** The example sets STrack's target RTT to this
   fabric's base RTT plus the queueing delay at the ECN threshold (4.4 us);
   the "htsim target" row keeps htsim's default (20 us + 3.05 us per hop),
@@ -199,13 +239,12 @@ const mlDiscussion = `
   resend a hole twice). RACK-TLP detects lost retransmissions by time (RFC
   8985 §6.2), which is why it has almost none. A pcap of a SACK run
   (output.pcap) shows the growing SACK blocks around the unfilled hole.
-- **strack-sim** as specified (+1 segment per ACK, halving only when every
-  entropy is skipped) barely ever halves with 256 entropies on one path, so
-  its window runs away and it loses the most. With 8 entropies the halving
-  rule can engage (the median P99 over seeds improves), but +1 segment per
-  ACK doubles the window every round trip, faster than one halving per
-  50 us skip period brings it down. We do not know how many entropies
-  STrack-Sim used, nor whether its window had a cap.
+- **htsim PR #4.** STrack as its authors' htsim code runs it recovers
+  only by timeout: a 1 ms RTO that doubles at every expiry and never
+  resets, go-back-N to the first hole, and no fast retransmission. Each
+  burst loss therefore costs 1 ms, then 2 ms; with window control on, the
+  window (capped at the initial 16 packets) keeps the bottleneck as full as
+  before and each further loss doubles the wait again.
 `
 
 const mlFigures = `
@@ -215,6 +254,7 @@ const mlFigures = `
 ![FCT per flow](multi_loss/fct_per_flow.png)
 ![packets](multi_loss/packets.png)
 ![retransmission ratio](multi_loss/retx_ratio.png)
+![STrack-Sim profile: P99 per draw](multi_loss/stracksim_p99.png)
 
 Raw per-flow data: multi_loss/fct.csv.
 `

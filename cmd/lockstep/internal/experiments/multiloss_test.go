@@ -22,7 +22,12 @@ func TestMultiLoss_QuickWritesTablesAndFigures(t *testing.T) {
 			t.Errorf("%s: want a row in the results table and in the spread table", row.label)
 		}
 	}
-	for _, f := range []string{"fct_bars.png", "fct_per_flow.png", "packets.png", "retx_ratio.png", "fct.csv"} {
+	for _, label := range []string{"SimpleTcp (STrack-Sim profile)", "STrack (STrack-Sim profile)"} {
+		if !strings.Contains(string(md), "| "+label+" |") {
+			t.Errorf("%s: want its row in the STrack-Sim profile table", label)
+		}
+	}
+	for _, f := range []string{"fct_bars.png", "fct_per_flow.png", "packets.png", "retx_ratio.png", "fct.csv", "stracksim.csv", "stracksim_p99.png"} {
 		if st, err := os.Stat(filepath.Join(out, "multi_loss", f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}

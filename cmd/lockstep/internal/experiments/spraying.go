@@ -38,6 +38,24 @@ var spTransports = []spTransport{
 	{"Reno over ECMP", "Reno", spTCP("reno")},
 	{"STrack skip, htsim's default target", "skip 20us", spStrack("skip", true)},
 	{"STrack reuse, htsim's default target", "reuse 20us", spStrack("reuse", true)},
+	{"STrack as htsim PR #4 runs it (spray)", "PR #4", spStrackPR4(false)},
+	{"STrack as htsim PR #4 runs it, CC on (spray)", "PR #4 CC", spStrackPR4(true)},
+}
+
+// spStrackPR4 is STrack as its authors' htsim code runs it
+// (transport.strack.variant: htsim-pr4, docs/decisions.md): skipping
+// marked entropies for max(1, initial window / N) turns, timeouts only
+// (its 1 ms RTO that doubles), window control off (the code's default) or
+// on.
+func spStrackPR4(ccOn bool) func(*scenario.Scenario) {
+	return func(s *scenario.Scenario) {
+		s.Switch.Forwarding = "spray"
+		s.Transport.CC, s.Transport.Recovery = "strack", "strack"
+		s.Transport.ECN, s.Transport.ECNEcho = true, ""
+		on := ccOn
+		s.Transport.STrack = &scenario.STrack{Paths: "skip", Entropies: spEntropies, Variant: "htsim-pr4", CCEnabled: &on}
+		s.Transport.RTO = scenario.RTO{}
+	}
 }
 
 // spStrack selects STrack with the given path selection over a spraying
@@ -329,6 +347,8 @@ const (
 	spReno
 	spSkipDiag
 	spReuseDiag
+	spPR4
+	spPR4CC
 )
 
 // spSummary writes what one topology's runs show, with their numbers.
@@ -353,6 +373,8 @@ func spSummary(w *strings.Builder, tp spTopo, perm []spRun, fails []*spFail) {
 	fmt.Fprintf(w, "- FCT P50/P99 (permutation): STrack skip %s, reuse %s, DCTCP %s, Reno %s; with htsim's default target, skip %s and reuse %s. "+
 		"STrack skip had %s; reuse %s.\n",
 		fct(spSkip), fct(spReuse), fct(spDCTCP), fct(spReno), fct(spSkipDiag), fct(spReuseDiag), retx(spSkip), retx(spReuse))
+	fmt.Fprintf(w, "- STrack as htsim PR #4 runs it (permutation): FCT P50/P99 %s with its window fixed (the code's default), %s with window control on; %s and %s.\n",
+		fct(spPR4), fct(spPR4CC), retx(spPR4), retx(spPR4CC))
 	share := func(i int) string {
 		x := fails[i]
 		b0, b1 := x.before()
@@ -887,6 +909,14 @@ const spNotes = `
   spraying/utilisation.csv (every top-tier uplink, seed 1).
 - ECN marks are counted at switch ports; Reno's packets are not ECN-capable,
   so it has none.
+- STrack as htsim PR #4 runs it (transport.strack.variant: htsim-pr4,
+  docs/decisions.md): window control off, its window stays the initial
+  window, which here fits the permutation's paths without a drop; under
+  the incast it recovers by timeout only, each loss waiting for its 1 ms
+  RTO (doubled at every further expiry) and go-back-N resending from the
+  first hole. With window control on, the per-ACK rules (the 24 us target,
+  the 0.98 decay) keep the window at or below the initial window, its
+  maximum, and the permutations run slower.
 - Under ECMP, which top-tier links carry a flow depends on the hash of its
   5-tuple; a link no flow hashes to carries ACKs only, which is why ECMP's
   least loaded link is near 0%.
