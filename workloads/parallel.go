@@ -327,6 +327,13 @@ func parallelJob(j JobConfig) (*JobFlows, error) {
 	if err := p.check(n); err != nil {
 		return nil, err
 	}
+	seen := make(map[int]int, n)
+	for r, h := range c.Hosts {
+		if q, dup := seen[h]; dup {
+			return nil, fmt.Errorf("ranks %d and %d are both on host %d", q, r, h)
+		}
+		seen[h] = r
+	}
 	if j.ComputeMax != 0 || j.Buckets > 1 {
 		return nil, fmt.Errorf("compute_max and buckets do not apply to a job with tp or pp (forward and backward set its compute)")
 	}

@@ -205,6 +205,9 @@ func TestParallelJob_Errors(t *testing.T) {
 		{ParallelConfig{TP: 2, PP: 1, Microbatches: 1, Layers: 1}, nil},
 		{ParallelConfig{TP: 1, PP: 2, Microbatches: 1, Layers: 1, PPSize: 10, Schedule: "zb"}, nil},
 		{ParallelConfig{TP: 1, PP: 2, Microbatches: 1, Layers: 1, PPSize: 10}, func(j *JobConfig) { j.Buckets = 2 }},
+		{ParallelConfig{TP: 2, PP: 2, Microbatches: 1, Layers: 1, TPSize: 10, PPSize: 10}, func(j *JobConfig) {
+			j.Collective.Hosts = []int{1, 2, 3, 1}
+		}},
 	} {
 		p := c.p
 		j := JobConfig{Collective: cc, Iterations: 1, Parallel: &p}
