@@ -49,6 +49,20 @@ type ECNDriven interface {
 	NeedsECN()
 }
 
+// INTUser is a controller driven by in-band network telemetry (HPCC):
+// switches must append INT records to data packets and receivers echo
+// them in ACKs (AckEvent.Tel).
+type INTUser interface {
+	NeedsINT()
+}
+
+// EndpointDelayUser is a controller that splits each RTT sample into
+// fabric and endpoint delay (Swift): hosts must record the NIC queueing
+// and the receiver's ACK delay (sim.Telemetry.NICWait, EndpointDelay).
+type EndpointDelayUser interface {
+	NeedsEndpointDelay()
+}
+
 // Capabilities is what a pair of modules declares.
 type Capabilities struct {
 	// PerPacketAcks: PerPacketAcker.
@@ -64,6 +78,8 @@ type Capabilities struct {
 	Recovery string
 	// NeedsECN: ECNDriven.
 	NeedsECN bool
+	// NeedsINT: INTUser; NeedsEndpointDelay: EndpointDelayUser.
+	NeedsINT, NeedsEndpointDelay bool
 }
 
 // CapabilitiesOf reads what ctl and rec declare.
@@ -89,6 +105,12 @@ func CapabilitiesOf(ctl Controller, rec Recovery) Capabilities {
 	if _, ok := ctl.(ECNDriven); ok {
 		c.NeedsECN = true
 	}
+	if _, ok := ctl.(INTUser); ok {
+		c.NeedsINT = true
+	}
+	if _, ok := ctl.(EndpointDelayUser); ok {
+		c.NeedsEndpointDelay = true
+	}
 	if r, ok := ctl.(RecoveryRequirer); ok {
 		c.Recovery = r.RequiredRecovery()
 	}
@@ -107,4 +129,12 @@ func Describe(cfg Config) Capabilities {
 		return Capabilities{}
 	}
 	return CapabilitiesOf(ctl, rec)
+}
+
+// Prober is read-only introspection of a controller's own variables by
+// name, for `lockstep cc trace` expectations (`expect ctl.u=0.95`): HPCC's
+// utilisation and reference window, Swift's two windows and its target.
+// ok is false for a name the controller does not know.
+type Prober interface {
+	Probe(name string) (v float64, ok bool)
 }

@@ -83,6 +83,9 @@ type AckEvent struct {
 	// Paced: the sender paces its packets (Linux HyStart does not halve its
 	// ACK-train threshold then).
 	Paced bool
+	// Tel is the ACK's telemetry: the INT records it echoes (HPCC) and the
+	// endpoint delay (Swift); nil when the run keeps none.
+	Tel *sim.Telemetry
 }
 
 // CongestionEvent tells a Controller to reduce its window.

@@ -57,6 +57,7 @@ type Endpoint struct {
 	cwndLimited bool  // sending stopped on cwnd since the last ACK
 	delivered   int64 // bytes acknowledged so far
 
+	rp ratePacer    // a RatePaced controller's rate (ratepacing.go)
 	pm *PathManager // STrack's entropy choice; nil otherwise
 
 	lastTraceAt sim.Time
@@ -102,6 +103,10 @@ type EndpointConfig struct {
 	FlowEntropy   uint16
 	// Hops is the flow's path length, for hop-aware controllers.
 	Hops int
+	// LineRate and BaseRTT are the host's line rate and the flow's unloaded
+	// round-trip time, for LinkAware controllers (HPCC).
+	LineRate sim.Bandwidth
+	BaseRTT  sim.Time
 	// Trace makes the endpoint take cwnd trace samples; TraceInterval keeps
 	// at most one per interval, events excepted (0: every change).
 	Trace         bool
@@ -139,6 +144,9 @@ type Ack struct {
 	Trimmed bool
 	// Entropy is the entropy the ACK echoes (the path manager's input).
 	Entropy uint16
+	// Tel is the ACK's telemetry (INT records, endpoint delay) when the
+	// run keeps it, nil otherwise; valid during OnAck only.
+	Tel *sim.Telemetry
 }
 
 // Actions is what one OnAck or OnDeadline did.
@@ -211,6 +219,10 @@ func NewEndpoint(cfg EndpointConfig, ctl Controller, rec Recovery) (*Endpoint, e
 	if h, ok := ctl.(HopAware); ok {
 		h.SetHops(cfg.Hops)
 	}
+	if l, ok := ctl.(LinkAware); ok {
+		l.SetLink(cfg.LineRate, cfg.BaseRTT)
+	}
+	ep.rp.rp, _ = ctl.(RatePaced)
 	if cfg.Paths != nil {
 		ep.pm = NewPathManager(*cfg.Paths, cfg.PathBase)
 	}
@@ -235,7 +247,10 @@ func (ep *Endpoint) Cwnd() int64 { return ep.cwnd }
 func (ep *Endpoint) SeqState() SeqState { return ep.st }
 
 // readCtl refreshes the cached window after a Controller event.
-func (ep *Endpoint) readCtl() { ep.cwnd, ep.ssth = ep.ctl.Cwnd(), ep.ctl.Ssthresh() }
+func (ep *Endpoint) readCtl() {
+	ep.cwnd, ep.ssth = ep.ctl.Cwnd(), ep.ctl.Ssthresh()
+	ep.rp.read()
+}
 
 // rttInfo is the timing handed to the Recovery with each event.
 func (ep *Endpoint) rttInfo() RTTInfo {
@@ -314,13 +329,15 @@ func (ep *Endpoint) Next(now sim.Time) (Segment, bool) {
 	if !ok {
 		return Segment{}, false
 	}
-	if ep.inBurst == 0 && ep.cfg.Pacing.Enabled && now < ep.paceAt {
+	if ep.inBurst == 0 && (ep.cfg.Pacing.Enabled || ep.rp.rate > 0) && now < ep.paceAt {
 		ep.paceBlocked = true
 		return Segment{}, false
 	}
 	if !seg.Force {
 		room := ep.cwnd - ep.st.Pipe
-		if room < seg.Len {
+		// A rate-paced sender may have one segment in flight whatever its
+		// window (ratepacing.go).
+		if room < seg.Len && !(ep.rp.rate > 0 && ep.st.Pipe == 0) {
 			ep.cwndLimited = true
 			return Segment{}, false
 		}
@@ -360,6 +377,8 @@ func (ep *Endpoint) OnSent(now sim.Time, seg Segment, rng *rand.Rand) Sent {
 	}
 	if ep.cfg.Pacing.Enabled {
 		ep.paceAt = max(ep.paceAt, now) + ep.pacingGap(seg.Len+ep.cfg.Header)
+	} else if ep.rp.rate > 0 {
+		ep.paceAt = max(ep.paceAt, now) + ep.rp.gap(seg.Len+ep.cfg.Header)
 	}
 	ep.inBurst++
 	if ep.inBurst >= ep.burst {
@@ -458,6 +477,7 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 		ae.MinRTT, ae.ECE, ae.InRecovery, ae.MSS = ep.rto.MinRTT(), ece, ep.st.InRecovery, ep.mss
 		ae.SndUna, ae.SndNxt, ae.Delivered = ep.st.Una, ep.st.Nxt, ep.delivered
 		ae.CwndLimited, ae.Paced = limited, ep.cfg.Pacing.Enabled
+		ae.Tel = a.Tel
 		ep.ctl.OnAck(&ep.ae)
 		ep.readCtl()
 	}

@@ -2,6 +2,7 @@ package cc
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 
@@ -91,6 +92,30 @@ func (o *options) boolean(key string, def bool) (bool, error) {
 	return b, nil
 }
 
+// micros reads a duration given in microseconds (a number).
+func (o *options) micros(key string, def sim.Time) (sim.Time, error) {
+	f, err := o.float(key, float64(def)/float64(sim.Microsecond))
+	if err != nil {
+		return 0, err
+	}
+	if f < 0 || f > 1e9 {
+		return 0, fmt.Errorf("%s option %s: must be between 0 and 1e9 microseconds, got %g", o.module, key, f)
+	}
+	return sim.Time(math.Round(f * float64(sim.Microsecond))), nil
+}
+
+// floats reads several float options into their destinations, in order.
+func (o *options) floats(keys []string, dst ...*float64) error {
+	for i, k := range keys {
+		v, err := o.float(k, *dst[i])
+		if err != nil {
+			return err
+		}
+		*dst[i] = v
+	}
+	return nil
+}
+
 // done reports the first option no parser asked for, in sorted order.
 func (o *options) done() error {
 	keys := make([]string, 0, len(o.m))
@@ -143,7 +168,7 @@ func (c *Config) Validate() error {
 }
 
 // ControllerNames lists the congestion controls NewController knows.
-var ControllerNames = []string{"reno", "cubic", "scalable", "dctcp", "strack"}
+var ControllerNames = []string{"reno", "cubic", "scalable", "dctcp", "strack", "hpcc", "swift"}
 
 // RecoveryNames lists the recoveries NewRecovery knows.
 var RecoveryNames = []string{"reno", "newreno", "sack", "rack", "strack"}
@@ -223,6 +248,10 @@ func newController(c Config, o *options) (Controller, error) {
 			return NewStrackPR4(sc.PR4, c.MSS, c.InitCwnd), nil
 		}
 		return NewStrack(sc, c.MSS, c.InitCwnd), nil
+	case "hpcc":
+		return newHPCCFromOptions(c, o)
+	case "swift":
+		return newSwiftFromOptions(c, o)
 	}
 	return nil, fmt.Errorf("cc: unknown congestion control %q (known: %v)", c.CC, ControllerNames)
 }
@@ -265,4 +294,66 @@ func NewRecovery(c Config, size uint64) (Recovery, error) {
 		return r, nil
 	}
 	return nil, fmt.Errorf("recovery: unknown loss recovery %q (known: %v)", c.Recovery, RecoveryNames)
+}
+
+// newHPCCFromOptions builds HPCC from its options: eta, max_stage, w_ai
+// (bytes), base_rtt_us, min_rate_gbps.
+func newHPCCFromOptions(c Config, o *options) (Controller, error) {
+	h := DefaultHPCCConfig()
+	stage, rate := float64(h.MaxStage), float64(h.MinRate)/float64(sim.GbitPerSecond)
+	if err := o.floats([]string{"eta", "max_stage", "w_ai", "min_rate_gbps"}, &h.Eta, &stage, &h.WAI, &rate); err != nil {
+		return nil, err
+	}
+	if stage != math.Trunc(stage) || stage < 0 || stage > 1e6 {
+		return nil, fmt.Errorf("hpcc option max_stage: want a whole number in [0, 1e6], got %g", stage)
+	}
+	if !(rate >= 0 && rate <= 1e6) {
+		return nil, fmt.Errorf("hpcc option min_rate_gbps: want a number in [0, 1e6], got %g", rate)
+	}
+	h.MaxStage, h.MinRate = int(stage), sim.Bandwidth(rate*float64(sim.GbitPerSecond))
+	var err error
+	if h.BaseRTT, err = o.micros("base_rtt_us", 0); err != nil {
+		return nil, err
+	}
+	if err := h.Validate(); err != nil {
+		return nil, err
+	}
+	return NewHPCC(h, c.MSS, c.InitCwnd), nil
+}
+
+// newSwiftFromOptions builds Swift from its options: ai, beta, max_mdf,
+// fs_min, fs_max, min_cwnd, max_cwnd (packets), retx_reset, and the
+// durations base_target_us, per_hop_us, fs_range_us, endpoint_target_us.
+func newSwiftFromOptions(c Config, o *options) (Controller, error) {
+	s := DefaultSwiftConfig()
+	reset := float64(s.RetxReset)
+	if err := o.floats([]string{"ai", "beta", "max_mdf", "fs_min", "fs_max", "min_cwnd", "max_cwnd", "retx_reset"},
+		&s.AI, &s.Beta, &s.MaxMDF, &s.FSMin, &s.FSMax, &s.MinCwnd, &s.MaxCwnd, &reset); err != nil {
+		return nil, err
+	}
+	if reset != math.Trunc(reset) || reset < 1 || reset > 1e6 {
+		return nil, fmt.Errorf("swift option retx_reset: want a whole number in [1, 1e6], got %g", reset)
+	}
+	s.RetxReset = int(reset)
+	// The other durations default from the base target, as htsim derives
+	// them (fs_range = 5·base, h = base/6.55, endpoint target = base).
+	var err error
+	if s.BaseTarget, err = o.micros("base_target_us", s.BaseTarget); err != nil {
+		return nil, err
+	}
+	b := s.BaseTarget
+	for _, d := range []struct {
+		key string
+		v   *sim.Time
+		def sim.Time
+	}{{"per_hop_us", &s.PerHop, sim.Time(float64(b) / 6.55)}, {"fs_range_us", &s.FSRange, 5 * b},
+		{"endpoint_target_us", &s.EndpointTarget, b}} {
+		if *d.v, err = o.micros(d.key, d.def); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return NewSwift(s, c.MSS, c.InitCwnd), nil
 }

@@ -55,6 +55,7 @@ var fieldTables = map[string]reflect.Type{
 	"transport.strack":                       reflect.TypeFor[scenario.STrack](),
 	"output":                                 reflect.TypeFor[scenario.Output](),
 	"switch":                                 reflect.TypeFor[scenario.Switch](),
+	"switch.int":                             reflect.TypeFor[scenario.INT](),
 	"impairments":                            reflect.TypeFor[scenario.Impairment](),
 	"placement":                              reflect.TypeFor[scenario.Placement](),
 	"Sweeps":                                 reflect.TypeFor[sweep.Spec](),

@@ -180,7 +180,9 @@ func New(cfg Config) (*Fabric, error) {
 		return nil, err
 	}
 	for i, h := range ix.PairHops() {
-		cfg.Flows[pairFlow[i]].Hops = int(h)
+		fl := &cfg.Flows[pairFlow[i]]
+		fl.Hops = int(h)
+		fl.LineRate, fl.BaseRTT = baseRTT(t, ix, fl.Src, int(h), &cfg.Transport)
 	}
 	if cfg.Forwarding == 0 {
 		cfg.Forwarding = switchsim.ECMP
@@ -243,6 +245,12 @@ func New(cfg Config) (*Fabric, error) {
 	if err := tr.SetTasks(cfg.Tasks, len(t.Hosts)); err != nil {
 		return nil, err
 	}
+	if c := &tr.Cfg; c.INT.Enabled || c.EndpointDelay {
+		eng.Pool.EnableTelemetry()
+	}
+	// Every switch, whatever its tier, appends what the hosts' INT header
+	// expects.
+	intCfg := switchsim.INT{Enabled: tr.Cfg.INT.Enabled, HopBytes: int32(tr.Cfg.INT.HopBytes)}
 	deps, err := checkDeps(cfg.Flows, cfg.Tasks)
 	if err != nil {
 		return nil, err
@@ -290,11 +298,12 @@ func New(cfg Config) (*Fabric, error) {
 					Queue: t.Links[p.Link].Queue}
 			}
 			sw := switchsim.New(id, node, sp, ix.Routes(), cfg.Forwarding)
-			sc := &swDef
+			sc := swDef
 			if c, ok := swTiers[t.Nodes[node].Tier]; ok {
-				sc = &c
+				sc = c
 			}
-			if err := sw.Configure(eng, sc); err != nil {
+			sc.INT = intCfg
+			if err := sw.Configure(eng, &sc); err != nil {
 				return nil, fmt.Errorf("switch %s: %v", t.Nodes[node].Name, err)
 			}
 			sw.SampleEvery = cfg.QueueSample
@@ -339,6 +348,27 @@ func (f *Fabric) PausedPorts(at sim.Time) []sim.PausedPort {
 		}
 	}
 	return ps
+}
+
+// baseRTT is the line rate of host src's link and an estimate of a flow's
+// unloaded round trip over hops links (HPCC's B and T): every link of the
+// path taken to be like the host's link (its delay, its rate for one full
+// data packet and one ACK), and every switch on it like the host's switch
+// (its latency, both ways). Exact on uniform fabrics; a scenario with
+// other links sets HPCC's base_rtt_us (docs/decisions.md).
+func baseRTT(t *topologies.Topology, ix *topologies.Index, src, hops int, tc *hostsim.Config) (sim.Bandwidth, sim.Time) {
+	ports := ix.Ports(t.Hosts[src])
+	if len(ports) == 0 || hops <= 0 {
+		return 0, 0
+	}
+	l := t.Links[ports[0].Link]
+	if l.Rate <= 0 {
+		return 0, 0
+	}
+	n := sim.Time(hops)
+	lat := t.Nodes[ports[0].Peer].Latency
+	rtt := n*(2*l.Delay+l.Rate.TxTime(int(tc.MTU))+l.Rate.TxTime(int(tc.AckSize))) + 2*(n-1)*lat
+	return l.Rate, rtt
 }
 
 // Engine is the fabric's event engine: its clock, packet pool, links and

@@ -65,13 +65,15 @@ func setupHeap(tb testing.TB, cfg fabric.Config) uint64 {
 //     struct (with its PFC pause state), the switch struct (568 B, shared
 //     over its ports), a route row pointer: 300 B;
 //   - per flow: the sender with its controller, recovery and RTO (about
-//     700 B), the receiver, the record (with its start time, for flows
-//     that wait on others) and its start event: 1,540 B;
+//     750 B: the endpoint holds a rate pacer and the line rate and base
+//     RTT for HPCC), the receiver, the spec (with its line rate and base
+//     RTT), the record (with its start time, for flows that wait on
+//     others) and its start event: 1,600 B;
 //   - the routes' cells: 4 B per (switch, edge switch).
 const (
 	boundPerLink    = 900
 	boundPerElement = 300
-	boundPerFlow    = 1540
+	boundPerFlow    = 1600
 )
 
 func setupBound(cfg fabric.Config) uint64 {

@@ -69,7 +69,7 @@ func (r *benchRig) step(segs int64) int {
 	r.advance(100 * sim.Nanosecond)
 	r.ack.Ack += uint64(segs * r.h.T.Cfg.CC.MSS)
 	r.ack.TSecr = r.e.Now() - 10*sim.Microsecond
-	r.s.onAck(r.h, r.e, &r.ack)
+	r.s.onAck(r.h, r.e, &r.ack, nil)
 	return r.drain()
 }
 

@@ -75,11 +75,29 @@ type Config struct {
 	// host's NIC queue holds more than this many packets (htsim PR #4's
 	// STrack: queuesize(flow) > 2); 0: no limit.
 	HoldBack int
+	// INT: data packets carry an in-band telemetry header that switches
+	// append records to, and receivers echo the records in their ACKs
+	// (HPCC). The engine's pool must keep telemetry.
+	INT INTConfig
+	// EndpointDelay: hosts record how long packets wait in their NIC and
+	// how long a receiver holds an ACK (sim.Telemetry), so that a sender
+	// can split RTT into fabric and endpoint delay (Swift). Set by
+	// Validate when the controller needs it (cc.EndpointDelayUser).
+	EndpointDelay bool
 	// STrack, when set, gives every sender STrack's path manager
 	// (entropies steered by the echoes of per-packet ACKs). Per-packet
 	// ACKs and NACK bitmaps follow from the module's capabilities
 	// (cc.PerPacketAcker), not from this field.
 	STrack *STrackConfig
+}
+
+// INTConfig is the hosts' side of in-band telemetry: what the INT header
+// costs on the wire (HPCC §4.1: a 2-byte hop count, and 8 bytes per hop
+// record, which switches add and the ACK echoes).
+type INTConfig struct {
+	Enabled  bool
+	Header   int64 // bytes a data packet carries before any record
+	HopBytes int64 // bytes of one record in an ACK's echo
 }
 
 // DelAckConfig is the receivers' delayed-ACK policy (RFC 5681 §4.2, RFC
@@ -183,6 +201,15 @@ func (c *Config) Validate() error {
 	if c.RWnd < 0 {
 		return fmt.Errorf("rwnd: must not be negative, got %d", c.RWnd)
 	}
+	if caps.NeedsINT && !c.INT.Enabled {
+		return fmt.Errorf("int: cc %s needs in-band telemetry (switch.int)", c.CC.CC)
+	}
+	if c.INT.Header < 0 || c.INT.HopBytes < 0 {
+		return fmt.Errorf("int: header and hop bytes must not be negative")
+	}
+	if caps.NeedsEndpointDelay {
+		c.EndpointDelay = true
+	}
 	return nil
 }
 
@@ -196,6 +223,10 @@ type FlowSpec struct {
 	// Hops is the number of links on the flow's path (set by the fabric;
 	// STrack's target delay scales with it).
 	Hops int
+	// LineRate is the source host's link rate and BaseRTT the flow's
+	// unloaded round trip (set by the fabric; HPCC's B and T).
+	LineRate sim.Bandwidth
+	BaseRTT  sim.Time
 	// Class is the traffic class (0-7) of the flow's data packets, which
 	// switches with classes queue by.
 	Class int

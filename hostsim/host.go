@@ -178,9 +178,14 @@ type Host struct {
 	// PausesRecv counts the PFC PAUSE frames the host's switch sent it;
 	// Trimmed the trimmed data packets it received.
 	PausesRecv, Trimmed uint64
+	// PaceEvents counts the pacing timer events the host handled (the
+	// events pacing adds: Linux pacing, HPCC's W/T, Swift below one
+	// packet).
+	PaceEvents uint64
 	// TrimNacks counts the trim NACKs the host's receivers sent.
 	TrimNacks   uint64
 	pausedUntil [sim.MaxClasses]sim.Time // by class, for data packets
+	stamp       bool                     // T.Cfg.EndpointDelay: record NIC waits
 	// Tap, when set, sees every packet the host sends (tx) and receives,
 	// at the time it happens (pcap capture). Nil costs nothing.
 	Tap func(now sim.Time, pkt *sim.Packet, tx bool)
@@ -188,7 +193,7 @@ type Host struct {
 
 // NewHost returns host `index` whose NIC transmits on link.
 func NewHost(id sim.ElemID, index int32, link sim.LinkID, t *Transport) *Host {
-	return &Host{ID: id, Index: index, Link: link, T: t}
+	return &Host{ID: id, Index: index, Link: link, T: t, stamp: t.Cfg.EndpointDelay}
 }
 
 // ScheduleStarts arms a start timer for every flow this host sends. It
@@ -261,6 +266,7 @@ func (h *Host) OnTimer(e *sim.Engine, ev *sim.Event) {
 	case timerRTO:
 		s.onRTOTimer(h, e)
 	case timerPace:
+		h.PaceEvents++
 		s.onPaceTimer(h, e)
 	case timerRecovery:
 		s.onRecoveryTimer(h, e)
@@ -287,6 +293,7 @@ func (h *Host) kick(e *sim.Engine) {
 	p := h.nic.Pop()
 	h.nic.Bytes -= int64(e.Pool.Get(p).Size)
 	h.busy = true
+	h.stampNIC(e, p)
 	e.Transmit(h.Link, p)
 }
 
@@ -319,6 +326,14 @@ func (h *Host) onPause(e *sim.Engine, pkt *sim.Packet) {
 	h.kick(e)
 }
 
+// stampNIC records, for Swift's endpoint delay, how long packet p waited
+// in the NIC since its transport built it (TSval).
+func (h *Host) stampNIC(e *sim.Engine, p sim.PktRef) {
+	if h.stamp {
+		e.Pool.Telemetry(p).NICWait = e.Now() - e.Pool.Get(p).TSval
+	}
+}
+
 // send hands packet p to the NIC.
 func (h *Host) send(e *sim.Engine, p sim.PktRef) {
 	h.Created++
@@ -327,6 +342,7 @@ func (h *Host) send(e *sim.Engine, p sim.PktRef) {
 	}
 	if !h.busy && h.nic.Len() == 0 && !h.held(e, p) {
 		h.busy = true
+		h.stampNIC(e, p)
 		e.Transmit(h.Link, p)
 		return
 	}
@@ -358,10 +374,14 @@ func (h *Host) OnArrive(e *sim.Engine, p sim.PktRef) {
 	switch {
 	case pkt.Flags&sim.FlagData != 0:
 		r := h.T.receivers[pkt.Flow]
-		r.onData(h, e, pkt)
+		r.onData(h, e, p, pkt)
 	case pkt.Flags&sim.FlagAck != 0:
 		s := h.T.senders[pkt.Flow]
-		s.onAck(h, e, pkt)
+		var tel *sim.Telemetry
+		if e.Pool.HasTelemetry() {
+			tel = e.Pool.Telemetry(p)
+		}
+		s.onAck(h, e, pkt, tel)
 	}
 	e.Pool.Free(p)
 }

@@ -29,6 +29,9 @@ type Receiver struct {
 	delackTimerAt sim.Time // time of the pending timer event; Never if none
 	nack          bool     // STrack: the next ACK carries the received bitmap
 	trimNack      bool     // the next ACK is a trim NACK for the packet it names
+	// The data packet whose TSval is echoed: when it arrived and how long
+	// it waited in the sender's NIC (Swift's endpoint delay).
+	tsArrive, tsWait sim.Time
 }
 
 // bitmap is STrack's received bitmap: bit i is set when segment
@@ -50,18 +53,18 @@ func (r *Receiver) bitmap(mss int64) uint64 {
 	return b
 }
 
-func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
+func (r *Receiver) onData(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet) {
 	cfg := &h.T.Cfg
 	now := e.Now()
 	if pkt.Flags&sim.FlagTrimmed != 0 {
-		r.onTrimmed(h, e, pkt)
+		r.onTrimmed(h, e, p, pkt)
 		return
 	}
 	ce := pkt.Flags&sim.FlagCE != 0
 	if cfg.Echo == EchoPerPacket && cfg.DelAck.Enabled && ce != r.ceState && r.unacked > 0 {
 		// RFC 8257 §3.2: when the CE state changes, acknowledge what
 		// arrived before at once, with the old state.
-		r.sendAck(h, e, pkt, r.ceState)
+		r.sendAck(h, e, p, pkt, r.ceState)
 	}
 	r.ceState = ce
 	// RFC 3168 §6.1.3: CWR ends the echo; a CE mark (re)starts it.
@@ -79,6 +82,9 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	r.accept(pkt.Seq, end)
 	if !r.tsSet {
 		r.tsRecent, r.tsSet = pkt.TSval, true
+		if cfg.EndpointDelay {
+			r.tsArrive, r.tsWait = now, e.Pool.Telemetry(p).NICWait
+		}
 	}
 	r.unacked++
 	rec := &h.T.Records[pkt.Flow]
@@ -100,7 +106,7 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 		// STrack: ACK every packet, echo its entropy and CE; an
 		// out-of-order arrival also carries the received bitmap (NACK).
 		r.nack = outOfOrder
-		r.sendAck(h, e, pkt, echo)
+		r.sendAck(h, e, p, pkt, echo)
 		return
 	}
 	d := &cfg.DelAck
@@ -110,7 +116,7 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 		if r.quick > 0 {
 			r.quick--
 		}
-		r.sendAck(h, e, pkt, echo)
+		r.sendAck(h, e, p, pkt, echo)
 		return
 	}
 	if r.delackAt == sim.Never {
@@ -142,7 +148,7 @@ func (r *Receiver) onDelAckTimer(h *Host, e *sim.Engine) {
 		if h.T.Cfg.Echo == EchoPerPacket {
 			echo = r.ceState
 		}
-		r.sendAck(h, e, nil, echo)
+		r.sendAck(h, e, sim.NoPacket, nil, echo)
 	}
 }
 
@@ -161,19 +167,19 @@ func (r *Receiver) onDelAckTimer(h *Host, e *sim.Engine) {
 // TCP-like transports keep their own semantics: one immediate duplicate
 // ACK (no FlagTrimmed), which counts towards fast retransmit and lets
 // SACK and RACK see the hole without waiting for later data.
-func (r *Receiver) onTrimmed(h *Host, e *sim.Engine, pkt *sim.Packet) {
+func (r *Receiver) onTrimmed(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet) {
 	h.Trimmed++
 	if h.T.Caps.PerPacketAcks {
 		r.trimNack = true
-		r.sendAck(h, e, pkt, pkt.Flags&sim.FlagCE != 0)
+		r.sendAck(h, e, p, pkt, pkt.Flags&sim.FlagCE != 0)
 		return
 	}
-	r.sendAck(h, e, nil, r.ceLatched)
+	r.sendAck(h, e, sim.NoPacket, nil, r.ceLatched)
 }
 
-// sendAck acknowledges everything received so far. pkt is the data packet
-// that triggered it (nil for the delayed-ACK timer).
-func (r *Receiver) sendAck(h *Host, e *sim.Engine, pkt *sim.Packet, echo bool) {
+// sendAck acknowledges everything received so far. pkt (ref p) is the data
+// packet that triggered it (nil for the delayed-ACK timer).
+func (r *Receiver) sendAck(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet, echo bool) {
 	cfg := &h.T.Cfg
 	f := &h.T.Flows[r.flow]
 	a := e.Pool.Alloc()
@@ -198,6 +204,9 @@ func (r *Receiver) sendAck(h *Host, e *sim.Engine, pkt *sim.Packet, echo bool) {
 	ack.Size = int32(cfg.AckSize)
 	ack.TSval = e.Now()
 	ack.TSecr = r.tsRecent
+	if cfg.INT.Enabled || cfg.EndpointDelay {
+		r.fillTelemetry(cfg, e, a, ack, p, pkt)
+	}
 	if cfg.SACK {
 		r.fillSack(ack)
 	}
@@ -220,6 +229,25 @@ func (r *Receiver) sendAck(h *Host, e *sim.Engine, pkt *sim.Packet, echo bool) {
 	r.tsSet = false
 	r.delackAt = sim.Never
 	h.send(e, a)
+}
+
+// fillTelemetry writes the ACK's telemetry: the INT records of the data
+// packet that triggered it (HPCC §3.2: the receiver echoes them), which
+// count on the wire, and the endpoint delay so far: the echoed packet's
+// wait in the sender's NIC plus the time since it arrived here (Swift's
+// endpoint delay, docs/decisions.md; the ACK's own NIC wait is added when
+// it leaves).
+func (r *Receiver) fillTelemetry(cfg *Config, e *sim.Engine, a sim.PktRef, ack *sim.Packet, p sim.PktRef, pkt *sim.Packet) {
+	t := e.Pool.Telemetry(a)
+	if cfg.INT.Enabled && pkt != nil {
+		d := e.Pool.Telemetry(p)
+		t.NHops = d.NHops
+		copy(t.Hops[:d.NHops], d.Hops[:d.NHops])
+		ack.Size += int32(cfg.INT.Header + int64(d.NHops)*cfg.INT.HopBytes)
+	}
+	if cfg.EndpointDelay && r.tsSet {
+		t.EndpointDelay = r.tsWait + e.Now() - r.tsArrive
+	}
 }
 
 // fillSack writes up to MaxSackBlocks blocks, most recently changed first

@@ -41,7 +41,7 @@ func newSender(cfg *Config, caps cc.Capabilities, f *FlowSpec) (*Sender, error) 
 		Header: cfg.Header, TSOSegments: cfg.TSOSegments, Pacing: cfg.Pacing, RWnd: cfg.RWnd,
 		Paths: cfg.STrack, PathBase: uint16(sim.Mix64(uint64(f.ID))),
 		RandomEntropy: cfg.Entropy == EntropyRandom, FlowEntropy: uint16(sim.Mix64(uint64(f.ID))),
-		Hops: f.Hops, Trace: cfg.Trace.All || slices.Contains(cfg.Trace.Flows, f.ID),
+		Hops: f.Hops, LineRate: f.LineRate, BaseRTT: f.BaseRTT, Trace: cfg.Trace.All || slices.Contains(cfg.Trace.Flows, f.ID),
 		TraceInterval: cfg.Trace.Interval}
 	ep, err := cc.NewEndpoint(ec, ctl, rec)
 	if err != nil {
@@ -114,6 +114,9 @@ func (s *Sender) sendSegment(h *Host, e *sim.Engine, cfg *Config, rec *FlowRecor
 	pkt.Seq = seg.Seq
 	pkt.Payload = int32(seg.Len)
 	pkt.Size = int32(seg.Len + cfg.Header)
+	if cfg.INT.Enabled {
+		pkt.Size += int32(cfg.INT.Header)
+	}
 	pkt.TSval = now
 	rec.PacketsSent++
 	s.armRTO(h, e)
@@ -201,7 +204,7 @@ func (s *Sender) onRTOTimer(h *Host, e *sim.Engine) {
 	s.trySend(h, e)
 }
 
-func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
+func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet, tel *sim.Telemetry) {
 	if s.done() {
 		return
 	}
@@ -212,6 +215,7 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	a := &s.ack
 	a.Ack, a.Sack, a.ECE = pkt.Ack, pkt.Sack[:pkt.NSack], pkt.Flags&sim.FlagECE != 0
 	a.TSecr, a.HasTSecr, a.Entropy = pkt.TSecr, pkt.TSecr > 0, pkt.Entropy
+	a.Tel = tel
 	if s.perPacket {
 		a.Echo, a.EchoValid = pkt.Seq, true
 		a.Nack, a.Bitmap = pkt.Flags&sim.FlagNack != 0, pkt.Bitmap

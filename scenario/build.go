@@ -274,7 +274,7 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 	if s.Compat != "" {
 		tc, compat, err = l.compat(s, topo)
 	} else {
-		tc, err = l.transport(&s.Transport)
+		tc, err = l.transport(&s.Transport, s.Switch.INT)
 	}
 	if err != nil {
 		return nil, err
@@ -808,7 +808,7 @@ func (l *loader) topology(t *Topology) (*topologies.Topology, error) {
 	return nil, l.errf("topology.type", "unknown topology %q (known: dumbbell, leafspine, fattree, htsim, graph, rail)", t.Type)
 }
 
-func (l *loader) transport(t *Transport) (hostsim.Config, error) {
+func (l *loader) transport(t *Transport, in *INT) (hostsim.Config, error) {
 	c := hostsim.DefaultConfig()
 	if t.CC != "" {
 		c.CC.CC = t.CC
@@ -919,6 +919,22 @@ func (l *loader) transport(t *Transport) (hostsim.Config, error) {
 	caps := cc.Describe(c.CC) // what the modules need, by capability
 	if caps.NeedsECN && !c.ECN {
 		return c, l.errf("transport.cc", "%s reacts to ECN marks, which it never sees without transport.ecn: true", c.CC.CC)
+	}
+	if in != nil || caps.NeedsINT {
+		// HPCC §4.1: a 2-byte hop count, then 8 bytes per hop.
+		c.INT = hostsim.INTConfig{Enabled: true, Header: 2, HopBytes: 8}
+		if in != nil && in.HopBytes != nil {
+			if *in.HopBytes > 1024 {
+				return c, l.errf("switch.int.hop_bytes", "must be 0 to 1024 bytes, got %d", int64(*in.HopBytes))
+			}
+			c.INT.HopBytes = int64(*in.HopBytes)
+		}
+		if in != nil && in.Header != nil {
+			if *in.Header > 1024 {
+				return c, l.errf("switch.int.header", "must be 0 to 1024 bytes, got %d", int64(*in.Header))
+			}
+			c.INT.Header = int64(*in.Header)
+		}
 	}
 	c.SACK = caps.NeedsSack
 	if t.SACK != nil {

@@ -305,6 +305,16 @@ type Switch struct {
 	Trim *Trim `yaml:"trim"`
 	// CutThrough: forward once the header has arrived.
 	CutThrough *CutThrough `yaml:"cut_through" json:",omitempty"`
+	// INT: in-band network telemetry (HPCC); on whenever transport.cc
+	// needs it.
+	INT *INT `yaml:"int" json:",omitempty"`
+}
+
+// INT is in-band network telemetry: every switch appends a record to each
+// data packet, the receiver echoes the records in its ACK.
+type INT struct {
+	HopBytes *yamlx.Size `yaml:"hop_bytes"` // bytes per record (default 8)
+	Header   *yamlx.Size `yaml:"header"`    // bytes of the INT header before any record (default 2)
 }
 
 // CutThrough is cut-through forwarding.

@@ -24,6 +24,8 @@ type RemotePacket struct {
 	At   Time
 	Seq  uint64
 	Pkt  Packet
+	// Tel is the packet's telemetry when the pool keeps it (nil otherwise).
+	Tel *Telemetry
 }
 
 type elemState struct {
@@ -49,6 +51,7 @@ type Engine struct {
 	// signalsOut counts the signals in the outbox (they are not packets).
 	signalsOut int
 	Stats      Stats
+	tels       telArena // telemetry of exported packets
 }
 
 // NewEngine builds an engine for a fabric of numElems elements and the given
@@ -218,9 +221,7 @@ func (e *Engine) TransmitFrom(id LinkID, p PktRef, start Time) Time {
 	pkt.Hops++
 	switch {
 	case l.remote:
-		e.outbox = append(e.outbox, RemotePacket{Link: id, At: arrive, Seq: seq, Pkt: *pkt})
-		e.Stats.Exported++
-		e.Pool.Free(p)
+		e.export(id, arrive, seq, p, pkt)
 	case l.perPacket:
 		e.direct++
 		e.push(Event{At: arrive, Dst: l.Spec.To, Src: from, Seq: seq, Kind: EvArrive, Arg: int64(id), Pkt: p})
@@ -228,6 +229,17 @@ func (e *Engine) TransmitFrom(id LinkID, p PktRef, start Time) Time {
 		e.enqueueWire(id, l, inflight{at: arrive, seq: seq, pkt: p})
 	}
 	return end
+}
+
+// export puts packet p, bound for another partition, in the outbox with
+// its telemetry, and frees its slot.
+func (e *Engine) export(id LinkID, arrive Time, seq uint64, p PktRef, pkt *Packet) {
+	e.outbox = append(e.outbox, RemotePacket{Link: id, At: arrive, Seq: seq, Pkt: *pkt})
+	if e.Pool.tel != nil {
+		e.outbox[len(e.outbox)-1].Tel = e.tels.clone(e.Pool.Telemetry(p))
+	}
+	e.Stats.Exported++
+	e.Pool.Free(p)
 }
 
 // enqueueWire puts a packet on a FIFO wire; only the head has an event.
@@ -301,6 +313,9 @@ func (e *Engine) Inject(rp *RemotePacket) {
 	}
 	p := e.Pool.Alloc()
 	*e.Pool.Get(p) = rp.Pkt
+	if e.Pool.tel != nil && rp.Tel != nil {
+		*e.Pool.Telemetry(p) = *rp.Tel
+	}
 	e.Stats.Injected++
 	if l.perPacket {
 		e.direct++

@@ -119,6 +119,7 @@ const (
 // Steady-state Alloc and Free do not allocate.
 type Pool struct {
 	chunks [][]Packet
+	tel    [][]Telemetry // the telemetry side table; nil when off
 	free   []PktRef
 	next   int32 // first never-used slot
 	live   int
@@ -131,14 +132,27 @@ func (p *Pool) Alloc() PktRef {
 		r := p.free[n-1]
 		p.free = p.free[:n-1]
 		*p.Get(r) = Packet{}
+		if p.tel != nil {
+			p.clearTelemetry(r)
+		}
 		return r
 	}
 	r := PktRef(p.next)
 	if int(p.next)>>chunkBits == len(p.chunks) {
 		p.chunks = append(p.chunks, make([]Packet, chunkSize))
+		if p.tel != nil {
+			p.tel = append(p.tel, make([]Telemetry, chunkSize))
+		}
 	}
 	p.next++
 	return r
+}
+
+// clearTelemetry zeroes what a reused slot's telemetry holds (records
+// beyond NHops are never read).
+func (p *Pool) clearTelemetry(r PktRef) {
+	t := p.Telemetry(r)
+	t.NHops, t.NICWait, t.EndpointDelay = 0, 0, 0
 }
 
 // Free returns r to the pool. Precondition: r is live.

@@ -34,6 +34,20 @@ type Config struct {
 	// port even when it sends no PAUSE frames itself (no lossless class):
 	// the fabric sets it when another switch may pause this one.
 	HonourPause bool
+	// INT, when Enabled, appends an in-band telemetry record to every data
+	// packet at dequeue (HPCC). The engine's pool must keep telemetry
+	// (sim.Pool.EnableTelemetry).
+	INT INT
+}
+
+// INT is in-band network telemetry as HPCC uses it (Li et al., SIGCOMM
+// 2019, §3.2, §4.1): per hop, the egress port's queue length, cumulative
+// transmitted bytes, the dequeue timestamp and the link rate.
+type INT struct {
+	Enabled bool
+	// HopBytes is what one record adds to the packet on the wire (HPCC's
+	// INT header: 8 bytes per hop).
+	HopBytes int32
 }
 
 // CutThrough is cut-through forwarding: a switch starts sending a packet
@@ -138,6 +152,9 @@ func (c *Config) Check() error {
 	}
 	if c.Trim.Header < 0 {
 		return fmt.Errorf("trim: header must not be negative")
+	}
+	if c.INT.HopBytes < 0 {
+		return fmt.Errorf("int: hop bytes must not be negative")
 	}
 	if c.CutThrough.Header < 0 {
 		return fmt.Errorf("cut-through: header must not be negative")

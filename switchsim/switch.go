@@ -11,7 +11,9 @@
 // or flowlet) forwarding by local egress occupancy, and cut-through
 // forwarding.
 //
-// It does not model input queueing or in-band telemetry, nor header
+// In-band telemetry (Config.INT) appends per-hop records for HPCC.
+//
+// It does not model input queueing, nor header
 // processing time other than a fixed latency, which the fabric adds
 // to the outgoing links.
 package switchsim
@@ -672,7 +674,26 @@ func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64,
 	if pt.portX != nil {
 		pt.cc[c].TxPackets++
 	}
+	if s.cfg.INT.Enabled && pkt.Flags&(sim.FlagData|sim.FlagTrimmed) == sim.FlagData {
+		s.pushINT(e, pt, p, pkt, at)
+	}
 	e.TransmitFrom(pt.Link, p, at)
+}
+
+// pushINT appends the egress port's INT record to data packet p as it is
+// dequeued (HPCC §3.2; ns-3 SwitchNode::SwitchNotifyDequeue): the time
+// its serialisation starts (earlier than now under cut-through),
+// the port's transmitted bytes with this packet (which grows by the
+// record's bytes), the bytes still queued and the link rate. A packet that
+// holds MaxINTHops records gets no more.
+func (s *Switch) pushINT(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet, at sim.Time) {
+	t := e.Pool.Telemetry(p)
+	if int(t.NHops) >= sim.MaxINTHops {
+		return
+	}
+	pkt.Size += s.cfg.INT.HopBytes
+	l := e.Links[pt.Link]
+	t.PushHop(sim.INTHop{TS: at, TxBytes: l.TxBytes + uint64(pkt.Size), QLen: pt.queued, Rate: l.Rate()})
 }
 
 // OnTxDone frees the buffer of the packet that finished and starts the

@@ -39,6 +39,9 @@ type DriverConfig struct {
 	AutoSend bool
 	// Hops is the flow's path length (hop-aware controllers, STrack).
 	Hops int
+	// LineRate and BaseRTT are for link-aware controllers (HPCC).
+	LineRate sim.Bandwidth
+	BaseRTT  sim.Time
 	// Header, TSOSegments, Pacing and RWnd are the endpoint's send gating
 	// (cc.EndpointConfig); the zero values turn them off.
 	Header      int64
@@ -66,6 +69,9 @@ type Ack struct {
 	EchoValid bool
 	Nack      bool
 	Bitmap    uint64
+	// Tel is the telemetry the ACK carries (INT records, endpoint delay),
+	// nil for none.
+	Tel *sim.Telemetry
 }
 
 // Events counts what happened since the last TakeEvents.
@@ -107,7 +113,7 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	}
 	ep, err := cc.NewEndpoint(cc.EndpointConfig{MSS: cfg.MSS, Size: cfg.Size, RTO: cfg.RTO,
 		ECN: cfg.ECN, Header: cfg.Header, TSOSegments: cfg.TSOSegments, Pacing: cfg.Pacing,
-		RWnd: cfg.RWnd, Hops: cfg.Hops}, cfg.CC, cfg.Rec)
+		RWnd: cfg.RWnd, Hops: cfg.Hops, LineRate: cfg.LineRate, BaseRTT: cfg.BaseRTT}, cfg.CC, cfg.Rec)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +216,7 @@ func (d *Driver) OnAck(a Ack) {
 		return
 	}
 	d.ack = cc.Ack{Ack: a.Ack, Sack: a.Sack, ECE: a.ECE, Echo: a.Echo, EchoValid: a.EchoValid,
-		Nack: a.Nack, Bitmap: a.Bitmap}
+		Nack: a.Nack, Bitmap: a.Bitmap, Tel: a.Tel}
 	if a.RTT > 0 {
 		d.ack.TSecr, d.ack.HasTSecr = d.now-a.RTT, true
 	}

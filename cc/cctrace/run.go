@@ -172,12 +172,12 @@ func (s *Script) Run(w io.Writer, b Builder) error {
 		}
 		return &StepError{Name: s.Name, Line: line, Msg: err.Error()}
 	}
-	hops := 0
-	if h.CC.Strack != nil {
+	hops := h.Hops
+	if h.CC.Strack != nil && hops == 0 {
 		hops = h.CC.Strack.Hops
 	}
 	d, err := NewDriver(DriverConfig{CC: ctl, Rec: rec, RTO: h.RTO, MSS: h.CC.MSS, Size: h.Size,
-		ECN: h.ECN, AutoSend: h.AutoSend, Hops: hops, Pacing: h.Pacing})
+		ECN: h.ECN, AutoSend: h.AutoSend, Hops: hops, LineRate: h.LineRate, BaseRTT: h.BaseRTT, Pacing: h.Pacing})
 	if err != nil {
 		return &StepError{Name: s.Name, Line: 1, Msg: err.Error()}
 	}
@@ -220,7 +220,7 @@ func (r *runner) step(st *Step) error {
 		n := st.n
 		for i := range n {
 			a := Ack{Ack: st.ack, ECE: st.ece, Echo: st.echo, EchoValid: st.echoSet,
-				Nack: st.nack, Bitmap: st.bitmap}
+				Nack: st.nack, Bitmap: st.bitmap, Tel: st.tel}
 			if st.kind == stepDupAck {
 				a.Ack = d.ep.SeqState().Una
 			}
@@ -393,6 +393,23 @@ func (r *runner) check(st *Step) {
 func (r *runner) checkOne(s *Snapshot, e expectation) string {
 	var got string
 	ok := false
+	if name, isProbe := strings.CutPrefix(e.key, probePrefix); isProbe {
+		p, okp := r.d.Controller().(cc.Prober)
+		if !okp {
+			return e.key + ": the controller has no Probe()"
+		}
+		v, known := p.Probe(name)
+		if !known {
+			return e.key + ": the controller has no value " + name
+		}
+		got = strconv.FormatFloat(v, 'g', 10, 64)
+		want, err := strconv.ParseFloat(e.value, 64)
+		// Hand-derived values carry 6 or more significant digits.
+		if err == nil && math.Abs(want-v) <= 1e-6*max(1, math.Abs(want)) {
+			return ""
+		}
+		return fmt.Sprintf("%s: want %s, got %s", e.key, e.value, got)
+	}
 	switch e.key {
 	case "time":
 		got = fmtTime(s.Now)

@@ -30,6 +30,12 @@ type Header struct {
 	AutoSend bool
 	// Options are passed to the builder, in script order.
 	Options []Option
+	// Hops is the flow's path length (`hops N`), for hop-aware
+	// controllers; LineRate and BaseRTT (`link RATE RTT`) are the host's
+	// line rate and the flow's base RTT, for link-aware ones (HPCC).
+	Hops     int
+	LineRate sim.Bandwidth
+	BaseRTT  sim.Time
 	// Pacing is the endpoint's pacing (header `pacing`, introspect.go).
 	Pacing cc.PacingConfig
 }
@@ -70,6 +76,11 @@ type Step struct {
 	echoSet bool
 	nack    bool
 	bitmap  uint64
+
+	// ack int=Q:TX:TS:RATE/... ep=D: the INT records the ACK echoes (one
+	// per hop: queue bytes, transmitted bytes, timestamp, link rate) and
+	// the endpoint delay it reports (sim.Telemetry).
+	tel *sim.Telemetry
 }
 
 // expectation is one key=value of an expect line.
@@ -86,6 +97,10 @@ type Script struct {
 // own).
 var expectKeys = append([]string{"time", "cwnd", "segs", "ssthresh", "state", "alpha", "pipe",
 	"flight", "una", "nxt", "recovery", "rto", "timer", "sent", "retx", "done"}, introspectKeys...)
+
+// probePrefix starts an expect key that reads a controller value by name
+// (cc.Prober): `expect ctl.u=0.95`.
+const probePrefix = "ctl."
 
 // ParseError is a script that cannot be read.
 type ParseError struct {
@@ -149,7 +164,7 @@ func isHeaderLine(f []string) bool {
 		return true
 	}
 	switch f[0] {
-	case "cc", "recovery", "mss", "init_cwnd", "size", "dupthresh", "ecn", "autosend", "option":
+	case "cc", "recovery", "mss", "init_cwnd", "size", "dupthresh", "ecn", "autosend", "option", "hops", "link":
 		return true
 	case "rto":
 		return len(f) > 1
@@ -211,6 +226,29 @@ func (h *Header) parse(f []string, line int) error {
 		}
 	case "rto":
 		return h.parseRTO(f[1:])
+	case "hops":
+		v, err := arg1()
+		if err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 255 {
+			return fmt.Errorf("hops: want 0..255, got %q", v)
+		}
+		h.Hops = n
+	case "link":
+		if len(f) != 3 {
+			return fmt.Errorf("link: want RATE RTT (100Gbps 10us)")
+		}
+		r, err := parseRate(f[1])
+		if err != nil {
+			return fmt.Errorf("link: %v", err)
+		}
+		d, err := parseDuration(f[2])
+		if err != nil || d <= 0 {
+			return fmt.Errorf("link: want a positive base RTT, got %q", f[2])
+		}
+		h.LineRate, h.BaseRTT = r, d
 	case "max_ack_delay", "pacing":
 		return h.parseIntrospectHeader(f)
 	case "option":
@@ -384,7 +422,7 @@ func parseStep(f []string) (Step, error) {
 			if !ok || v == "" {
 				return st, fmt.Errorf("expect: want key=value, got %q", a)
 			}
-			known := false
+			known := strings.HasPrefix(k, probePrefix) && len(k) > len(probePrefix)
 			for _, x := range expectKeys {
 				known = known || x == k
 			}
@@ -435,6 +473,28 @@ func (st *Step) parseAckArg(step, a string) error {
 			return fmt.Errorf("ack: nack wants a 64-bit bitmap with bit 0 (the next expected segment) clear, got %q", a)
 		}
 		st.nack, st.bitmap = true, n
+	case step == "ack" && strings.HasPrefix(a, "int="):
+		if st.tel == nil {
+			st.tel = &sim.Telemetry{}
+		}
+		for _, hop := range strings.Split(strings.TrimPrefix(a, "int="), "/") {
+			h, err := parseHop(hop)
+			if err != nil {
+				return fmt.Errorf("ack: int: %v", err)
+			}
+			if !st.tel.PushHop(h) {
+				return fmt.Errorf("ack: int: at most %d hops", sim.MaxINTHops)
+			}
+		}
+	case step == "ack" && strings.HasPrefix(a, "ep="):
+		d, err := parseDuration(strings.TrimPrefix(a, "ep="))
+		if err != nil {
+			return fmt.Errorf("ack: ep wants a duration, got %q", a)
+		}
+		if st.tel == nil {
+			st.tel = &sim.Telemetry{}
+		}
+		st.tel.EndpointDelay = d
 	case step == "dupack" && strings.HasPrefix(a, "x"):
 		n, err := strconv.Atoi(a[1:])
 		if err != nil || n <= 0 {
@@ -445,6 +505,43 @@ func (st *Step) parseAckArg(step, a string) error {
 		return fmt.Errorf("%s: unknown argument %q", step, a)
 	}
 	return nil
+}
+
+// parseHop reads one INT record QLEN:TXBYTES:TS:RATE (bytes, bytes, a
+// duration, a rate).
+func parseHop(s string) (sim.INTHop, error) {
+	f := strings.Split(s, ":")
+	if len(f) != 4 {
+		return sim.INTHop{}, fmt.Errorf("want QLEN:TXBYTES:TS:RATE, got %q", s)
+	}
+	q, err1 := strconv.ParseInt(f[0], 10, 64)
+	tx, err2 := strconv.ParseUint(f[1], 10, 64)
+	ts, err3 := parseDuration(f[2])
+	r, err4 := parseRate(f[3])
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || q < 0 {
+		return sim.INTHop{}, fmt.Errorf("want QLEN:TXBYTES:TS:RATE, got %q", s)
+	}
+	return sim.INTHop{QLen: q, TxBytes: tx, TS: ts, Rate: r}, nil
+}
+
+// parseRate reads a positive whole number with a unit bps, Kbps, Mbps or
+// Gbps ("100Gbps").
+func parseRate(s string) (sim.Bandwidth, error) {
+	for _, u := range []struct {
+		suffix string
+		unit   sim.Bandwidth
+	}{{"Gbps", sim.GbitPerSecond}, {"Mbps", sim.GbitPerSecond / 1000}, {"Kbps", sim.GbitPerSecond / 1000000}, {"bps", 1}} {
+		num, ok := strings.CutSuffix(s, u.suffix)
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(num, 10, 64)
+		if err != nil || n <= 0 {
+			break
+		}
+		return sim.Bandwidth(n) * u.unit, nil
+	}
+	return 0, fmt.Errorf("bad rate %q (a whole number with bps, Kbps, Mbps or Gbps)", s)
 }
 
 // parseRange reads START-END, a byte range [START, END).

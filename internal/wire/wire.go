@@ -82,8 +82,12 @@ type Resync struct {
 // fieldCount is the number of fields after the kind, by kind.
 var fieldCount = [...]int{KindBatch: 5, KindReport: 9, KindGrant: 10, KindResync: 1, KindControl: 2}
 
-// packetFields is the number of msgpack values per RemotePacket.
-const packetFields = 3 + 18 + 2*sim.MaxSackBlocks
+// packetFields is the number of msgpack values per RemotePacket: the last
+// is its telemetry, an empty array when it has none.
+const packetFields = 3 + 18 + 2*sim.MaxSackBlocks + 1
+
+// telFields is the number of values of a telemetry array with n INT hops.
+func telFields(n int) int { return 3 + 4*n }
 
 // Encoder encodes messages into a reusable buffer. It is not safe for
 // concurrent use.
@@ -150,8 +154,29 @@ func (e *Encoder) Batch(b *Batch) []byte {
 			e.u(s.Start)
 			e.u(s.End)
 		}
+		e.telemetry(rp.Tel)
 	}
 	return e.bytes()
+}
+
+// telemetry encodes a packet's telemetry (sim.Telemetry): an empty array
+// for none.
+func (e *Encoder) telemetry(t *sim.Telemetry) {
+	if t == nil {
+		_ = e.enc.EncodeArrayLen(0)
+		return
+	}
+	n := int(t.NHops)
+	_ = e.enc.EncodeArrayLen(telFields(n))
+	e.u(uint64(n))
+	e.i(int64(t.NICWait))
+	e.i(int64(t.EndpointDelay))
+	for _, h := range t.Hops[:n] {
+		e.i(int64(h.TS))
+		e.u(h.TxBytes)
+		e.i(h.QLen)
+		e.i(int64(h.Rate))
+	}
 }
 
 // Report encodes r.
@@ -424,6 +449,7 @@ func (d *decoder) batch() *Batch {
 	if n > 0 {
 		b.Packets = make([]sim.RemotePacket, n)
 	}
+	var tels []sim.Telemetry // allocated at the first packet with telemetry
 	for k := 0; k < n && d.err == nil; k++ {
 		if f := d.arrayLen("packet", 1); d.err == nil && f != packetFields {
 			d.fail("packet %d has %d fields, want %d", k, f, packetFields)
@@ -455,8 +481,33 @@ func (d *decoder) batch() *Batch {
 			p.Sack[s].Start = d.u("sack start", math.MaxUint64)
 			p.Sack[s].End = d.u("sack end", math.MaxUint64)
 		}
+		if f := d.arrayLen("telemetry", 1); f > 0 {
+			if tels == nil {
+				tels = make([]sim.Telemetry, n)
+			}
+			rp.Tel = d.telemetry(&tels[k], f)
+		}
 	}
 	return b
+}
+
+// telemetry decodes a non-empty telemetry array of f values into t.
+func (d *decoder) telemetry(t *sim.Telemetry, f int) *sim.Telemetry {
+	nh := int(d.u("int hops", sim.MaxINTHops))
+	if d.err == nil && f != telFields(nh) {
+		d.fail("telemetry has %d values for %d hops, want %d", f, nh, telFields(nh))
+	}
+	t.NHops = uint8(nh)
+	t.NICWait = sim.Time(d.i("nic wait", math.MinInt64, math.MaxInt64))
+	t.EndpointDelay = sim.Time(d.i("endpoint delay", math.MinInt64, math.MaxInt64))
+	for i := 0; i < nh && d.err == nil; i++ {
+		h := &t.Hops[i]
+		h.TS = sim.Time(d.i("int ts", math.MinInt64, math.MaxInt64))
+		h.TxBytes = d.u("int tx bytes", math.MaxUint64)
+		h.QLen = d.i("int qlen", math.MinInt64, math.MaxInt64)
+		h.Rate = sim.Bandwidth(d.i("int rate", 0, math.MaxInt64))
+	}
+	return t
 }
 
 func (d *decoder) counts(what string) []uint32 {

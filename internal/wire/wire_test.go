@@ -31,6 +31,9 @@ func fillDistinct(v reflect.Value, next *uint64) {
 		v.SetUint(*next)
 	case reflect.Bool:
 		v.SetBool(true)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fillDistinct(v.Elem(), next)
 	default:
 		panic("fillDistinct: unhandled kind " + v.Kind().String())
 	}
@@ -42,11 +45,15 @@ func TestBatch_RoundTripCoversEveryPacketField(t *testing.T) {
 	fillDistinct(reflect.ValueOf(&rp).Elem(), &n)
 	rp.Pkt.NSack = sim.MaxSackBlocks // the decoder bounds it
 	rp.Pkt.TSecr = -5                // times may be anything in a packet
+	rp.Tel.NHops = sim.MaxINTHops    // the decoder bounds it
 	big := rp
 	big.At = sim.Never - 1
 	big.Pkt.ID = 1<<64 - 1
 	big.Pkt.Flow = -1 << 31
-	in := Batch{From: 3, To: 7, Window: 1 << 40, Seq: 2, Packets: []sim.RemotePacket{rp, big}}
+	big.Tel = nil // a packet without telemetry between two with
+	third := rp
+	third.Tel = &sim.Telemetry{NHops: 2, NICWait: 7, Hops: [sim.MaxINTHops]sim.INTHop{{TS: 1, TxBytes: 2, QLen: 3, Rate: 4}, {TS: 5}}}
+	in := Batch{From: 3, To: 7, Window: 1 << 40, Seq: 2, Packets: []sim.RemotePacket{rp, big, third}}
 	data := NewEncoder().Batch(&in)
 	m, err := Decode(data)
 	if err != nil {
@@ -123,6 +130,7 @@ func FuzzDecode(f *testing.F) {
 	n := uint64(0)
 	fillDistinct(reflect.ValueOf(&rp).Elem(), &n)
 	rp.Pkt.NSack = 1
+	rp.Tel.NHops = 2
 	f.Add(e.Batch(&Batch{From: 1, To: 0, Window: 4, Packets: []sim.RemotePacket{rp}}))
 	f.Add(e.Batch(&Batch{From: 1, To: 0, Window: 4}))
 	f.Add(e.Report(&barrier.Report{Node: 1, Window: 2, Term: 1, NextEvent: 10, MinSent: sim.Never, Sent: []uint32{1, 0}}))

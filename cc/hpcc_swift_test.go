@@ -1,0 +1,69 @@
+package cc
+
+import (
+	"testing"
+
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// hpccAckLoop feeds HPCC one ACK with one INT record per call, the record
+// advancing 1 us and 12500 bytes (line rate at 100 Gb/s).
+func hpccAckLoop(h *HPCC) func() {
+	tel := &sim.Telemetry{NHops: 1, Hops: [sim.MaxINTHops]sim.INTHop{{Rate: 100 * sim.GbitPerSecond}}}
+	ev := &AckEvent{MSS: 1000, Acked: 1000, Tel: tel}
+	return func() {
+		tel.Hops[0].TS += sim.Microsecond
+		tel.Hops[0].TxBytes += 12500
+		ev.Now += sim.Microsecond
+		ev.SndUna += 1000
+		ev.SndNxt = ev.SndUna + 50000
+		h.OnAck(ev)
+	}
+}
+
+// BenchmarkHPCCOnAck is one ACK with INT through HPCC's controller.
+//
+//	go test ./cc -run - -bench 'HPCC|Swift' -benchmem
+func BenchmarkHPCCOnAck(b *testing.B) {
+	h := NewHPCC(DefaultHPCCConfig(), 1000, 10)
+	h.SetLink(100*sim.GbitPerSecond, 10*sim.Microsecond)
+	step := hpccAckLoop(h)
+	b.ReportAllocs()
+	for b.Loop() {
+		step()
+	}
+}
+
+// BenchmarkSwiftOnAck is one ACK with an RTT sample and an endpoint delay
+// through Swift's controller.
+func BenchmarkSwiftOnAck(b *testing.B) {
+	s := NewSwift(DefaultSwiftConfig(), 1000, 10)
+	s.SetHops(3)
+	tel := &sim.Telemetry{EndpointDelay: sim.Microsecond}
+	ev := &AckEvent{MSS: 1000, Acked: 1000, Tel: tel}
+	b.ReportAllocs()
+	for b.Loop() {
+		ev.Now += sim.Microsecond
+		ev.RTT = 25*sim.Microsecond + ev.Now%(10*sim.Microsecond)
+		s.OnAck(ev)
+	}
+}
+
+// TestHPCCSwift_OnAckAllocatesNothing: the per-ACK path of both
+// controllers allocates nothing (docs/adding-a-cc-module.md).
+func TestHPCCSwift_OnAckAllocatesNothing(t *testing.T) {
+	h := NewHPCC(DefaultHPCCConfig(), 1000, 10)
+	h.SetLink(100*sim.GbitPerSecond, 10*sim.Microsecond)
+	if n := testing.AllocsPerRun(1000, hpccAckLoop(h)); n != 0 {
+		t.Errorf("HPCC OnAck: %v allocations per ACK, want 0", n)
+	}
+	s := NewSwift(DefaultSwiftConfig(), 1000, 10)
+	ev := &AckEvent{MSS: 1000, Acked: 1000, RTT: 30 * sim.Microsecond, Tel: &sim.Telemetry{}}
+	if n := testing.AllocsPerRun(1000, func() {
+		ev.Now += sim.Microsecond
+		s.OnAck(ev)
+		s.OnCongestion(&CongestionEvent{Now: ev.Now, Kind: CongRTO, MSS: 1000})
+	}); n != 0 {
+		t.Errorf("Swift OnAck and OnCongestion: %v allocations, want 0", n)
+	}
+}
