@@ -1,5 +1,7 @@
 package cc
 
+import "github.com/lockstep-sim/lockstep/sim"
+
 // Capabilities: a module says what it needs from the host and the
 // scenario by implementing small optional interfaces, found once when the
 // flow is built (gVisor picks its recovery by capability, sackPermitted;
@@ -49,6 +51,66 @@ type ECNDriven interface {
 	NeedsECN()
 }
 
+// NICScheduled is a rate-paced controller (RatePaced) whose flow is an
+// RDMA queue pair: the host hands its packets to the NIC only when the
+// NIC is free, as an RDMA NIC's scheduler pulls from its queue pairs
+// (hostsim/paced.go), so a PFC pause stops the flow rather than filling a
+// queue. DCQCN declares it; another rate-paced controller opts in by
+// declaring it too.
+type NICScheduled interface {
+	NICScheduled()
+}
+
+// TimedController is a controller with timers of its own (DCQCN's rate
+// increase timer, its rate-reduction monitor): Deadline is when OnTimer
+// is due (sim.Never: none).
+type TimedController interface {
+	Deadline() sim.Time
+	OnTimer(now sim.Time)
+}
+
+// SendObserver is a controller told of every packet sent, with its size
+// on the wire (DCQCN's byte counter); OnSend reports whether the
+// controller's state changed.
+type SendObserver interface {
+	OnSend(now sim.Time, bytes int64) bool
+}
+
+// CNPReactor is a controller that reacts to congestion notification
+// packets (DCQCN's reaction point) rather than to ECE: receivers (the
+// notification point) send a CNP when CE-marked data arrives, at most one
+// per CNPInterval per flow, in the control class.
+type CNPReactor interface {
+	OnCNP(now sim.Time)
+	CNPInterval() sim.Time
+}
+
+// NakMode is how a RoCE receiver treats out-of-order data.
+type NakMode uint8
+
+// The zero NakMode is "not a RoCE recovery".
+const (
+	// NakGoBackN: the receiver discards out-of-order packets and sends one
+	// NAK (sequence error) per gap; the sender resends from the NAK's
+	// expected sequence number.
+	NakGoBackN NakMode = 1 + iota
+	// NakSelective: the receiver keeps out-of-order packets and answers
+	// each with a NAK naming it (IRN); the sender resends only the holes.
+	NakSelective
+)
+
+// NakRecovery is a RoCE loss recovery: receivers NAK sequence errors as
+// NakMode says instead of sending duplicate ACKs.
+type NakRecovery interface {
+	NakMode() NakMode
+}
+
+// DefaultRecoverer is a controller that names the recovery a scenario
+// gets when it names none (DCQCN: RoCE go-back-N).
+type DefaultRecoverer interface {
+	DefaultRecovery() string
+}
+
 // INTUser is a controller driven by in-band network telemetry (HPCC):
 // switches must append INT records to data packets and receivers echo
 // them in ACKs (AckEvent.Tel).
@@ -80,6 +142,14 @@ type Capabilities struct {
 	NeedsECN bool
 	// NeedsINT: INTUser; NeedsEndpointDelay: EndpointDelayUser.
 	NeedsINT, NeedsEndpointDelay bool
+	// NICScheduled: NICScheduled (a rate-paced RDMA queue pair).
+	NICScheduled bool
+	// CNP: CNPReactor (receivers send CNPs, not ECE).
+	CNP bool
+	// Nak: the recovery's NakMode (0: not a RoCE recovery).
+	Nak NakMode
+	// DefaultRecovery: DefaultRecoverer's choice, "" for none.
+	DefaultRecovery string
 }
 
 // CapabilitiesOf reads what ctl and rec declare.
@@ -113,6 +183,18 @@ func CapabilitiesOf(ctl Controller, rec Recovery) Capabilities {
 	}
 	if r, ok := ctl.(RecoveryRequirer); ok {
 		c.Recovery = r.RequiredRecovery()
+	}
+	if _, ok := ctl.(NICScheduled); ok {
+		c.NICScheduled = true
+	}
+	if _, ok := ctl.(CNPReactor); ok {
+		c.CNP = true
+	}
+	if d, ok := ctl.(DefaultRecoverer); ok {
+		c.DefaultRecovery = d.DefaultRecovery()
+	}
+	if n, ok := rec.(NakRecovery); ok {
+		c.Nak = n.NakMode()
 	}
 	return c
 }

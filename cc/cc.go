@@ -132,6 +132,10 @@ type AckInfo struct {
 	// segment, is always clear).
 	Nack   bool
 	Bitmap uint64
+	// Nak: the ACK is a RoCE NAK (sequence error): Ack is the receiver's
+	// expected sequence number, and with selective repeat Sack names the
+	// out-of-order packet that triggered it (RoCERecovery).
+	Nak bool
 	// Trimmed: a trim NACK. A switch cut the data packet whose first byte
 	// is Echo to its header (NDP packet trimming), in its transmission
 	// sent at TSecr; the receiver says so at once. Only with EchoValid.

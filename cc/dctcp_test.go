@@ -259,12 +259,12 @@ func BenchmarkDCTCPOnAck(b *testing.B) {
 	}
 }
 
-// TestDCTCP_DeclaresECNDriven: DCTCP needs ECN (a scenario without it is
-// refused); loss-driven controllers do not.
+// TestDCTCP_DeclaresECNDriven: DCTCP and DCQCN need ECN (a scenario
+// without it is refused); loss-driven controllers do not.
 func TestDCTCP_DeclaresECNDriven(t *testing.T) {
 	for _, name := range ControllerNames {
 		got := Describe(Config{CC: name, Recovery: "reno"}).NeedsECN
-		if want := name == "dctcp"; got != want {
+		if want := name == "dctcp" || name == "dcqcn"; got != want {
 			t.Errorf("Describe(%s).NeedsECN = %v, want %v", name, got, want)
 		}
 	}

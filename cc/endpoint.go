@@ -29,12 +29,22 @@ import (
 // Nothing here allocates per ACK or per segment, and randomness comes from
 // the owner's stream (OnSent's rng), drawn in the same order as the
 // packets leave.
+//
+// NB(dcqcn): an Endpoint is allocated in a Go size class (objects over
+// 512 bytes with pointers carry an 8-byte malloc header): crossing a
+// class boundary costs up to 128 bytes per flow, which fabric's
+// TestSetupMemory bounds. Put what only some controllers need behind a
+// pointer, as ctlExt does.
 type Endpoint struct {
 	ctl   Controller
 	rec   Recovery
 	timed TimedRecovery // rec, when it has timers of its own
 	obs   Observer      // ctl, when it names its states
 	ssx   SlowStartExit // ctl, when it says why slow start ended
+	// x holds what a controller with timers of its own, a byte counter,
+	// a pacing rate or a CNP reaction needs (DCQCN); nil for the others,
+	// so that window controllers pay one pointer.
+	x     *ctlExt
 	rto   *RTO
 	cfg   EndpointConfig
 	mss   int64
@@ -57,7 +67,6 @@ type Endpoint struct {
 	cwndLimited bool  // sending stopped on cwnd since the last ACK
 	delivered   int64 // bytes acknowledged so far
 
-	rp ratePacer    // a RatePaced controller's rate (ratepacing.go)
 	pm *PathManager // STrack's entropy choice; nil otherwise
 
 	lastTraceAt sim.Time
@@ -127,26 +136,27 @@ type Ack struct {
 	Ack uint64
 	// Sack holds SACK blocks, if any.
 	Sack []sim.SackBlock
-	// ECE: the ACK echoes a CE mark.
-	ECE bool
 	// TSecr is the echoed timestamp (RFC 7323); HasTSecr says there is one.
-	TSecr    sim.Time
-	HasTSecr bool
+	TSecr sim.Time
 	// Echo is the first byte of the data packet a per-packet (STrack) ACK
 	// answers; EchoValid marks such an ACK. Nack and Bitmap are STrack's
 	// received bitmap (AckInfo).
-	Echo      uint64
-	EchoValid bool
-	Nack      bool
-	Bitmap    uint64
+	Echo   uint64
+	Bitmap uint64
+	// Tel is the ACK's telemetry (INT records, endpoint delay) when the
+	// run keeps it, nil otherwise; valid during OnAck only.
+	Tel *sim.Telemetry
+	// The flags share one word (the struct is per-flow scratch).
+	// ECE: the ACK echoes a CE mark. HasTSecr, EchoValid, Nack: above.
+	ECE, HasTSecr, EchoValid, Nack bool
+	// Nak: a RoCE NAK (sequence error), Ack its expected sequence
+	// (cc.AckInfo.Nak).
+	Nak bool
 	// Trimmed: a trim NACK (per-packet ACKs only): a switch cut the data
 	// packet at Echo to its header, sent at TSecr (AckInfo.Trimmed).
 	Trimmed bool
 	// Entropy is the entropy the ACK echoes (the path manager's input).
 	Entropy uint16
-	// Tel is the ACK's telemetry (INT records, endpoint delay) when the
-	// run keeps it, nil otherwise; valid during OnAck only.
-	Tel *sim.Telemetry
 }
 
 // Actions is what one OnAck or OnDeadline did.
@@ -162,6 +172,10 @@ type Actions struct {
 	RTO bool
 	// RecoveryTimer: the Recovery's own deadline fired.
 	RecoveryTimer bool
+	// CCTimer: the controller's own deadline fired (TimedController).
+	CCTimer bool
+	// CNP: a congestion notification packet was processed (CNPReactor).
+	CNP bool
 	// Done: this ACK acknowledged the last byte of the flow.
 	Done bool
 	// Send: the owner should now send what the endpoint allows.
@@ -184,6 +198,8 @@ const (
 	TimerRTO Timer = 1 + iota
 	// TimerRecovery is the Recovery's own timer (RecoveryDeadline).
 	TimerRecovery
+	// TimerCC is the controller's own timer (CCDeadline).
+	TimerCC
 )
 
 // TraceSample is one cwnd trace row (cwnd.csv, without the flow id).
@@ -195,6 +211,32 @@ type TraceSample struct {
 	MinRTT   sim.Time
 	State    CongState
 	Event    string
+}
+
+// ctlExt is the endpoint's part for controllers with optional
+// capabilities (cc/capabilities.go, cc/ratepacing.go): a rate-paced
+// controller's rate paces its packets (pacer), its own timers are the
+// endpoint's TimerCC, it may count the bytes sent and react to CNPs.
+type ctlExt struct {
+	rp       RatePaced
+	timed    TimedController
+	sendObs  SendObserver
+	cnp      CNPReactor
+	pacer    Pacer
+	lastRate int64 // the pacing rate at the last trace sample
+	observed bool  // the controller is a rateObserver: rate changes are trace rows
+	// nic: the controller is NICScheduled, an RDMA queue pair: the pacer
+	// is the NIC's rate limiter (exact, re-timed at a rate change). The
+	// other rate-paced controllers space each segment by its transmission
+	// time at the rate, rounded up, from the later of now and the last
+	// release (as HPCC and Swift were written and traced).
+	nic bool
+}
+
+// RateSample is a rate-based controller's state for a trace row (rate.csv).
+type RateSample struct {
+	Rate, TargetRate int64 // bits per second
+	Alpha            float64
 }
 
 // NewEndpoint returns the endpoint that drives ctl and rec.
@@ -216,13 +258,25 @@ func NewEndpoint(cfg EndpointConfig, ctl Controller, rec Recovery) (*Endpoint, e
 	ep.timed, _ = rec.(TimedRecovery)
 	ep.obs, _ = ctl.(Observer)
 	ep.ssx, _ = ctl.(SlowStartExit)
+	rp, _ := ctl.(RatePaced)
+	timed, _ := ctl.(TimedController)
+	sendObs, _ := ctl.(SendObserver)
+	cnp, _ := ctl.(CNPReactor)
+	if rp != nil || timed != nil || sendObs != nil || cnp != nil {
+		// Allocated only here: window controllers pay one nil pointer.
+		_, obs := ctl.(rateObserver)
+		_, nic := ctl.(NICScheduled)
+		ep.x = &ctlExt{rp: rp, timed: timed, sendObs: sendObs, cnp: cnp, observed: obs, nic: nic}
+		if nic {
+			ep.burst = 1 // the NIC's rate limiter spaces every packet
+		}
+	}
 	if h, ok := ctl.(HopAware); ok {
 		h.SetHops(cfg.Hops)
 	}
 	if l, ok := ctl.(LinkAware); ok {
 		l.SetLink(cfg.LineRate, cfg.BaseRTT)
 	}
-	ep.rp.rp, _ = ctl.(RatePaced)
 	if cfg.Paths != nil {
 		ep.pm = NewPathManager(*cfg.Paths, cfg.PathBase)
 	}
@@ -246,10 +300,60 @@ func (ep *Endpoint) Cwnd() int64 { return ep.cwnd }
 // State is the Recovery's sequence state after its last event.
 func (ep *Endpoint) SeqState() SeqState { return ep.st }
 
-// readCtl refreshes the cached window after a Controller event.
+// readCtl refreshes the cached window, and a rate-paced controller's rate
+// (RatePaced; for an RDMA queue pair the pacer re-times the gap after the
+// last packet when it changes, cc/pacer.go), after a Controller event.
 func (ep *Endpoint) readCtl() {
 	ep.cwnd, ep.ssth = ep.ctl.Cwnd(), ep.ctl.Ssthresh()
-	ep.rp.read()
+	if x := ep.x; x != nil && x.rp != nil {
+		if r := int64(x.rp.PacingRate()); r != x.pacer.Rate() {
+			x.pacer.SetRate(r)
+			if x.nic {
+				ep.paceAt = x.pacer.Next()
+			}
+		}
+	}
+}
+
+// RateBased reports whether the controller sets its own rate (RatePaced).
+func (ep *Endpoint) RateBased() bool { return ep.x != nil && ep.x.rp != nil }
+
+// paced reports whether the controller's rate paces the flow now (a rate
+// of 0 leaves the window alone in charge).
+func (ep *Endpoint) paced() bool { return ep.x != nil && ep.x.pacer.Rate() > 0 }
+
+// RateSample is a rate controller's state at now for a trace row
+// (rate.csv): zero unless the controller reports a target rate and an α
+// (rateObserver: DCQCN), so that the other rate-paced controllers keep
+// their window rows.
+func (ep *Endpoint) RateSample(now sim.Time) RateSample {
+	o, ok := ep.ctl.(rateObserver)
+	if !ok || !ep.RateBased() {
+		return RateSample{}
+	}
+	return RateSample{Rate: ep.x.pacer.Rate(), TargetRate: o.TargetRate(), Alpha: o.AlphaAt(now)}
+}
+
+// CCDeadline is when the controller's own timer expires (sim.Never: none,
+// or the flow is done).
+func (ep *Endpoint) CCDeadline() sim.Time {
+	if ep.x == nil || ep.x.timed == nil || ep.done {
+		return sim.Never
+	}
+	return ep.x.timed.Deadline()
+}
+
+// OnCNP processes a congestion notification packet at now (a CNPReactor's
+// rate cut). A controller that takes no CNPs ignores it.
+func (ep *Endpoint) OnCNP(now sim.Time) Actions {
+	if ep.done || ep.x == nil || ep.x.cnp == nil {
+		return Actions{}
+	}
+	ep.x.cnp.OnCNP(now)
+	ep.readCtl()
+	act := Actions{CNP: true, Send: true}
+	act.Sampled = ep.traceSample(now, "cnp")
+	return act
 }
 
 // rttInfo is the timing handed to the Recovery with each event.
@@ -329,7 +433,7 @@ func (ep *Endpoint) Next(now sim.Time) (Segment, bool) {
 	if !ok {
 		return Segment{}, false
 	}
-	if ep.inBurst == 0 && (ep.cfg.Pacing.Enabled || ep.rp.rate > 0) && now < ep.paceAt {
+	if ep.inBurst == 0 && (ep.cfg.Pacing.Enabled || ep.paced()) && now < ep.paceAt {
 		ep.paceBlocked = true
 		return Segment{}, false
 	}
@@ -337,7 +441,7 @@ func (ep *Endpoint) Next(now sim.Time) (Segment, bool) {
 		room := ep.cwnd - ep.st.Pipe
 		// A rate-paced sender may have one segment in flight whatever its
 		// window (ratepacing.go).
-		if room < seg.Len && !(ep.rp.rate > 0 && ep.st.Pipe == 0) {
+		if room < seg.Len && !(ep.paced() && ep.st.Pipe == 0) {
 			ep.cwndLimited = true
 			return Segment{}, false
 		}
@@ -375,10 +479,19 @@ func (ep *Endpoint) OnSent(now sim.Time, seg Segment, rng *rand.Rand) Sent {
 	if ep.rtoAt == sim.Never {
 		ep.armRTO(now + ep.rto.Timeout()) // RFC 6298 §5.1
 	}
-	if ep.cfg.Pacing.Enabled {
-		ep.paceAt = max(ep.paceAt, now) + ep.pacingGap(seg.Len+ep.cfg.Header)
-	} else if ep.rp.rate > 0 {
-		ep.paceAt = max(ep.paceAt, now) + ep.rp.gap(seg.Len+ep.cfg.Header)
+	wire := seg.Len + ep.cfg.Header
+	switch {
+	case ep.cfg.Pacing.Enabled:
+		ep.paceAt = max(ep.paceAt, now) + ep.pacingGap(wire)
+	case ep.paced() && ep.x.nic:
+		// The controller's rate: the NIC's rate limiter (cc/pacer.go).
+		ep.x.pacer.OnSent(now, wire)
+		ep.paceAt = ep.x.pacer.Next()
+	case ep.paced():
+		ep.paceAt = max(ep.paceAt, now) + sim.Bandwidth(ep.x.pacer.Rate()).TxTime(int(wire))
+	}
+	if x := ep.x; x != nil && x.sendObs != nil && x.sendObs.OnSend(now, wire) {
+		ep.readCtl() // a byte-counter step, which re-times the gap
 	}
 	ep.inBurst++
 	if ep.inBurst >= ep.burst {
@@ -427,6 +540,7 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 		ai.TSecr = a.TSecr
 	}
 	ai.Echo, ai.EchoValid, ai.Nack, ai.Bitmap, ai.Trimmed = 0, false, false, 0, false
+	ai.Nak = a.Nak
 	if perPacket {
 		ai.Echo, ai.EchoValid = a.Echo, true
 		ai.Nack, ai.Bitmap, ai.Trimmed = a.Nack, a.Bitmap, a.Trimmed
@@ -517,8 +631,22 @@ func (ep *Endpoint) OnDeadline(now sim.Time, t Timer) Actions {
 		return ep.onRTO(now)
 	case TimerRecovery:
 		return ep.onRecoveryTimer(now)
+	case TimerCC:
+		return ep.onCCTimer(now)
 	}
 	panic(fmt.Sprintf("cc: endpoint deadline of unknown timer %d", t))
+}
+
+// onCCTimer runs the controller's own timers due at now.
+func (ep *Endpoint) onCCTimer(now sim.Time) Actions {
+	if ep.done || ep.x == nil || ep.x.timed == nil || ep.x.timed.Deadline() > now {
+		return Actions{}
+	}
+	ep.x.timed.OnTimer(now)
+	ep.readCtl()
+	act := Actions{CCTimer: true, Send: true}
+	act.Sampled = ep.traceSample(now, "")
+	return act
 }
 
 func (ep *Endpoint) onRecoveryTimer(now sim.Time) Actions {
@@ -553,7 +681,9 @@ func (ep *Endpoint) onRTO(now sim.Time) Actions {
 	ep.armRTO(now + ep.rto.Timeout())
 	act := Actions{RTO: true, Send: true}
 	act.Sampled = ep.traceSample(now, "rto")
-	ep.paceAt = now
+	if ep.x == nil || !ep.x.nic {
+		ep.paceAt = now // an RDMA NIC's rate limiter keeps its schedule
+	}
 	return act
 }
 
@@ -604,8 +734,12 @@ func (ep *Endpoint) traceSample(now sim.Time, event string) bool {
 		}
 	}
 	cwnd, ssth, st := ep.cwnd, ep.ssth, ep.State()
+	var rate, lastRate int64
+	if ep.x != nil && ep.x.observed {
+		rate, lastRate = ep.x.pacer.Rate(), ep.x.lastRate
+	}
 	if event == "" {
-		if cwnd == ep.lastCwnd && ssth == ep.lastSsth && st == ep.lastState {
+		if cwnd == ep.lastCwnd && ssth == ep.lastSsth && st == ep.lastState && rate == lastRate {
 			return false
 		}
 		if iv := ep.cfg.TraceInterval; iv > 0 && ep.lastTraceAt >= 0 && now-ep.lastTraceAt < iv {
@@ -613,7 +747,17 @@ func (ep *Endpoint) traceSample(now sim.Time, event string) bool {
 		}
 	}
 	ep.lastTraceAt, ep.lastCwnd, ep.lastSsth, ep.lastState = now, cwnd, ssth, st
+	if ep.x != nil {
+		ep.x.lastRate = rate
+	}
 	ep.sample = TraceSample{Time: now, Cwnd: cwnd, Ssthresh: ssth, SRTT: ep.rto.SRTT(),
 		MinRTT: ep.rto.MinRTT(), State: st, Event: event}
 	return true
+}
+
+// rateObserver is what a rate-based controller may report for traces
+// (DCQCN's Rt and α).
+type rateObserver interface {
+	TargetRate() int64
+	AlphaAt(now sim.Time) float64
 }

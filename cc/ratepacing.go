@@ -10,10 +10,14 @@ import "github.com/lockstep-sim/lockstep/sim"
 // transmission time at the flow's rate after this one).
 //
 // The endpoint reads the rate once after each controller event, never per
-// segment. A rate-paced sender may always have one segment in flight, even
-// when its window is smaller than a segment: Swift lets cwnd fall below one
-// packet and then sends one packet per pacing interval (Swift §3.4), which
-// the rate expresses.
+// segment. A controller that is also NICScheduled (an RDMA queue pair:
+// DCQCN) paces through the NIC's rate limiter (cc/pacer.go): exact to the
+// picosecond, a rate change re-timing the gap after the last packet (ns-3
+// RdmaHw::ChangeRate); the others space each segment by its transmission
+// time at the rate, rounded up. A rate-paced sender may always have one
+// segment in flight, even when its window is smaller than a segment: Swift
+// lets cwnd fall below one packet and then sends one packet per pacing
+// interval (Swift §3.4), which the rate expresses.
 
 // RatePaced is a controller that paces its own packets.
 type RatePaced interface {
@@ -27,25 +31,4 @@ type RatePaced interface {
 // (HPCC §3.3). The endpoint calls SetLink once at construction.
 type LinkAware interface {
 	SetLink(lineRate sim.Bandwidth, baseRTT sim.Time)
-}
-
-// ratePacer is the endpoint's state for a RatePaced controller.
-type ratePacer struct {
-	rp   RatePaced
-	rate sim.Bandwidth // the rate after the controller's last event
-}
-
-// read refreshes the rate after a controller event.
-func (p *ratePacer) read() {
-	if p.rp != nil {
-		p.rate = p.rp.PacingRate()
-	}
-}
-
-// gap is how long n bytes take at the paced rate (0: not paced).
-func (p *ratePacer) gap(n int64) sim.Time {
-	if p.rate <= 0 {
-		return 0
-	}
-	return p.rate.TxTime(int(n))
 }

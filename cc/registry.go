@@ -30,7 +30,8 @@ type Config struct {
 	// the module's constructor (an unknown key is an error): cubic
 	// hystart=, hystart_hz=, slow_start=, fast_convergence=,
 	// tcp_friendliness=; scalable
-	// variant=kelly|linux; dctcp g=, init_alpha=.
+	// variant=kelly|linux; dctcp g=, init_alpha=; dcqcn profile= and its
+	// parameters (dcqcnOptions).
 	Options map[string]string
 }
 
@@ -168,10 +169,10 @@ func (c *Config) Validate() error {
 }
 
 // ControllerNames lists the congestion controls NewController knows.
-var ControllerNames = []string{"reno", "cubic", "scalable", "dctcp", "strack", "hpcc", "swift"}
+var ControllerNames = []string{"reno", "cubic", "scalable", "dctcp", "strack", "hpcc", "swift", "dcqcn"}
 
 // RecoveryNames lists the recoveries NewRecovery knows.
-var RecoveryNames = []string{"reno", "newreno", "sack", "rack", "strack"}
+var RecoveryNames = []string{"reno", "newreno", "sack", "rack", "strack", "gbn", "sr"}
 
 // NewController builds the Controller c names.
 func NewController(c Config) (Controller, error) {
@@ -248,6 +249,12 @@ func newController(c Config, o *options) (Controller, error) {
 			return NewStrackPR4(sc.PR4, c.MSS, c.InitCwnd), nil
 		}
 		return NewStrack(sc, c.MSS, c.InitCwnd), nil
+	case "dcqcn":
+		d, err := dcqcnOptions(o)
+		if err != nil {
+			return nil, err
+		}
+		return NewDCQCN(d), nil
 	case "hpcc":
 		return newHPCCFromOptions(c, o)
 	case "swift":
@@ -292,6 +299,10 @@ func NewRecovery(c Config, size uint64) (Recovery, error) {
 			r.ReoWnd = c.Strack.ReoWnd
 		}
 		return r, nil
+	case "gbn":
+		return NewRoCERecovery(NakGoBackN, c.MSS, size), nil
+	case "sr":
+		return NewRoCERecovery(NakSelective, c.MSS, size), nil
 	}
 	return nil, fmt.Errorf("recovery: unknown loss recovery %q (known: %v)", c.Recovery, RecoveryNames)
 }

@@ -24,6 +24,15 @@ const (
 	StateIncrease
 	StateDecrease
 	StateFastDecrease
+	// StateLineRate, StateRateCut, StateFastRecovery,
+	// StateAdditiveIncrease and StateHyperIncrease are DCQCN's rate
+	// states (cc/dcqcn.go): at line rate (before the first CNP, or back
+	// there), just cut by a CNP, and the last rate-increase step's stage.
+	StateLineRate
+	StateRateCut
+	StateFastRecovery
+	StateAdditiveIncrease
+	StateHyperIncrease
 )
 
 // String is the state's name in traces.
@@ -47,6 +56,16 @@ func (s CongState) String() string {
 		return "decrease"
 	case StateFastDecrease:
 		return "fast-decrease"
+	case StateLineRate:
+		return "line-rate"
+	case StateRateCut:
+		return "rate-cut"
+	case StateFastRecovery:
+		return "fast-recovery"
+	case StateAdditiveIncrease:
+		return "additive-increase"
+	case StateHyperIncrease:
+		return "hyper-increase"
 	}
 	return ""
 }

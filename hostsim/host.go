@@ -19,6 +19,10 @@ const (
 	// timerTrigger is an activation of a flow that waits on others (a
 	// signal from the element where they completed).
 	timerTrigger
+	// timerCC is the controller's own timer (DCQCN's rate increase);
+	// timerCNP a notification point's deferred CNP (paced.go, roce.go).
+	timerCC
+	timerCNP
 	// timerTask is an activation of a compute task (TaskSpec; the task
 	// index is above the kind); timerTaskStart a task's own start.
 	timerTask
@@ -60,6 +64,11 @@ type Transport struct {
 	Tasks     []TaskSpec
 	TaskFired []sim.Time
 	gotTask   []int32
+	// Rate counts what rate-based transports added (paced.go).
+	Rate RateStats
+	// cnpInterval is the notification points' CNP interval when the
+	// controller takes CNPs (Caps.CNP).
+	cnpInterval sim.Time
 }
 
 // SetTasks gives the transport the compute tasks that flows and tasks
@@ -91,6 +100,11 @@ type CwndRow struct {
 	MinRTT   sim.Time
 	State    string
 	Event    string
+	// Rate and TargetRate (bits per second) and Alpha are a rate-based
+	// controller's (DCQCN's Rc, Rt, α): rate.csv. Rate is 0 for window
+	// controllers.
+	Rate, TargetRate int64
+	Alpha            float64
 }
 
 // NewTransport prepares the flows. isLocal reports whether a host index
@@ -101,6 +115,15 @@ func NewTransport(cfg Config, flows []FlowSpec, isLocal func(host int) bool) (*T
 	}
 	t := &Transport{Cfg: cfg, Caps: cc.Describe(cfg.CC), Flows: flows, Records: make([]FlowRecord, len(flows)),
 		senders: make([]*Sender, len(flows)), receivers: make([]*Receiver, len(flows))}
+	if t.Caps.CNP {
+		ctl, err := cc.NewController(cfg.CC)
+		if err != nil {
+			return nil, err
+		}
+		if c, ok := ctl.(cc.CNPReactor); ok {
+			t.cnpInterval = c.CNPInterval()
+		}
+	}
 	for i := range flows {
 		f := &flows[i]
 		if int(f.ID) != i {
@@ -122,6 +145,9 @@ func NewTransport(cfg Config, flows []FlowSpec, isLocal func(host int) bool) (*T
 			local = true
 			t.receivers[i] = &Receiver{flow: f.ID, size: uint64(f.Size), quick: cfg.DelAck.QuickAcks,
 				delackAt: sim.Never, delackTimerAt: sim.Never}
+			if t.Caps.Nak != 0 || t.Caps.CNP {
+				t.receivers[i].rx = &roceRx{cnpTimerAt: sim.Never}
+			}
 		}
 		if local {
 			t.Local++
@@ -170,6 +196,9 @@ type Host struct {
 
 	nic  sim.PktQueue
 	busy bool
+	// ready holds the rate-based flows waiting for the NIC (paced.go);
+	// nil unless the transport is rate-based.
+	ready *sim.Ring[int32]
 	// Misrouted counts packets that arrived for another host (dropped).
 	Misrouted uint64
 	// Created counts packets this host put on its NIC; Consumed those it
@@ -193,7 +222,11 @@ type Host struct {
 
 // NewHost returns host `index` whose NIC transmits on link.
 func NewHost(id sim.ElemID, index int32, link sim.LinkID, t *Transport) *Host {
-	return &Host{ID: id, Index: index, Link: link, T: t, stamp: t.Cfg.EndpointDelay}
+	h := &Host{ID: id, Index: index, Link: link, T: t, stamp: t.Cfg.EndpointDelay}
+	if t.Caps.NICScheduled {
+		h.ready = &sim.Ring[int32]{}
+	}
+	return h
 }
 
 // ScheduleStarts arms a start timer for every flow this host sends. It
@@ -272,6 +305,10 @@ func (h *Host) OnTimer(e *sim.Engine, ev *sim.Event) {
 		s.onRecoveryTimer(h, e)
 	case timerDelAck:
 		h.T.receivers[flow].onDelAckTimer(h, e)
+	case timerCC:
+		s.onCCTimer(h, e)
+	case timerCNP:
+		h.T.receivers[flow].onCNPTimer(h, e)
 	default:
 		panic(fmt.Sprintf("hostsim: host %d got timer %#x", h.Index, ev.Arg))
 	}
@@ -287,7 +324,16 @@ func (h *Host) OnTxDone(e *sim.Engine) {
 // a data packet of a class its switch paused (IEEE 802.1Qbb; the NIC has
 // one FIFO, so a paused head holds the packets behind it).
 func (h *Host) kick(e *sim.Engine) {
-	if h.busy || h.nic.Len() == 0 || h.held(e, *h.nic.Front()) {
+	if h.busy {
+		return
+	}
+	if h.nic.Len() == 0 {
+		if h.ready != nil && h.ready.Len() > 0 {
+			h.serveReady(e) // rate-based flows pull (paced.go)
+		}
+		return
+	}
+	if h.held(e, *h.nic.Front()) {
 		return
 	}
 	p := h.nic.Pop()
@@ -375,6 +421,8 @@ func (h *Host) OnArrive(e *sim.Engine, p sim.PktRef) {
 	case pkt.Flags&sim.FlagData != 0:
 		r := h.T.receivers[pkt.Flow]
 		r.onData(h, e, p, pkt)
+	case pkt.Flags&sim.FlagCNP != 0:
+		h.T.senders[pkt.Flow].onCNP(h, e)
 	case pkt.Flags&sim.FlagAck != 0:
 		s := h.T.senders[pkt.Flow]
 		var tel *sim.Telemetry

@@ -29,6 +29,9 @@ type Receiver struct {
 	delackTimerAt sim.Time // time of the pending timer event; Never if none
 	nack          bool     // STrack: the next ACK carries the received bitmap
 	trimNack      bool     // the next ACK is a trim NACK for the packet it names
+
+	nak bool    // RoCE: the next ACK is a NAK (roce.go)
+	rx  *roceRx // RoCE's receive state; nil for other transports
 	// The data packet whose TSval is echoed: when it arrived and how long
 	// it waited in the sender's NIC (Swift's endpoint delay).
 	tsArrive, tsWait sim.Time
@@ -61,6 +64,16 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet)
 		return
 	}
 	ce := pkt.Flags&sim.FlagCE != 0
+	if h.T.Caps.CNP {
+		// DCQCN's notification point: CNPs, not ECE (roce.go).
+		if ce {
+			r.notify(h, e)
+		}
+		ce = false
+	}
+	if r.outOfOrder(h, e, p, pkt) {
+		return
+	}
 	if cfg.Echo == EchoPerPacket && cfg.DelAck.Enabled && ce != r.ceState && r.unacked > 0 {
 		// RFC 8257 §3.2: when the CE state changes, acknowledge what
 		// arrived before at once, with the old state.
@@ -182,14 +195,7 @@ func (r *Receiver) onTrimmed(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Pack
 func (r *Receiver) sendAck(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet, echo bool) {
 	cfg := &h.T.Cfg
 	f := &h.T.Flows[r.flow]
-	a := e.Pool.Alloc()
-	ack := e.Pool.Get(a)
-	ack.ID = e.NewPacketID(h.ID)
-	ack.Flow = r.flow
-	ack.SrcHost, ack.DstHost = int32(f.Dst), int32(f.Src)
-	ack.DstPort = uint16(f.ID)
-	ack.SrcPort = uint16(f.ID>>16) ^ 5201
-	ack.Proto = 6
+	a, ack := r.control(h, e, 6)
 	if pkt != nil {
 		ack.Entropy = pkt.Entropy
 		ack.Seq = pkt.Seq
@@ -201,8 +207,6 @@ func (r *Receiver) sendAck(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet
 		ack.Flags |= sim.FlagECE
 	}
 	ack.Ack = r.rcvNxt
-	ack.Size = int32(cfg.AckSize)
-	ack.TSval = e.Now()
 	ack.TSecr = r.tsRecent
 	if cfg.INT.Enabled || cfg.EndpointDelay {
 		r.fillTelemetry(cfg, e, a, ack, p, pkt)
@@ -214,6 +218,16 @@ func (r *Receiver) sendAck(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet
 		ack.Flags |= sim.FlagNack
 		ack.Bitmap = r.bitmap(cfg.CC.MSS)
 		r.nack = false
+	}
+	if r.nak {
+		// A RoCE NAK: Ack is the expected sequence; with selective
+		// repeat the packet that triggered it is its one block (roce.go).
+		ack.Flags |= sim.FlagNack
+		if pkt != nil {
+			ack.Sack[0] = sim.SackBlock{Start: pkt.Seq, End: pkt.Seq + uint64(pkt.Payload)}
+			ack.NSack = 1
+		}
+		r.nak = false
 	}
 	if r.trimNack {
 		// The trimmed transmission's own timestamp dates the NACK; the
@@ -229,6 +243,24 @@ func (r *Receiver) sendAck(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet
 	r.tsSet = false
 	r.delackAt = sim.Never
 	h.send(e, a)
+}
+
+// control allocates a control packet (an ACK, a NAK, a CNP) from the
+// flow's receiver to its sender: ids, hosts, ports, protocol, the ACK
+// size and the time stamp.
+func (r *Receiver) control(h *Host, e *sim.Engine, proto uint8) (sim.PktRef, *sim.Packet) {
+	f := &h.T.Flows[r.flow]
+	p := e.Pool.Alloc()
+	c := e.Pool.Get(p)
+	c.ID = e.NewPacketID(h.ID)
+	c.Flow = r.flow
+	c.SrcHost, c.DstHost = int32(f.Dst), int32(f.Src)
+	c.DstPort = uint16(f.ID)
+	c.SrcPort = uint16(f.ID>>16) ^ 5201
+	c.Proto = proto
+	c.Size = int32(h.T.Cfg.AckSize)
+	c.TSval = e.Now()
+	return p, c
 }
 
 // fillTelemetry writes the ACK's telemetry: the INT records of the data

@@ -18,12 +18,16 @@ type Sender struct {
 	// perPacket: the receiver answers every data packet and the ACK names
 	// it (STrack): ACKs carry an echo.
 	perPacket bool
+	// nicPaced: an RDMA queue pair, sent as the NIC pulls (paced.go);
+	// waiting: it is in the host's ready ring.
+	nicPaced, waiting bool
 
 	// Pending timer events, at most one per kind (Never: none). A deadline
 	// that moves later is picked up when the pending event fires.
 	timerAt     sim.Time // RTO
 	recTimerAt  sim.Time // the Recovery's own timer
 	paceTimerAt sim.Time // pacing
+	ccTimerAt   sim.Time // the controller's own timer
 
 	ack cc.Ack // scratch: the ACK being processed
 }
@@ -47,8 +51,8 @@ func newSender(cfg *Config, caps cc.Capabilities, f *FlowSpec) (*Sender, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &Sender{spec: f, ep: ep, perPacket: caps.PerPacketAcks,
-		timerAt: sim.Never, recTimerAt: sim.Never, paceTimerAt: sim.Never}, nil
+	return &Sender{spec: f, ep: ep, perPacket: caps.PerPacketAcks, nicPaced: caps.NICScheduled,
+		timerAt: sim.Never, recTimerAt: sim.Never, paceTimerAt: sim.Never, ccTimerAt: sim.Never}, nil
 }
 
 // Cwnd is the sender's congestion window in bytes.
@@ -62,6 +66,10 @@ func (s *Sender) done() bool { return s.ep.Done() }
 
 // trySend sends what the endpoint allows and arms the timers it asks for.
 func (s *Sender) trySend(h *Host, e *sim.Engine) {
+	if s.nicPaced {
+		s.trySendPaced(h, e)
+		return
+	}
 	cfg := &h.T.Cfg
 	rec := &h.T.Records[s.spec.ID]
 	now := e.Now()
@@ -128,6 +136,7 @@ func (s *Sender) armPace(h *Host, e *sim.Engine, at sim.Time) {
 		return
 	}
 	s.paceTimerAt = at
+	h.T.Rate.PaceTimers++
 	e.Schedule(h.ID, at, timerArg(s.spec.ID, timerPace), sim.NoPacket)
 }
 
@@ -144,13 +153,21 @@ func (s *Sender) armRTO(h *Host, e *sim.Engine) {
 
 // armRecoveryTimer keeps a timer event at the Recovery's deadline.
 func (s *Sender) armRecoveryTimer(h *Host, e *sim.Engine) {
-	d := s.ep.RecoveryDeadline()
-	if d == sim.Never || s.recTimerAt <= d {
-		return
+	s.armAt(h, e, &s.recTimerAt, s.ep.RecoveryDeadline(), timerRecovery)
+}
+
+// armAt keeps a timer event of kind at or before deadline d (Never:
+// none), *pending being the time of the pending one; it reports whether
+// it scheduled one. A later deadline is picked up when the pending event
+// fires.
+func (s *Sender) armAt(h *Host, e *sim.Engine, pending *sim.Time, d sim.Time, kind int) bool {
+	if d == sim.Never || *pending <= d {
+		return false
 	}
 	d = max(d, e.Now())
-	s.recTimerAt = d
-	e.Schedule(h.ID, d, timerArg(s.spec.ID, timerRecovery), sim.NoPacket)
+	*pending = d
+	e.Schedule(h.ID, d, timerArg(s.spec.ID, kind), sim.NoPacket)
+	return true
 }
 
 // record appends the endpoint's trace sample when it took one.
@@ -161,6 +178,10 @@ func (s *Sender) record(h *Host, act cc.Actions) {
 	x := s.ep.Sample()
 	h.T.CwndLog = append(h.T.CwndLog, CwndRow{Time: x.Time, Flow: s.spec.ID, Cwnd: x.Cwnd,
 		Ssthresh: x.Ssthresh, SRTT: x.SRTT, MinRTT: x.MinRTT, State: x.State.String(), Event: x.Event})
+	if r := s.ep.RateSample(x.Time); r.Rate > 0 {
+		row := &h.T.CwndLog[len(h.T.CwndLog)-1]
+		row.Rate, row.TargetRate, row.Alpha = r.Rate, r.TargetRate, r.Alpha
+	}
 }
 
 func (s *Sender) onPaceTimer(h *Host, e *sim.Engine) {
@@ -220,6 +241,8 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet, tel *sim.Telemet
 		a.Echo, a.EchoValid = pkt.Seq, true
 		a.Nack, a.Bitmap = pkt.Flags&sim.FlagNack != 0, pkt.Bitmap
 		a.Trimmed = pkt.Flags&sim.FlagTrimmed != 0
+	} else {
+		a.Nak = pkt.Flags&sim.FlagNack != 0 // a RoCE NAK (roce.go)
 	}
 	if s.ack.ECE {
 		rec.ECNMarkedAcks++

@@ -401,9 +401,17 @@ func (o *Outputs) WriteDir(dir string, perf Perf, extra any) error {
 			return err
 		}
 	}
-	if len(o.Cwnd) > 0 {
+	cwnd, rate := splitRate(o.Cwnd)
+	if len(cwnd) > 0 {
 		if err := WriteFileAtomic(filepath.Join(dir, "cwnd.csv"), func(w io.Writer) error {
-			return WriteCwnd(w, o.Cwnd)
+			return WriteCwnd(w, cwnd)
+		}); err != nil {
+			return err
+		}
+	}
+	if len(rate) > 0 {
+		if err := WriteFileAtomic(filepath.Join(dir, "rate.csv"), func(w io.Writer) error {
+			return WriteRate(w, rate)
 		}); err != nil {
 			return err
 		}

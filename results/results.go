@@ -88,6 +88,34 @@ func WriteCwnd(w io.Writer, rows []hostsim.CwndRow) error {
 	return bw.Flush()
 }
 
+// RateHeader is the first line of rate.csv, the samples of rate-based
+// senders (DCQCN): current and target rate, alpha.
+const RateHeader = "time_ns,flow,rate_bps,target_bps,alpha,state,event"
+
+// WriteRate writes rate.csv from rows sorted by time, then flow.
+func WriteRate(w io.Writer, rows []hostsim.CwndRow) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, RateHeader)
+	for _, r := range rows {
+		fmt.Fprintf(bw, "%s,%d,%d,%d,%.6f,%s,%s\n", r.Time.NsString(), r.Flow, r.Rate, r.TargetRate,
+			r.Alpha, r.State, r.Event)
+	}
+	return bw.Flush()
+}
+
+// splitRate separates the samples of rate-based senders (Rate > 0, for
+// rate.csv) from the window samples (cwnd.csv), each keeping its order.
+func splitRate(rows []hostsim.CwndRow) (cwnd, rate []hostsim.CwndRow) {
+	for _, r := range rows {
+		if r.Rate > 0 {
+			rate = append(rate, r)
+		} else {
+			cwnd = append(cwnd, r)
+		}
+	}
+	return cwnd, rate
+}
+
 // DepthRow is one queue_depth.csv row.
 type DepthRow struct {
 	Time   sim.Time

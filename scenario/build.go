@@ -298,6 +298,11 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
+	if compat != nil {
+		if err := l.compatFlows(flows); err != nil {
+			return nil, err
+		}
+	}
 	imps, err := l.impairments(s.Impairments, topo)
 	if err != nil {
 		return nil, err
@@ -813,6 +818,10 @@ func (l *loader) transport(t *Transport, in *INT) (hostsim.Config, error) {
 	if t.CC != "" {
 		c.CC.CC = t.CC
 	}
+	if t.CC == "strack-sim" {
+		// Removed with issue 13 (docs/decisions.md): say what replaced it.
+		return c, l.errf("transport.cc", "strack-sim is gone: STrack-Sim's transports run under the top-level compat: stracksim with cc simpletcp or strack (docs/scenario.md)")
+	}
 	if !slices.Contains(cc.ControllerNames, c.CC.CC) {
 		return c, l.errf("transport.cc", "unknown congestion control %q (known: %v)", t.CC, cc.ControllerNames)
 	}
@@ -917,6 +926,10 @@ func (l *loader) transport(t *Transport, in *INT) (hostsim.Config, error) {
 		return c, l.errf("transport.ecn_echo", "unknown mode %q (known: rfc3168, per-packet)", t.ECNEcho)
 	}
 	caps := cc.Describe(c.CC) // what the modules need, by capability
+	if t.Recovery == "" && caps.DefaultRecovery != "" {
+		c.CC.Recovery = caps.DefaultRecovery // DCQCN: RoCE go-back-N
+		caps = cc.Describe(c.CC)
+	}
 	if caps.NeedsECN && !c.ECN {
 		return c, l.errf("transport.cc", "%s reacts to ECN marks, which it never sees without transport.ecn: true", c.CC.CC)
 	}
@@ -982,6 +995,9 @@ func (l *loader) transport(t *Transport, in *INT) (hostsim.Config, error) {
 		}
 		m, err := hostsim.ParsePathMode(mode)
 		if err != nil {
+			if mode == "strack-sim" {
+				err = fmt.Errorf("strack-sim is gone: STrack-Sim's STrack runs under the top-level compat: stracksim (docs/scenario.md)")
+			}
 			return c, l.errf("transport.strack.paths", "%v", err)
 		}
 		hc.Mode = m

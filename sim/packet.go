@@ -38,6 +38,10 @@ const (
 	// quanta of classes 0-3 and Ack those of classes 4-7, 16 bits each.
 	// It is never forwarded.
 	FlagPause
+	// FlagCNP: a RoCEv2 congestion notification packet (DCQCN's
+	// notification point to its reaction point, IBTA RoCEv2 Annex A17.9.3,
+	// BTH opcode 0x81): it carries no payload and names its flow.
+	FlagCNP
 )
 
 // The traffic class (0-7, 802.1p-like priority) rides in the top three

@@ -8,11 +8,13 @@
 // drive, so a script executes exactly what a run executes; the script
 // language is described in docs/cc-trace.md.
 //
-// Not modelled: a receiver (the script says what each ACK acknowledges;
-// delayed ACKs are the script's to write), packets (ids, ports, entropy)
-// and STrack's path manager, which needs the echoed entropy of each ACK.
-// The endpoint's pacing, TSO deferral and receive window are there
-// (DriverConfig) but scripts leave them off.
+// Not modelled: a receiver (the script says what each ACK, NAK and CNP
+// carries; delayed ACKs are the script's to write), packets (ids, ports,
+// entropy), the NIC (a rate-based flow's packets leave when its pacer
+// allows, as if the link were idle) and STrack's path manager, which
+// needs the echoed entropy of each ACK. The endpoint's Linux pacing, TSO
+// deferral and receive window are there (DriverConfig) but scripts leave
+// them off.
 package cctrace
 
 import (
@@ -69,6 +71,9 @@ type Ack struct {
 	EchoValid bool
 	Nack      bool
 	Bitmap    uint64
+	// Nak: a RoCE NAK (sequence error): Ack is the receiver's expected
+	// sequence, Sack (selective repeat) the packet that triggered it.
+	Nak bool
 	// Tel is the telemetry the ACK carries (INT records, endpoint delay),
 	// nil for none.
 	Tel *sim.Telemetry
@@ -82,6 +87,8 @@ type Events struct {
 	ECNCuts       int // ECN reductions (OnCongestion(CongECN))
 	RTOs          int // retransmission timer expiries (OnCongestion(CongRTO))
 	RecTimers     int // TimedRecovery deadlines fired
+	CCTimers      int // TimedController deadlines fired
+	CNPs          int // CNPs processed
 	Done          bool
 }
 
@@ -117,6 +124,7 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+
 	return &Driver{ep: ep, autoSend: cfg.AutoSend, rng: sim.NewRand(0, 0)}, nil
 }
 
@@ -203,6 +211,12 @@ func (d *Driver) count(a cc.Actions) {
 	if a.RecoveryTimer {
 		d.events.RecTimers++
 	}
+	if a.CCTimer {
+		d.events.CCTimers++
+	}
+	if a.CNP {
+		d.events.CNPs++
+	}
 	if a.Done {
 		d.events.Done = true
 	}
@@ -216,7 +230,7 @@ func (d *Driver) OnAck(a Ack) {
 		return
 	}
 	d.ack = cc.Ack{Ack: a.Ack, Sack: a.Sack, ECE: a.ECE, Echo: a.Echo, EchoValid: a.EchoValid,
-		Nack: a.Nack, Bitmap: a.Bitmap, Tel: a.Tel}
+		Nack: a.Nack, Bitmap: a.Bitmap, Nak: a.Nak, Tel: a.Tel}
 	if a.RTT > 0 {
 		d.ack.TSecr, d.ack.HasTSecr = d.now-a.RTT, true
 	}
@@ -227,14 +241,28 @@ func (d *Driver) OnAck(a Ack) {
 	}
 }
 
+// OnCNP processes a congestion notification packet at the current time
+// (cc.Endpoint.OnCNP), then, with AutoSend, sends.
+func (d *Driver) OnCNP() {
+	act := d.ep.OnCNP(d.now)
+	d.count(act)
+	if act.Send && d.autoSend {
+		d.Send(0)
+	}
+}
+
 // nextDeadline is the earliest armed timer and which it is: the
-// recovery's own fires first on a tie (a tail-loss probe or a RACK
+// controller's own fires first on a tie (a rate change comes before what
+// it affects), then the recovery's (a tail-loss probe or a RACK
 // reordering timer comes before the RTO), and pacing (only when a send
 // waits for it, with AutoSend) last.
 func (d *Driver) nextDeadline() (sim.Time, cc.Timer, bool) {
 	at, t := d.ep.RTODeadline(), cc.TimerRTO
 	if r := d.ep.RecoveryDeadline(); r <= at {
 		at, t = r, cc.TimerRecovery
+	}
+	if c := d.ep.CCDeadline(); c <= at {
+		at, t = c, cc.TimerCC
 	}
 	if d.autoSend && d.ep.PaceBlocked() && d.ep.PaceAt() < at {
 		return d.ep.PaceAt(), 0, true
@@ -263,6 +291,11 @@ func (d *Driver) AdvanceTo(t sim.Time) error {
 		if which == cc.TimerRecovery {
 			if next := d.ep.RecoveryDeadline(); next <= at {
 				return fmt.Errorf("cctrace: recovery deadline %v did not move past %v after OnDeadline", next, at)
+			}
+		}
+		if which == cc.TimerCC {
+			if next := d.ep.CCDeadline(); next <= at {
+				return fmt.Errorf("cctrace: controller deadline %v did not move past %v after OnDeadline", next, at)
 			}
 		}
 		if act.Send && d.autoSend {

@@ -21,7 +21,7 @@ var introspectKeys = []string{
 	"srtt", "rttvar", // the RTO estimator, RFC 6298 §2
 	"k", "target", "cnt", "last_max", "reno_cwnd", "delay_min", // CUBIC's struct bictcp
 	"cushion",             // today's HyStart's TSO/GRO cushion, hystart_ack_delay()
-	"pace_at",             // pacing: when the next burst may leave
+	"pace_at",             // pacing (Linux's, or a rate-based controller's): when the next packet may leave
 	"rec_timer",           // the recovery's own deadline (RACK reordering timer, TLP's PTO)
 	"retx_seq", "new_seq", // which byte ranges the step sent
 }
@@ -177,8 +177,8 @@ func (r *runner) checkIntrospect(s *Snapshot, e expectation) (got string, ok boo
 		}
 		got, ok = dur(v)
 	case "pace_at":
-		if !r.s.Header.Pacing.Enabled {
-			return "", false, "pace_at: pacing is off (header `pacing on`)"
+		if !r.s.Header.Pacing.Enabled && !r.d.ep.RateBased() {
+			return "", false, "pace_at: pacing is off (header `pacing on`; rate-based controllers always pace)"
 		}
 		got, ok = dur(x.paceAt)
 	case "rec_timer":

@@ -100,6 +100,19 @@ func (e *StepError) Error() string { return fmt.Sprintf("%s:%d: %s", e.Name, e.L
 // (DCTCP's alpha).
 type alphaer interface{ Alpha() float64 }
 
+// alphaAter is a controller whose alpha moves with time between events
+// (DCQCN's decay, eq. 2): the table shows it at the step's time.
+type alphaAter interface{ AlphaAt(now sim.Time) float64 }
+
+// rater is a rate-based controller's view for the table: its current and
+// target rates (bits per second) and its rate-increase counters.
+type rater interface {
+	Rate() int64
+	TargetRate() int64
+	Counters() (t, bc int)
+	ByteCount() int64
+}
+
 // Snapshot is the state the table prints after a step.
 type Snapshot struct {
 	Now        sim.Time
@@ -117,6 +130,14 @@ type Snapshot struct {
 	Done       bool
 	Sent       int // segments sent by the step
 	Retx       int // of which retransmissions
+	// A rate-based controller's state (HasRate): rates in bits per
+	// second, its rate-increase counters and byte count, and the
+	// controller's own deadline.
+	HasRate      bool
+	Rate, Target int64
+	TC, BC       int
+	Bytes        int64
+	CCTimer      sim.Time
 	// Extra is what the introspection keys read (introspect.go).
 	Extra extraSnapshot
 }
@@ -132,6 +153,16 @@ func (d *Driver) Snapshot() Snapshot {
 	}
 	if a, ok := ctl.(alphaer); ok {
 		s.Alpha, s.HasAlpha = a.Alpha(), true
+	}
+	if a, ok := ctl.(alphaAter); ok {
+		s.Alpha, s.HasAlpha = a.AlphaAt(d.now), true
+	}
+	if r, ok := ctl.(rater); ok {
+		s.HasRate = true
+		s.Rate, s.Target = r.Rate(), r.TargetRate()
+		s.TC, s.BC = r.Counters()
+		s.Bytes = r.ByteCount()
+		s.CCTimer = d.ep.CCDeadline()
 	}
 	s.Extra = d.extra()
 	if s.Extra.infinite() {
@@ -177,13 +208,14 @@ func (s *Script) Run(w io.Writer, b Builder) error {
 		hops = h.CC.Strack.Hops
 	}
 	d, err := NewDriver(DriverConfig{CC: ctl, Rec: rec, RTO: h.RTO, MSS: h.CC.MSS, Size: h.Size,
-		ECN: h.ECN, AutoSend: h.AutoSend, Hops: hops, LineRate: h.LineRate, BaseRTT: h.BaseRTT, Pacing: h.Pacing})
+		ECN: h.ECN, AutoSend: h.AutoSend, Hops: hops, LineRate: h.LineRate, BaseRTT: h.BaseRTT, Pacing: h.Pacing, Header: h.Header})
 	if err != nil {
 		return &StepError{Name: s.Name, Line: 1, Msg: err.Error()}
 	}
 	r := &runner{s: s, d: d, mss: h.CC.MSS}
 	_, hasAlpha := ctl.(alphaer)
-	r.rows = append(r.rows, header(hasAlpha))
+	_, hasRate := ctl.(rater)
+	r.rows = append(r.rows, header(hasAlpha, hasRate))
 	r.last = d.Snapshot()
 	r.row(0, "(start)", r.last, nil, Events{}, "")
 	var stepErr error
@@ -250,6 +282,19 @@ func (r *runner) step(st *Step) error {
 		if err := d.FireRTO(); err != nil {
 			return err
 		}
+	case stepCNP:
+		d.OnCNP()
+	case stepNak:
+		if err := r.checkAck(st.ack, st.sack); err != nil {
+			return err
+		}
+		r.sack = append(r.sack[:0], st.sack...)
+		a := Ack{Ack: st.ack, Sack: r.sack, Nak: true, RTT: st.rtt}
+		if a.RTT == 0 {
+			a.RTT = r.rtt
+		}
+		r.rtt = 0
+		d.OnAck(a)
 	case stepLose:
 		if st.lose.End > d.HighSent() {
 			return fmt.Errorf("lose %d-%d: only bytes below %d have been sent", st.lose.Start, st.lose.End, d.HighSent())
@@ -457,6 +502,41 @@ func (r *runner) checkOne(s *Snapshot, e expectation) string {
 		got = strconv.Itoa(s.Retx)
 	case "done":
 		got = yesNo(s.Done)
+	case "rate", "target_rate":
+		if !s.HasRate {
+			return e.key + ": the controller is not rate-based"
+		}
+		v := s.Rate
+		if e.key == "target_rate" {
+			v = s.Target
+		}
+		got = fmtRate(v)
+		want, err := parseRate(e.value)
+		// Rates hold to one part in a million: a cut multiplies by
+		// (1 - alpha/2), which a hand derivation rounds.
+		ok = err == nil && math.Abs(float64(int64(want)-v)) <= 1e-6*float64(max(int64(want), 1))
+	case "tc", "bc", "bytes":
+		if !s.HasRate {
+			return e.key + ": the controller is not rate-based"
+		}
+		switch e.key {
+		case "tc":
+			got = strconv.Itoa(s.TC)
+		case "bc":
+			got = strconv.Itoa(s.BC)
+		default:
+			got = strconv.FormatInt(s.Bytes, 10)
+		}
+	case "cctimer":
+		if !s.HasRate {
+			return e.key + ": the controller is not rate-based"
+		}
+		v := s.CCTimer
+		got = fmtTimer(v)
+		if e.value != "off" {
+			want, err := parseDuration(e.value)
+			ok = err == nil && want == v
+		}
 	default:
 		var msg string
 		if got, ok, msg = r.checkIntrospect(s, e); msg != "" {
@@ -524,6 +604,16 @@ func fmtSsthresh(s int64) string {
 
 func fmtAlpha(a float64) string { return strconv.FormatFloat(a, 'f', 6, 64) }
 
+// fmtRate prints bits per second as Gbps with the digits it needs (a
+// whole number of bits per second has at most nine decimals).
+func fmtRate(bps int64) string {
+	w, f := bps/1e9, bps%1e9
+	if f == 0 {
+		return fmt.Sprintf("%dGbps", w)
+	}
+	return strings.TrimRight(fmt.Sprintf("%d.%09d", w, f), "0") + "Gbps"
+}
+
 // fmtSent prints the segments a step sent: runs of contiguous segments of
 // the same kind become one range, "new 0-10000 (10)" or "retx 3000-4000".
 func fmtSent(sent []cc.Segment) string {
@@ -568,6 +658,8 @@ func fmtEvents(e Events, note string) string {
 	add(e.ExitRecovery, "exit-recovery")
 	add(e.ECNCuts, "ecn-cut")
 	add(e.RecTimers, "rec-timer")
+	add(e.CNPs, "cnp")
+	add(e.CCTimers, "cc-timer")
 	add(e.RTOs, "rto")
 	if e.Done {
 		parts = append(parts, "done")
@@ -586,11 +678,16 @@ func fmtEvents(e Events, note string) string {
 var (
 	colsBase  = []string{"line", "time", "step", "cwnd", "segs", "ssthresh", "state", "pipe", "una", "nxt", "rec", "timer", "sent", "events"}
 	colsAlpha = []string{"line", "time", "step", "cwnd", "segs", "ssthresh", "state", "alpha", "pipe", "una", "nxt", "rec", "timer", "sent", "events"}
-	leftCols  = map[string]bool{"step": true, "state": true, "rec": true, "sent": true, "events": true}
+	// A rate-based controller shows its rates instead of a window.
+	colsRate = []string{"line", "time", "step", "rate", "target", "state", "alpha", "tc", "bc", "una", "nxt", "rec", "timer", "sent", "events"}
+	leftCols = map[string]bool{"step": true, "state": true, "rec": true, "sent": true, "events": true}
 )
 
-func header(hasAlpha bool) []string {
-	if hasAlpha {
+func header(hasAlpha, hasRate bool) []string {
+	switch {
+	case hasRate:
+		return colsRate
+	case hasAlpha:
 		return colsAlpha
 	}
 	return colsBase
@@ -602,12 +699,18 @@ func (r *runner) row(line int, text string, s Snapshot, sent []cc.Segment, ev Ev
 	if line > 0 {
 		ln = strconv.Itoa(line)
 	}
-	row := []string{ln, fmtTime(s.Now), text, strconv.FormatInt(s.Cwnd, 10), fmtSegs(s.Cwnd, r.mss),
-		fmtSsthresh(s.Ssthresh), s.State}
-	if s.HasAlpha {
-		row = append(row, fmtAlpha(s.Alpha))
+	row := []string{ln, fmtTime(s.Now), text}
+	if s.HasRate {
+		row = append(row, fmtRate(s.Rate), fmtRate(s.Target), s.State, fmtAlpha(s.Alpha),
+			strconv.Itoa(s.TC), strconv.Itoa(s.BC))
+	} else {
+		row = append(row, strconv.FormatInt(s.Cwnd, 10), fmtSegs(s.Cwnd, r.mss), fmtSsthresh(s.Ssthresh), s.State)
+		if s.HasAlpha {
+			row = append(row, fmtAlpha(s.Alpha))
+		}
+		row = append(row, strconv.FormatInt(s.Pipe, 10))
 	}
-	row = append(row, strconv.FormatInt(s.Pipe, 10), strconv.FormatUint(s.Una, 10),
+	row = append(row, strconv.FormatUint(s.Una, 10),
 		strconv.FormatUint(s.Nxt, 10), yesNo(s.InRecovery), fmtTimer(s.Timer),
 		fmtSent(sent), fmtEvents(ev, note))
 	r.rows = append(r.rows, row)

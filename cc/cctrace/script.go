@@ -30,6 +30,8 @@ type Header struct {
 	AutoSend bool
 	// Options are passed to the builder, in script order.
 	Options []Option
+	// Header is the bytes of headers per packet that pacing counts.
+	Header int64
 	// Hops is the flow's path length (`hops N`), for hop-aware
 	// controllers; LineRate and BaseRTT (`link RATE RTT`) are the host's
 	// line rate and the flow's base RTT, for link-aware ones (HPCC).
@@ -52,6 +54,8 @@ const (
 	stepRTO
 	stepLose
 	stepExpect
+	stepCNP
+	stepNak
 )
 
 // Step is one line of a script's body.
@@ -96,7 +100,8 @@ type Script struct {
 // expectKeys are the keys an expect line may test (introspect.go adds its
 // own).
 var expectKeys = append([]string{"time", "cwnd", "segs", "ssthresh", "state", "alpha", "pipe",
-	"flight", "una", "nxt", "recovery", "rto", "timer", "sent", "retx", "done"}, introspectKeys...)
+	"flight", "una", "nxt", "recovery", "rto", "timer", "sent", "retx", "done",
+	"rate", "target_rate", "tc", "bc", "bytes", "cctimer"}, introspectKeys...)
 
 // probePrefix starts an expect key that reads a controller value by name
 // (cc.Prober): `expect ctl.u=0.95`.
@@ -164,7 +169,8 @@ func isHeaderLine(f []string) bool {
 		return true
 	}
 	switch f[0] {
-	case "cc", "recovery", "mss", "init_cwnd", "size", "dupthresh", "ecn", "autosend", "option", "hops", "link":
+	case "cc", "recovery", "mss", "init_cwnd", "size", "dupthresh", "ecn", "autosend", "option", "hops", "link",
+		"header":
 		return true
 	case "rto":
 		return len(f) > 1
@@ -249,6 +255,16 @@ func (h *Header) parse(f []string, line int) error {
 			return fmt.Errorf("link: want a positive base RTT, got %q", f[2])
 		}
 		h.LineRate, h.BaseRTT = r, d
+	case "header":
+		v, err := arg1()
+		if err != nil {
+			return err
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("header: want a non-negative integer, got %q", v)
+		}
+		h.Header = n
 	case "max_ack_delay", "pacing":
 		return h.parseIntrospectHeader(f)
 	case "option":
@@ -403,6 +419,28 @@ func parseStep(f []string) (Step, error) {
 			return st, fmt.Errorf("rto: takes no arguments (as a step it fires the timer)")
 		}
 		st.kind = stepRTO
+	case "cnp":
+		if len(args) != 0 {
+			return st, fmt.Errorf("cnp: takes no arguments")
+		}
+		st.kind = stepCNP
+	case "nak":
+		if len(args) == 0 {
+			return st, fmt.Errorf("nak: want the expected sequence number")
+		}
+		n, err := strconv.ParseUint(args[0], 10, 64)
+		if err != nil {
+			return st, fmt.Errorf("nak: want a byte number, got %q", args[0])
+		}
+		st.kind, st.ack, st.n = stepNak, n, 1
+		for _, a := range args[1:] {
+			if !strings.HasPrefix(a, "sack=") && !strings.HasPrefix(a, "rtt=") {
+				return st, fmt.Errorf("nak: unknown argument %q (known: sack=A-B, rtt=D)", a)
+			}
+			if err := st.parseAckArg("nak", a); err != nil {
+				return st, err
+			}
+		}
 	case "lose":
 		if len(args) != 1 {
 			return st, fmt.Errorf("lose: want one byte range START-END")
@@ -432,7 +470,7 @@ func parseStep(f []string) (Step, error) {
 			st.want = append(st.want, expectation{k, v})
 		}
 	default:
-		return st, fmt.Errorf("unknown step %q (steps: send, ack, dupack, rtt, advance, rto, lose, expect)", f[0])
+		return st, fmt.Errorf("unknown step %q (steps: send, ack, dupack, nak, cnp, rtt, advance, rto, lose, expect)", f[0])
 	}
 	return st, nil
 }
@@ -524,26 +562,6 @@ func parseHop(s string) (sim.INTHop, error) {
 	return sim.INTHop{QLen: q, TxBytes: tx, TS: ts, Rate: r}, nil
 }
 
-// parseRate reads a positive whole number with a unit bps, Kbps, Mbps or
-// Gbps ("100Gbps").
-func parseRate(s string) (sim.Bandwidth, error) {
-	for _, u := range []struct {
-		suffix string
-		unit   sim.Bandwidth
-	}{{"Gbps", sim.GbitPerSecond}, {"Mbps", sim.GbitPerSecond / 1000}, {"Kbps", sim.GbitPerSecond / 1000000}, {"bps", 1}} {
-		num, ok := strings.CutSuffix(s, u.suffix)
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseInt(num, 10, 64)
-		if err != nil || n <= 0 {
-			break
-		}
-		return sim.Bandwidth(n) * u.unit, nil
-	}
-	return 0, fmt.Errorf("bad rate %q (a whole number with bps, Kbps, Mbps or Gbps)", s)
-}
-
 // parseRange reads START-END, a byte range [START, END).
 func parseRange(s string) (sim.SackBlock, error) {
 	a, b, ok := strings.Cut(s, "-")
@@ -593,4 +611,42 @@ func parseDuration(s string) (sim.Time, error) {
 		return t, nil
 	}
 	return 0, fmt.Errorf("duration %q has no unit (ps, ns, us, ms, s)", s)
+}
+
+// rateUnits are the units a rate may carry.
+var rateUnits = []struct {
+	suffix string
+	scale  int64
+}{{"Tbps", 1e12}, {"Gbps", 1e9}, {"Mbps", 1e6}, {"Kbps", 1e3}, {"bps", 1}}
+
+// parseRate reads a positive rate: a decimal and a unit, Tbps, Gbps, Mbps,
+// Kbps or bps ("100Gbps", "9.484434687Gbps"), a whole number of bits per
+// second.
+func parseRate(s string) (sim.Bandwidth, error) {
+	bad := fmt.Errorf("bad rate %q (a positive decimal with Tbps, Gbps, Mbps, Kbps or bps, whole in bit/s)", s)
+	for _, u := range rateUnits {
+		num, ok := strings.CutSuffix(s, u.suffix)
+		if !ok {
+			continue
+		}
+		whole, frac, _ := strings.Cut(num, ".")
+		w, err := strconv.ParseInt(whole, 10, 64)
+		if err != nil || w < 0 || w > (1<<62)/u.scale {
+			return 0, bad
+		}
+		r := w * u.scale
+		scale := u.scale
+		for _, c := range frac {
+			if c < '0' || c > '9' || scale%10 != 0 {
+				return 0, bad
+			}
+			scale /= 10
+			r += int64(c-'0') * scale
+		}
+		if r <= 0 {
+			return 0, bad
+		}
+		return sim.Bandwidth(r), nil
+	}
+	return 0, bad
 }
