@@ -481,8 +481,9 @@ answer each trim with a trim NACK and the sender resends at once
 (decisions.md "Trim NACK"), but its windows stay above what the last hop
 drains (the traced flows' mean window %.1f KB, %d flows at once), so the
 resends are trimmed again: %d trims for %d packets, %.1f per packet.
-Nothing was dropped (%d drops), so each timeout is a packet whose resends
-kept being trimmed for longer than the 100 us RTO floor. NSCC cuts its
+Nothing was dropped (%d drops): the timeouts fire on packets that were
+not lost but not delivered within the RTO (at least 100 us) either,
+trimmed again or queued. NSCC cuts its
 window on every NACK (%.1f KB mean window) and trims each packet %.2f
 times. DCTCP ends at %.1f us (%d retransmissions, %d timeouts, %d trims):
 a trim is answered by one duplicate ACK, and SACK recovery starts only
