@@ -52,7 +52,10 @@ import (
 // wait for the next rate-reduction monitor tick (every
 // rate_reduce_monitor_period), and Rt is clamped to Rc on a cut only if
 // the timer raised the rate since the last one
-// (clamp_tgt_rate_after_time_inc).
+// (clamp_tgt_rate_after_time_inc). The HPCC paper's model (DCQCNHPCC)
+// is the ConnectX one as HPCC's ns-3 writes it, without a byte counter and
+// with its timer-only stages (StagesTimer). An optional window on the
+// bytes in flight (Window) gives the HPCC paper's DCQCN+w.
 type DCQCN struct {
 	cfg  DCQCNConfig
 	line int64 // line rate, bits per second
