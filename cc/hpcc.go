@@ -44,7 +44,7 @@ type HPCCConfig struct {
 	// Eta is the target utilisation η (§3.3: 95%).
 	Eta float64
 	// MaxStage is the number of additive-increase rounds before a
-	// multiplicative increase (§3.3: 5).
+	// multiplicative increase (§3.3: 5; ns-3 run.py's MI_THRESH: 0).
 	MaxStage int
 	// WAI is the additive increase W_AI in bytes; 0 derives it from the
 	// line rate and T as ns-3's run.py does (RATE_AI = 10·bw/25 Mb/s at bw
@@ -59,7 +59,8 @@ type HPCCConfig struct {
 }
 
 // DefaultHPCCConfig has the paper's η = 0.95 and maxStage = 5 (§3.3,
-// §5.1) and ns-3's W_AI and minimum rate.
+// §5.1) and ns-3's W_AI and minimum rate. (The authors' ns-3 run.py runs
+// maxStage = 0, MI_THRESH: docs/decisions.md.)
 func DefaultHPCCConfig() HPCCConfig {
 	return HPCCConfig{Eta: 0.95, MaxStage: 5, MinRate: sim.GbitPerSecond}
 }

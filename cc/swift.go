@@ -55,7 +55,9 @@ type SwiftConfig struct {
 	// RetxReset is RETX_RESET_THRESHOLD: that many consecutive timeouts
 	// reset the window to MinCwnd.
 	RetxReset int
-	// Hops is the flow's path length in links (set by the host).
+	// Hops is the flow's path length in links (set by the host), as
+	// htsim's Route::hop_count counts pipes; the paper's TTL-based count
+	// is the switches, one fewer (docs/decisions.md).
 	Hops int
 }
 
