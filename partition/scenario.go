@@ -23,7 +23,7 @@ func ForScenario(b *scenario.Built, p int) (*Placement, error) {
 	if err := sp.Validate(b.File, b.Topo); err != nil {
 		return nil, err
 	}
-	t, imps, flows := b.Topo, b.Fabric.Impairments, b.Fabric.Flows
+	t, imps, flows, tasks := b.Topo, b.Fabric.Impairments, b.Fabric.Flows, b.Fabric.Tasks
 	var pl *Placement
 	var err error
 	switch sp.ModeOrDefault() {
@@ -32,9 +32,9 @@ func ForScenario(b *scenario.Built, p int) (*Placement, error) {
 		for i := range part {
 			part[i] = i
 		}
-		pl, err = MakeFlows(t, imps, flows, part)
+		pl, err = MakeFlows(t, imps, flows, tasks, part)
 	case scenario.PlacementMap:
-		pl, err = MakeFlows(t, imps, flows, sp.NodeMap(t))
+		pl, err = MakeFlows(t, imps, flows, tasks, sp.NodeMap(t))
 	default:
 		n := p
 		if n == 0 {
@@ -43,7 +43,7 @@ func ForScenario(b *scenario.Built, p int) (*Placement, error) {
 		if n == 0 {
 			n = DefaultPartitions
 		}
-		pl, err = AutoFlows(t, imps, flows, n)
+		pl, err = AutoFlows(t, imps, flows, tasks, n)
 		if err != nil {
 			return nil, err
 		}
