@@ -2,6 +2,7 @@ package cc
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/lockstep-sim/lockstep/sim"
 )
@@ -67,16 +68,24 @@ func DefaultHPCCConfig() HPCCConfig {
 	return HPCCConfig{Eta: 0.95, MaxStage: 0, MinRate: sim.GbitPerSecond}
 }
 
-// Validate checks the parameters.
+// Validate checks the parameters; an error names the option
+// (OptionValueError) that transport.options sets.
 func (c *HPCCConfig) Validate() error {
-	if !(c.Eta > 0 && c.Eta <= 1) {
-		return fmt.Errorf("hpcc: eta must be in (0, 1], got %g", c.Eta)
+	bad := func(key, format string, args ...any) error {
+		return &OptionValueError{Module: "hpcc", Key: key, Err: fmt.Errorf(format, args...)}
 	}
-	if c.MaxStage < 0 {
-		return fmt.Errorf("hpcc: max_stage must not be negative, got %d", c.MaxStage)
-	}
-	if c.WAI < 0 || c.BaseRTT < 0 || c.MinRate < 0 {
-		return fmt.Errorf("hpcc: w_ai, base_rtt and min_rate must not be negative")
+	switch {
+	case !(c.Eta > 0 && c.Eta <= 1):
+		return bad("eta", "must be in (0, 1], got %g", c.Eta)
+	case c.MaxStage < 0:
+		return bad("max_stage", "must not be negative, got %d", c.MaxStage)
+	case !(c.WAI >= 0 && !math.IsInf(c.WAI, 0)):
+		// NaN or infinity would make every window NaN or infinite.
+		return bad("w_ai", "must be a finite number of bytes >= 0, got %g", c.WAI)
+	case c.BaseRTT < 0:
+		return bad("base_rtt_us", "must not be negative, got %v", c.BaseRTT)
+	case c.MinRate < 0:
+		return bad("min_rate_gbps", "must not be negative, got %v", c.MinRate)
 	}
 	return nil
 }

@@ -158,6 +158,47 @@ func TestHyStart_Jiffies_HZ250ExitsWhenARoundCrossesATick(t *testing.T) {
 	}
 }
 
+// The train's spacing bound is msecs_to_jiffies(2): 1 jiffy at HZ = 250
+// (4 ms ticks, rounded up), 2 jiffies at HZ = 1000. With delay_min set by
+// an 11.3 ms RTT (HZ = 250: 2 or 3 jiffies, threshold delay_min>>4 = 1;
+// HZ = 1000: 11 or 12 jiffies, threshold 5), a round whose ACKs come gap
+// apart from 0.5 ms past a tick extends the train only when consecutive
+// ACKs are at most that bound apart in jiffies, worked by hand:
+//   - HZ = 250, gap 4 ms: ACK 1 is 1 jiffy after ACK 0 (<= 1), and 1 >= 1:
+//     exit at ACK 1;
+//   - HZ = 250, gap 8 ms: every ACK is 2 jiffies after the last (> 1): the
+//     train never extends, no exit (a bound of 2 would exit at ACK 1);
+//   - HZ = 1000, gap 2 ms: ACK i is 2i jiffies after the round start,
+//     2 <= 2 each time, exit at the first 2i >= 5: ACK 3;
+//   - HZ = 1000, gap 3 ms: 3 > 2, no exit.
+func TestHyStart_Jiffies_TrainSpacingIsMsecsToJiffies2(t *testing.T) {
+	rtt := 11300 * sim.Microsecond
+	for _, c := range []struct {
+		hz       int
+		gap      sim.Time
+		wantExit int
+	}{
+		{250, 4 * sim.Millisecond, 1},
+		{250, 8 * sim.Millisecond, -1},
+		{1000, 2 * sim.Millisecond, 3},
+		{1000, 3 * sim.Millisecond, -1},
+	} {
+		h, err := NewHyStartHZ(HyStartLinux2008, c.hz)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := sim.Second + 500*sim.Microsecond
+		d := &hzDriver{h: h, now: start - 200*sim.Millisecond}
+		d.round(8, 8, rtt, 100*sim.Microsecond) // delay_min, below the low window
+		d.now = start
+		i, ev := d.round(16, 16, rtt, c.gap)
+		if i != c.wantExit || (i >= 0 && ev != HyStartExitAckTrain) {
+			t.Errorf("HZ=%d, ACKs %v apart: want an exit at ACK %d, got %d (%v), delay_min %d",
+				c.hz, c.gap, c.wantExit, i, ev, d.h.delayMin)
+		}
+	}
+}
+
 // HyStart's HZ is an option of linux-2008 only, from HZ_100, HZ_250,
 // HZ_300, HZ_1000; the error names the option.
 func TestHyStart_HZOption(t *testing.T) {

@@ -129,3 +129,46 @@ func TestStrackCC_MultiplicativeDecreaseOncePerRTT(t *testing.T) {
 		t.Fatalf("cwnd %d, want 42000 (floored at 1-max_mdf)", got)
 	}
 }
+
+// A trim NACK (NDP, htsim ndp.cpp NdpSrc::processNack) names the packet a
+// switch cut; its TSecr is the cut transmission's send time. The named
+// packet is resent at once and nothing else; the pipe loses it. A trim
+// NACK of a transmission older than the packet's latest (it was resent in
+// between, here by the RTO) names nothing lost: no second resend.
+func TestStrack_TrimNackResendsTheNamedTransmissionOnly(t *testing.T) {
+	r := NewStrackRecovery(sMSS, 10*sMSS)
+	sendN(t, r, 0, 4) // segment i sent at i ps
+	now := 10 * sim.Microsecond
+	// Segment 2's transmission at 2 ps was trimmed.
+	r.OnAck(&AckInfo{Now: now, Ack: 0, Echo: 2 * sMSS, EchoValid: true, Trimmed: true, TSecr: 2})
+	if got := r.Pipe(); got != 3*sMSS {
+		t.Fatalf("pipe after a trim NACK of segment 2: want 3 segments (0, 1, 3), got %d bytes", got)
+	}
+	seg, ok := r.Next()
+	if !ok || !seg.Retx || seg.Seq != 2*sMSS {
+		t.Fatalf("after a trim NACK of segment 2: want its resend, got %+v (ok %v)", seg, ok)
+	}
+	if r.SndUna() != 0 || r.TrimResent != 1 {
+		t.Fatalf("a trim NACK acknowledges nothing: una %d (want 0), TrimResent %d (want 1)", r.SndUna(), r.TrimResent)
+	}
+	r.OnSent(now, seg, RTTInfo{})
+	// The RTO resends everything outstanding at 2 * now; a late trim NACK
+	// of segment 1's first transmission (1 ps) then names nothing lost.
+	r.OnRTO(2*now, RTTInfo{})
+	for {
+		s, ok := r.Next()
+		if !ok || !s.Retx {
+			break
+		}
+		r.OnSent(2*now, s, RTTInfo{})
+	}
+	r.OnAck(&AckInfo{Now: 2*now + 1, Ack: 0, Echo: 1 * sMSS, EchoValid: true, Trimmed: true, TSecr: 1})
+	if s, ok := r.Next(); ok && s.Retx {
+		t.Fatalf("a trim NACK of a transmission older than the RTO's resend: want no resend, got segment %d", s.Seq/sMSS)
+	}
+	// A trim NACK of the resend itself (TSecr = its send time) does.
+	r.OnAck(&AckInfo{Now: 2*now + 2, Ack: 0, Echo: 1 * sMSS, EchoValid: true, Trimmed: true, TSecr: 2 * now})
+	if s, ok := r.Next(); !ok || !s.Retx || s.Seq != 1*sMSS {
+		t.Fatalf("a trim NACK of segment 1's latest transmission: want its resend, got %+v (ok %v)", s, ok)
+	}
+}

@@ -60,6 +60,8 @@ var fieldTables = map[string]reflect.Type{
 	"placement":                              reflect.TypeFor[scenario.Placement](),
 	"Sweeps":                                 reflect.TypeFor[sweep.Spec](),
 	"Flows that wait on others (collective)": reflect.TypeFor[scenario.CollectiveSpec](),
+	"rail":                                   reflect.TypeFor[scenario.Rail](),
+	"Tensor and pipeline parallelism (collective.parallel)": reflect.TypeFor[scenario.Parallel](),
 }
 
 // yamlFields returns the yaml names of t's fields (t a struct, or a

@@ -26,6 +26,9 @@ func newCompat(cfg Config) (*Fabric, error) {
 	if len(cfg.Impairments) > 0 {
 		return nil, fmt.Errorf("compat stracksim: link impairments are not part of the profile")
 	}
+	if len(cfg.Tasks) > 0 {
+		return nil, fmt.Errorf("compat stracksim: compute tasks (jobs with tensor or pipeline parallelism) are not part of the profile")
+	}
 	ix, err := topologies.Compile(t)
 	if err != nil {
 		return nil, err

@@ -26,8 +26,12 @@ type LinkImpairment struct {
 
 // Config is the requested state of a fabric.
 type Config struct {
-	Topo        *topologies.Topology
-	Flows       []hostsim.FlowSpec
+	Topo  *topologies.Topology
+	Flows []hostsim.FlowSpec
+	// Tasks are the compute tasks that flows wait on (jobs with
+	// tensor/pipeline parallelism); activation lists name them by
+	// hostsim.TaskRef.
+	Tasks       []hostsim.TaskSpec
 	Transport   hostsim.Config
 	Forwarding  switchsim.Forwarding
 	Seed        uint64
@@ -238,13 +242,16 @@ func New(cfg Config) (*Fabric, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := tr.SetTasks(cfg.Tasks, len(t.Hosts)); err != nil {
+		return nil, err
+	}
 	if c := &tr.Cfg; c.INT.Enabled || c.EndpointDelay {
 		eng.Pool.EnableTelemetry()
 	}
 	// Every switch, whatever its tier, appends what the hosts' INT header
 	// expects.
 	intCfg := switchsim.INT{Enabled: tr.Cfg.INT.Enabled, HopBytes: int32(tr.Cfg.INT.HopBytes)}
-	deps, err := checkDeps(cfg.Flows)
+	deps, err := checkDeps(cfg.Flows, cfg.Tasks)
 	if err != nil {
 		return nil, err
 	}
@@ -312,6 +319,11 @@ func New(cfg Config) (*Fabric, error) {
 		fl := &cfg.Flows[i]
 		if h := f.hosts[fl.Src]; h != nil {
 			h.ScheduleStart(eng, fl)
+		}
+	}
+	for k := range cfg.Tasks {
+		if h := f.hosts[cfg.Tasks[k].Host]; h != nil {
+			h.ScheduleTask(eng, int32(k))
 		}
 	}
 	return f, nil
@@ -568,10 +580,22 @@ func (f *Fabric) Conservation() Conservation {
 	return c
 }
 
-// checkDeps checks the flows' dependencies (targets are flows of the list,
-// delays are not negative) and reports whether there are any.
-func checkDeps(flows []hostsim.FlowSpec) (bool, error) {
-	has := false
+// checkDeps checks the flows' and tasks' dependencies (targets are flows
+// or tasks of the lists, delays are not negative) and reports whether
+// there are any.
+func checkDeps(flows []hostsim.FlowSpec, tasks []hostsim.TaskSpec) (bool, error) {
+	check := func(what string, list []int32) error {
+		for _, g := range list {
+			if g >= 0 && int(g) >= len(flows) {
+				return fmt.Errorf("%s activates flow %d, which does not exist", what, g)
+			}
+			if k := hostsim.TaskIndex(g); g < 0 && int(k) >= len(tasks) {
+				return fmt.Errorf("%s activates task %d, which does not exist", what, k)
+			}
+		}
+		return nil
+	}
+	has := len(tasks) > 0
 	for i := range flows {
 		f := &flows[i]
 		if f.Need < 0 || f.Delay < 0 {
@@ -582,11 +606,14 @@ func checkDeps(flows []hostsim.FlowSpec) (bool, error) {
 		}
 		has = true
 		for _, list := range [2][]int32{f.OnRecvDone(), f.OnSendDone()} {
-			for _, g := range list {
-				if g < 0 || int(g) >= len(flows) {
-					return false, fmt.Errorf("flow %d activates flow %d, which does not exist", f.ID, g)
-				}
+			if err := check(fmt.Sprintf("flow %d", f.ID), list); err != nil {
+				return false, err
 			}
+		}
+	}
+	for k := range tasks {
+		if err := check(fmt.Sprintf("task %d", k), tasks[k].Next); err != nil {
+			return false, err
 		}
 	}
 	return has, nil

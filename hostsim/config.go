@@ -240,9 +240,32 @@ type FlowSpec struct {
 	Next  *FlowNext
 }
 
-// FlowNext lists the flows a flow activates: Recv when its receiver has
-// every byte (receiver-side completion), Send when its sender has every
-// ACK. A pointer, so that flows without dependencies pay 8 bytes.
+// TaskSpec is a compute task of a job (docs/design.md §11): a point of
+// the dependency graph, on host Host, that carries no bytes (a GPU's
+// forward or backward compute, an optimizer step). With Need > 0 it fires
+// once it has been activated Need times, each activation arriving Delay
+// after its cause: Delay is the compute that starts when the last of its
+// inputs is there. With Need 0 it fires at Start. Firing activates Next:
+// flows by id and tasks by TaskRef.
+type TaskSpec struct {
+	Host  int
+	Need  int32
+	Delay sim.Time
+	Start sim.Time
+	Next  []int32
+}
+
+// TaskRef is how an activation list (FlowNext, TaskSpec.Next) names task
+// k: -1-k, since flow ids are not negative.
+func TaskRef(k int32) int32 { return -1 - k }
+
+// TaskIndex is the task an activation list entry g < 0 names.
+func TaskIndex(g int32) int32 { return -1 - g }
+
+// FlowNext lists the flows (and tasks, TaskRef) a flow activates: Recv
+// when its receiver has every byte (receiver-side completion), Send when
+// its sender has every ACK. A pointer, so that flows without dependencies
+// pay 8 bytes.
 type FlowNext struct{ Recv, Send []int32 }
 
 // NewFlowNext is the FlowNext of recv and send, or nil when both are

@@ -23,6 +23,10 @@ const (
 	// timerCNP a notification point's deferred CNP (paced.go, roce.go).
 	timerCC
 	timerCNP
+	// timerTask is an activation of a compute task (TaskSpec; the task
+	// index is above the kind); timerTaskStart a task's own start.
+	timerTask
+	timerTaskStart
 )
 
 func timerArg(flow int32, kind int) int64 { return int64(flow)<<8 | int64(kind) }
@@ -54,11 +58,36 @@ type Transport struct {
 	// got counts the activations each waiting flow has received (nil when
 	// none waits).
 	got []int32
+	// Tasks are the compute tasks (SetTasks); gotTask counts each one's
+	// activations, and TaskFired is when each local task fired
+	// (sim.Never: not, or not here).
+	Tasks     []TaskSpec
+	TaskFired []sim.Time
+	gotTask   []int32
 	// Rate counts what rate-based transports added (paced.go).
 	Rate RateStats
 	// cnpInterval is the notification points' CNP interval when the
 	// controller takes CNPs (Caps.CNP).
 	cnpInterval sim.Time
+}
+
+// SetTasks gives the transport the compute tasks that flows and tasks
+// activate (TaskRef). hosts is the number of hosts.
+func (t *Transport) SetTasks(tasks []TaskSpec, hosts int) error {
+	for k := range tasks {
+		tk := &tasks[k]
+		if tk.Host < 0 || tk.Host >= hosts {
+			return fmt.Errorf("task %d: host %d does not exist", k, tk.Host)
+		}
+		if tk.Need < 0 || tk.Delay < 0 || tk.Start < 0 {
+			return fmt.Errorf("task %d: need %d, delay %v and start %v must not be negative", k, tk.Need, tk.Delay, tk.Start)
+		}
+	}
+	t.Tasks, t.gotTask, t.TaskFired = tasks, make([]int32, len(tasks)), make([]sim.Time, len(tasks))
+	for k := range t.TaskFired {
+		t.TaskFired[k] = sim.Never
+	}
+	return nil
 }
 
 // CwndRow is one sample of a sender's congestion state (cwnd.csv).
@@ -130,11 +159,18 @@ func NewTransport(cfg Config, flows []FlowSpec, isLocal func(host int) bool) (*T
 	return t, nil
 }
 
-// activate sends an activation to every flow in targets, from host h at
-// now (plus each target's Delay), to the host that sends it.
+// activate sends an activation to every flow or task in targets, from
+// host h at now (plus each target's Delay), to the host that sends the
+// flow or runs the task.
 func (t *Transport) activate(h *Host, e *sim.Engine, targets []int32) {
 	now := e.Now()
 	for _, g := range targets {
+		if g < 0 {
+			k := TaskIndex(g)
+			tk := &t.Tasks[k]
+			e.Signal(h.ID, t.HostElem[tk.Host], now+tk.Delay, timerArg(k, timerTask))
+			continue
+		}
 		f := &t.Flows[g]
 		e.Signal(h.ID, t.HostElem[f.Src], now+f.Delay, timerArg(g, timerTrigger))
 	}
@@ -214,6 +250,14 @@ func (h *Host) ScheduleStart(e *sim.Engine, f *FlowSpec) {
 	e.Schedule(h.ID, f.Start, timerArg(f.ID, timerStart), sim.NoPacket)
 }
 
+// ScheduleTask arms the start of task k, which runs on this host, when it
+// waits on nothing (Need 0): it fires at its Start.
+func (h *Host) ScheduleTask(e *sim.Engine, k int32) {
+	if h.T.Tasks[k].Need == 0 {
+		e.Schedule(h.ID, h.T.Tasks[k].Start, timerArg(k, timerTaskStart), sim.NoPacket)
+	}
+}
+
 // Queued is the number of packets waiting in the NIC queue.
 func (h *Host) Queued() int { return h.nic.Len() }
 
@@ -221,8 +265,22 @@ func (h *Host) Queued() int { return h.nic.Len() }
 func (h *Host) OnTimer(e *sim.Engine, ev *sim.Event) {
 	flow := int32(ev.Arg >> 8)
 	kind := ev.Arg & 0xff
-	if kind == timerPause {
+	switch kind {
+	case timerPause:
 		h.kick(e)
+		return
+	case timerTask:
+		h.T.gotTask[flow]++
+		if h.T.gotTask[flow] != h.T.Tasks[flow].Need {
+			return
+		}
+		fallthrough
+	case timerTaskStart:
+		// A task carries no bytes: firing is activating what waits on it.
+		h.T.TaskFired[flow] = e.Now()
+		if next := h.T.Tasks[flow].Next; len(next) > 0 {
+			h.T.activate(h, e, next)
+		}
 		return
 	}
 	s := h.T.senders[flow]

@@ -25,7 +25,7 @@ func FromSetup(su *wire.Setup) (*scenario.Built, *partition.Placement, error) {
 	if b.Seed() != su.Seed {
 		return nil, nil, fmt.Errorf("node: scenario %s has seed %d here, %d at the coordinator", su.File, b.Seed(), su.Seed)
 	}
-	pl, err := partition.MakeFlows(b.Topo, b.Fabric.Impairments, b.Fabric.Flows, su.Part)
+	pl, err := partition.MakeFlows(b.Topo, b.Fabric.Impairments, b.Fabric.Flows, b.Fabric.Tasks, su.Part)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -129,7 +129,7 @@ func (m CutModel) Decide(b *scenario.Built, cores int) (*Placement, DefaultCut, 
 		if p > len(t.Nodes) {
 			continue
 		}
-		pl, err := AutoFlows(t, b.Fabric.Impairments, b.Fabric.Flows, p)
+		pl, err := AutoFlows(t, b.Fabric.Impairments, b.Fabric.Flows, b.Fabric.Tasks, p)
 		if err != nil {
 			return nil, c, err
 		}

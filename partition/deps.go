@@ -26,10 +26,22 @@ type depEdge struct {
 }
 
 // depEdges lists the dependencies between distinct hosts, one per pair of
-// nodes (a < b) with the smallest delay, in node order.
-func depEdges(t *topologies.Topology, flows []hostsim.FlowSpec) []depEdge {
+// nodes (a < b) with the smallest delay, in node order. A compute task
+// (hostsim.TaskSpec) is a point on its host: an activation of it is a
+// signal to that host, and its own activations leave from there.
+func depEdges(t *topologies.Topology, flows []hostsim.FlowSpec, tasks []hostsim.TaskSpec) []depEdge {
 	var es []depEdge
-	add := func(from, to int, d sim.Time) {
+	add := func(from int, g int32) {
+		var to int
+		var d sim.Time
+		switch k := hostsim.TaskIndex(g); {
+		case g >= 0 && int(g) < len(flows):
+			to, d = flows[g].Src, flows[g].Delay
+		case g < 0 && int(k) < len(tasks):
+			to, d = tasks[k].Host, tasks[k].Delay
+		default:
+			return
+		}
 		if from == to || from < 0 || to < 0 || from >= len(t.Hosts) || to >= len(t.Hosts) {
 			return
 		}
@@ -39,14 +51,15 @@ func depEdges(t *topologies.Topology, flows []hostsim.FlowSpec) []depEdge {
 	for i := range flows {
 		f := &flows[i]
 		for _, g := range f.OnRecvDone() {
-			if int(g) < len(flows) {
-				add(f.Dst, flows[g].Src, flows[g].Delay)
-			}
+			add(f.Dst, g)
 		}
 		for _, g := range f.OnSendDone() {
-			if int(g) < len(flows) {
-				add(f.Src, flows[g].Src, flows[g].Delay)
-			}
+			add(f.Src, g)
+		}
+	}
+	for k := range tasks {
+		for _, g := range tasks[k].Next {
+			add(tasks[k].Host, g)
 		}
 	}
 	slices.SortFunc(es, func(x, y depEdge) int {
@@ -59,8 +72,8 @@ func depEdges(t *topologies.Topology, flows []hostsim.FlowSpec) []depEdge {
 // hosts a copy of t with one pseudo link per dependency after its links.
 // A pseudo link's delay is the dependency's less the larger latency of its
 // ends (never below 0), as the engine adds the sender's latency to a link.
-func withDeps(t *topologies.Topology, flows []hostsim.FlowSpec) *topologies.Topology {
-	es := depEdges(t, flows)
+func withDeps(t *topologies.Topology, flows []hostsim.FlowSpec, tasks []hostsim.TaskSpec) *topologies.Topology {
+	es := depEdges(t, flows, tasks)
 	if len(es) == 0 {
 		return t
 	}
@@ -85,12 +98,13 @@ func dropDeps(pl *Placement, t *topologies.Topology) *Placement {
 	return pl
 }
 
-// MakeFlows is Make for a fabric whose flows may depend on each other: a
+// MakeFlows is Make for a fabric whose flows may depend on each other
+// (and on compute tasks): a
 // cut zero-delay dependency is an error, and the lookahead is at most the
 // smallest delay of a cut dependency.
-func MakeFlows(t *topologies.Topology, imps []fabric.LinkImpairment, flows []hostsim.FlowSpec, part []int) (*Placement, error) {
+func MakeFlows(t *topologies.Topology, imps []fabric.LinkImpairment, flows []hostsim.FlowSpec, tasks []hostsim.TaskSpec, part []int) (*Placement, error) {
 	if len(part) == len(t.Nodes) {
-		for _, e := range depEdges(t, flows) {
+		for _, e := range depEdges(t, flows, tasks) {
 			if part[e.a] != part[e.b] && e.delay-max(t.Nodes[e.a].Latency, t.Nodes[e.b].Latency) <= 0 {
 				return nil, fmt.Errorf("partition: %s and %s depend on each other with a delay of %v, which cannot be cut "+
 					"(the lookahead would be zero): put them in one partition or give the dependency a delay "+
@@ -98,7 +112,7 @@ func MakeFlows(t *topologies.Topology, imps []fabric.LinkImpairment, flows []hos
 			}
 		}
 	}
-	pl, err := Make(withDeps(t, flows), imps, part)
+	pl, err := Make(withDeps(t, flows, tasks), imps, part)
 	if err != nil {
 		return nil, err
 	}
@@ -106,8 +120,8 @@ func MakeFlows(t *topologies.Topology, imps []fabric.LinkImpairment, flows []hos
 }
 
 // AutoFlows is Auto for a fabric whose flows may depend on each other.
-func AutoFlows(t *topologies.Topology, imps []fabric.LinkImpairment, flows []hostsim.FlowSpec, p int) (*Placement, error) {
-	pl, err := Auto(withDeps(t, flows), imps, p)
+func AutoFlows(t *topologies.Topology, imps []fabric.LinkImpairment, flows []hostsim.FlowSpec, tasks []hostsim.TaskSpec, p int) (*Placement, error) {
+	pl, err := Auto(withDeps(t, flows, tasks), imps, p)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ func ForScenario(b *scenario.Built, p int) (*Placement, error) {
 	if err := sp.Validate(b.File, b.Topo); err != nil {
 		return nil, err
 	}
-	t, imps, flows := b.Topo, b.Fabric.Impairments, b.Fabric.Flows
+	t, imps, flows, tasks := b.Topo, b.Fabric.Impairments, b.Fabric.Flows, b.Fabric.Tasks
 	var pl *Placement
 	var err error
 	switch sp.ModeOrDefault() {
@@ -32,9 +32,9 @@ func ForScenario(b *scenario.Built, p int) (*Placement, error) {
 		for i := range part {
 			part[i] = i
 		}
-		pl, err = MakeFlows(t, imps, flows, part)
+		pl, err = MakeFlows(t, imps, flows, tasks, part)
 	case scenario.PlacementMap:
-		pl, err = MakeFlows(t, imps, flows, sp.NodeMap(t))
+		pl, err = MakeFlows(t, imps, flows, tasks, sp.NodeMap(t))
 	default:
 		n := p
 		if n == 0 {
@@ -43,13 +43,29 @@ func ForScenario(b *scenario.Built, p int) (*Placement, error) {
 		if n == 0 {
 			n = DefaultPartitions
 		}
-		return AutoFlows(t, imps, flows, n)
+		pl, err = AutoFlows(t, imps, flows, tasks, n)
+		if err != nil {
+			return nil, err
+		}
+		return onePartitionIfCompat(b, pl)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if p != 0 && p != pl.P {
 		return nil, fmt.Errorf("--partitions %d: the scenario's placement (mode %s) has %d partitions", p, sp.ModeOrDefault(), pl.P)
+	}
+	return onePartitionIfCompat(b, pl)
+}
+
+// onePartitionIfCompat returns pl, or refuses it when a compatibility
+// profile's run would span several partitions: usage, caught before
+// anything runs (the fabric would refuse it in each partition, after the
+// run started).
+func onePartitionIfCompat(b *scenario.Built, pl *Placement) (*Placement, error) {
+	if b.Fabric.Compat != nil && pl.P > 1 {
+		return nil, fmt.Errorf("%s: compat %s runs in one partition (STrack-Sim orders events of equal time by one global counter), not %d",
+			b.File, b.Scenario.Compat, pl.P)
 	}
 	return pl, nil
 }

@@ -27,6 +27,21 @@ type CollectiveRow struct {
 	Start, End sim.Time
 	Done       bool
 	Ideal      sim.Time
+	// TasksEnd is when the last of its iteration's compute tasks fired
+	// (0 without tasks); TasksDone says every one of them did.
+	TasksEnd  sim.Time
+	TasksDone bool
+}
+
+// JobName is the job column of collectives.csv: the job's name, with
+// ".tp" or ".pp" for a parallel job's tensor- and pipeline-parallel
+// instances (its data-parallel all-reduces keep the job's name).
+func (r *CollectiveRow) JobName() string {
+	switch p := r.Inst.Phase; p {
+	case workloads.PhaseTP, workloads.PhasePP:
+		return r.Inst.Job + "." + p
+	}
+	return r.Inst.Job
 }
 
 // CCT is the collective completion time (0 unless Done).
@@ -76,6 +91,14 @@ func (o *Outputs) Collectives() []CollectiveRow {
 			row.Start, row.Done = 0, false
 		}
 		row.Ideal = IdealCCT(b.Topo.Links[b.Topo.FirstLink(b.Topo.Hosts[in.Hosts[0]])].Rate, b.Fabric.Transport, flows, in, o.Ideal)
+		row.TasksDone = true
+		for t := in.Tasks.First; t < in.Tasks.First+in.Tasks.Count; t++ {
+			if int(t) >= len(o.TaskFired) || o.TaskFired[t] == sim.Never {
+				row.TasksDone = false
+				continue
+			}
+			row.TasksEnd = max(row.TasksEnd, o.TaskFired[t])
+		}
 		rows[k] = row
 	}
 	return rows
@@ -164,7 +187,7 @@ func WriteCollectives(w io.Writer, rows []CollectiveRow) error {
 		if r.Done {
 			end, cct, alg, bus = r.End.NsString(), r.CCT().NsString(), fmtGB(r.AlgBW()), fmtGB(r.BusBW())
 		}
-		fmt.Fprintf(bw, "%s,%d,%s,%s,%d,%d,%s,%s,%s,%s,%s,%s\n", r.Inst.Job, r.Inst.Iteration, r.Inst.Op, r.Inst.Algorithm,
+		fmt.Fprintf(bw, "%s,%d,%s,%s,%d,%d,%s,%s,%s,%s,%s,%s\n", r.JobName(), r.Inst.Iteration, r.Inst.Op, r.Inst.Algorithm,
 			r.Inst.Bytes, len(r.Inst.Hosts), r.Start.NsString(), end, cct, r.Ideal.NsString(), alg, bus)
 	}
 	return bw.Flush()
@@ -172,26 +195,35 @@ func WriteCollectives(w io.Writer, rows []CollectiveRow) error {
 
 // WriteJobs writes jobs.csv: every iteration of every job, from the end
 // of the previous iteration (the job's start for the first) to the end of
-// its collective; empty end and time when it did not finish.
+// its collective (of a parallel job: the last of its instances and
+// compute tasks); empty end and time when it did not finish. rows holds a
+// job's instances iteration by iteration.
 func WriteJobs(w io.Writer, rows []CollectiveRow) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, JobsHeader)
 	var begin sim.Time
 	ok := true
-	for i := range rows {
+	for i := 0; i < len(rows); {
 		r := &rows[i]
 		if r.Inst.Iteration == 0 {
 			begin, ok = r.Inst.Start, true
 		}
-		bs, end, it := "", "", ""
+		// The iteration's rows: its instances (one for a plain job).
+		end, done := r.TasksEnd, r.TasksDone || r.Inst.Tasks.Count == 0
+		j := i
+		for ; j < len(rows) && rows[j].Inst.Job == r.Inst.Job && rows[j].Inst.Iteration == r.Inst.Iteration; j++ {
+			end, done = max(end, rows[j].End), done && rows[j].Done
+		}
+		bs, es, it := "", "", ""
 		if ok {
 			bs = begin.NsString()
 		}
-		if ok && r.Done {
-			end, it = r.End.NsString(), (r.End - begin).NsString()
+		if ok && done {
+			es, it = end.NsString(), (end - begin).NsString()
 		}
-		fmt.Fprintf(bw, "%s,%d,%s,%s,%s\n", r.Inst.Job, r.Inst.Iteration, bs, end, it)
-		begin, ok = r.End, ok && r.Done
+		fmt.Fprintf(bw, "%s,%d,%s,%s,%s\n", r.Inst.Job, r.Inst.Iteration, bs, es, it)
+		begin, ok = end, ok && done
+		i = j
 	}
 	return bw.Flush()
 }

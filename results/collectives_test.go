@@ -95,3 +95,76 @@ func TestCollectives_ReceiverSideCompletion(t *testing.T) {
 		t.Errorf("jobs.csv:\n%s", js.String())
 	}
 }
+
+// TestCollectives_ParallelJobPhases: a pipeline of two stages (TP 1, no
+// DP) over the engine. Every pass waits on its input and on the rank's
+// previous compute, exactly: stage 1's first forward pass ends (and its
+// first backward pass starts) forward after micro-batch 0's activations
+// arrived, so its gradients leave forward+backward after that; the
+// iteration ends when stage 0's last backward pass does, backward after
+// the last gradients arrived (a compute task, not a flow); collectives.csv
+// lists the pipeline sends as "<job>.pp" sendrecv rows with busbw = algbw.
+func TestCollectives_ParallelJobPhases(t *testing.T) {
+	b, err := scenario.Load("pp.yaml", []byte(`topology:
+  type: leafspine
+  leafspine: {leaves: 1, spines: 1, hosts_per_leaf: 2, host: {rate: 100Gbps, delay: 1us}, fabric: {rate: 100Gbps, delay: 1us}}
+workload:
+  - type: collective
+    size: 1MB
+    start: 2us
+    collective:
+      job: gpt
+      op: allreduce
+      iterations: 2
+      compute: 4us
+      parallel: {pp: 2, microbatches: 3, forward: 10us, backward: 20us, pp_size: 100KB}
+`), scenario.Dir("."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.Run(b, runner.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	us := sim.Microsecond
+	rec := r.Records
+	// Per iteration: activations of micro-batches 0..2, then gradients.
+	if len(rec) != 12 || len(b.Fabric.Tasks) == 0 {
+		t.Fatalf("%d flows and %d tasks, want 12 flows and some tasks", len(rec), len(b.Fabric.Tasks))
+	}
+	if got := rec[0].StartAt; got != 12*us {
+		t.Errorf("activation 0 starts at %v, want 12us (start 2us + forward 10us)", got)
+	}
+	if got, want := rec[3].StartAt, rec[0].Finish+30*us; got != want {
+		t.Errorf("gradient 0 starts at %v, want %v (activation 0's arrival + forward + backward)", got, want)
+	}
+	rows := r.Collectives()
+	var lastGrad sim.Time
+	for _, c := range rows {
+		if c.Inst.Iteration == 0 {
+			lastGrad = max(lastGrad, c.End)
+		}
+		if c.Inst.Phase != workloads.PhasePP || c.JobName() != "gpt.pp" || c.Inst.Op != "sendrecv" || c.BusBW() != c.AlgBW() {
+			t.Errorf("row %+v: want gpt.pp sendrecv with busbw = algbw", c)
+		}
+	}
+	// Stage 0's last backward (B2) runs after B1 and after the last
+	// gradients arrived; in 1F1B B1 ends before they arrive.
+	if !rows[0].TasksDone || rows[0].TasksEnd != lastGrad+20*us {
+		t.Errorf("iteration 0's compute ends at %v (all fired: %v), want %v: the last gradients' arrival + backward",
+			rows[0].TasksEnd, rows[0].TasksDone, lastGrad+20*us)
+	}
+	var js bytes.Buffer
+	if err := r.WriteJobsCSV(&js); err != nil {
+		t.Fatal(err)
+	}
+	want := "job,iteration,begin_ns,end_ns,iteration_ns\ngpt,0,2000.000," + rows[0].TasksEnd.NsString() + ","
+	if l := strings.Split(js.String(), "\n"); len(l) != 4 || !strings.HasPrefix(js.String(), want) {
+		t.Errorf("jobs.csv:\n%s\nwant two iterations, the first %s...", js.String(), want)
+	}
+	// Iteration 1 starts after the optimizer step: its first activation
+	// leaves compute + forward after iteration 0's end.
+	if got, want := rec[6].StartAt, rows[0].TasksEnd+14*us; got != want {
+		t.Errorf("iteration 1's first activation starts at %v, want %v", got, want)
+	}
+}

@@ -24,7 +24,10 @@ type Outputs struct {
 	Records []hostsim.FlowRecord // by flow, in b.Fabric.Flows order
 	// Ideal is every flow's ideal FCT (IdealFCT), in the same order.
 	Ideal []sim.Time
-	Ports []QueueRow
+	// TaskFired is when each compute task fired (sim.Never: it did not),
+	// in b.Fabric.Tasks order.
+	TaskFired []sim.Time
+	Ports     []QueueRow
 	// Classes is queues_class.csv (empty without per-class counters).
 	Classes []ClassRow
 	Cwnd    []hostsim.CwndRow
@@ -103,6 +106,9 @@ func Merge(b *scenario.Built, parts []*Part) (*Outputs, error) {
 		o.Records[i] = rec
 	}
 
+	if err := o.mergeTasks(byPart); err != nil {
+		return nil, err
+	}
 	o.mergeSeries(byPart)
 	for _, h := range b.PcapHosts {
 		if !o.addPcap(byPart, h) {
@@ -157,6 +163,30 @@ func Merge(b *scenario.Built, parts []*Part) (*Outputs, error) {
 	return o, nil
 }
 
+// mergeTasks fills TaskFired from the parts present (nil entries are
+// skipped); a task unknown or reported twice is an error, after which the
+// other parts' tasks are still merged.
+func (o *Outputs) mergeTasks(parts []*Part) error {
+	o.TaskFired = make([]sim.Time, len(o.Built.Fabric.Tasks))
+	for k := range o.TaskFired {
+		o.TaskFired[k] = sim.Never
+	}
+	var err error
+	for _, r := range parts {
+		if r == nil {
+			continue
+		}
+		for _, tp := range r.Tasks {
+			if tp.ID < 0 || int(tp.ID) >= len(o.TaskFired) || o.TaskFired[tp.ID] != sim.Never {
+				err = cmp.Or(err, fmt.Errorf("results: partition %d: task %d unknown or reported twice", r.Partition, tp.ID))
+				continue
+			}
+			o.TaskFired[tp.ID] = tp.At
+		}
+	}
+	return err
+}
+
 // MergePartial combines what a run that failed after it started has: the
 // parts of p partitions (nil, or absent past len(parts), where a part never
 // came), each as its fabric stood when it stopped, perhaps one window
@@ -205,6 +235,7 @@ func MergePartial(b *scenario.Built, p int, parts []*Part, reason string) *Outpu
 		}
 		o.End = max(o.End, r.Now)
 	}
+	_ = o.mergeTasks(present) // a partial run keeps what it can
 	o.mergeSeries(present)
 	for _, h := range b.PcapHosts {
 		o.addPcap(present, h)

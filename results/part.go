@@ -32,6 +32,12 @@ type FlowPart struct {
 	Rec      hostsim.FlowRecord
 }
 
+// TaskPart is when compute task ID (fabric.Config.Tasks) fired.
+type TaskPart struct {
+	ID int32
+	At sim.Time
+}
+
 // PortRow is a queues.csv row with the switch's node index, for merging.
 type PortRow struct {
 	Node int
@@ -75,6 +81,9 @@ type Part struct {
 	// Flows holds the records of flows with a local endpoint, in flow
 	// order.
 	Flows []FlowPart
+	// Tasks holds when the local compute tasks that fired did, in task
+	// order.
+	Tasks []TaskPart `msgpack:",omitempty"`
 	// Ports holds the local switches' ports in node and port order.
 	Ports []PortRow
 	// Classes holds their class queues (queues_class.csv), when the
@@ -148,6 +157,11 @@ func (r *Recorder) Part(partition int, finish Finish) *Part {
 		snd, rcv := e.Local(sim.ElemID(t.Hosts[fl.Src])), e.Local(sim.ElemID(t.Hosts[fl.Dst]))
 		if snd || rcv {
 			p.Flows = append(p.Flows, FlowPart{ID: fl.ID, Sender: snd, Receiver: rcv, Rec: f.Transport().Records[i]})
+		}
+	}
+	for k, at := range f.Transport().TaskFired {
+		if at != sim.Never {
+			p.Tasks = append(p.Tasks, TaskPart{ID: int32(k), At: at})
 		}
 	}
 	for i := range f.NumHosts() {

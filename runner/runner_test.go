@@ -310,3 +310,59 @@ func TestDeterminism_SameSeedSameBytes(t *testing.T) {
 		t.Fatal("seeds 7 and 8 wrote identical fct.csv or queues.csv despite random loss, RED and spraying")
 	}
 }
+
+// TestRail_NVLink_CrossRailFlowCrossesSourceNVSwitch: on separate rails
+// with NVLink, a flow from GPU 0 of server 0 (rail 0) to GPU 1 of server
+// 1 (rail 1) finishes, and every one of its data packets crossed server
+// 0's NVSwitch towards NIC 1 (PXN) and none server 1's NVLink; the ACKs
+// come back the mirrored way (server 1's NVSwitch to NIC 0 of server 1,
+// rail 0), never through server 0's NVLink.
+func TestRail_NVLink_CrossRailFlowCrossesSourceNVSwitch(t *testing.T) {
+	r := runYAML(t, `
+topology:
+  type: rail
+  rail:
+    servers: 2
+    gpus_per_server: 2
+    servers_per_leaf: 2
+    spines: 1
+    joined: false
+    host:   {rate: 100Gbps, delay: 500ns}
+    fabric: {rate: 100Gbps, delay: 1us}
+    nvlink: {rate: 900Gbps, delay: 100ns}
+workload:
+  - type: flows
+    flows: [{src: 0, dst: 3, size: 150000}]
+`)
+	if rec := r.Fabric.Transport().Records[0]; !rec.Finished {
+		t.Fatal("the cross-rail flow did not finish")
+	}
+	topo := r.Fabric.Topology()
+	tx := map[string]uint64{} // switch>peer -> packets sent
+	for n := range topo.Nodes {
+		sw := r.Fabric.Switch(n)
+		if sw == nil {
+			continue
+		}
+		for _, p := range sw.Ports {
+			tx[topo.Nodes[n].Name+">"+topo.Nodes[p.Peer].Name] = p.TxPackets
+		}
+	}
+	data := uint64(100) // 150000 B in 1436-byte segments: 105 packets
+	for _, c := range []struct {
+		port string
+		min  uint64
+		max  uint64
+	}{
+		{"server0-nvswitch>h1-nic", data, 1 << 30}, // data, PXN
+		{"h1-nic>rail1-leaf0", data, 1 << 30},      // out of NIC 1 on rail 1
+		{"server1-nvswitch>h3-nic", 0, 0},          // never the far end's NVLink
+		{"h0-nic>rail0-leaf0", 0, 0},               // nor rail 0
+		{"server1-nvswitch>h2-nic", 1, data + 10},  // ACKs, PXN at server 1
+		{"server0-nvswitch>h0-nic", 0, 0},
+	} {
+		if got := tx[c.port]; got < c.min || got > c.max {
+			t.Errorf("%s sent %d packets, want %d..%d", c.port, got, c.min, c.max)
+		}
+	}
+}

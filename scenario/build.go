@@ -293,15 +293,21 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 	if err := b.Estimate.Check(file, s, s.memLimit); err != nil {
 		return nil, err
 	}
-	flows, err := l.workload(s.Workload, topo, b.seed, tc, &b.Collectives)
+	var tasks []hostsim.TaskSpec
+	flows, err := l.workload(s.Workload, topo, b.seed, tc, &b.Collectives, &tasks)
 	if err != nil {
 		return nil, err
+	}
+	if compat != nil {
+		if err := l.compatFlows(flows); err != nil {
+			return nil, err
+		}
 	}
 	imps, err := l.impairments(s.Impairments, topo)
 	if err != nil {
 		return nil, err
 	}
-	b.Fabric = fabric.Config{Topo: topo, Flows: flows, Transport: tc, Forwarding: fwd, Seed: b.seed, Impairments: imps,
+	b.Fabric = fabric.Config{Topo: topo, Flows: flows, Tasks: tasks, Transport: tc, Forwarding: fwd, Seed: b.seed, Impairments: imps,
 		Compat: compat}
 	if b.Fabric.Switch, err = l.switchConfig(&s.Switch, globalMechanisms(&s.Switch), s.Workload); err != nil {
 		return nil, err
@@ -692,8 +698,17 @@ func (l *loader) topology(t *Topology) (*topologies.Topology, error) {
 			return nil, err
 		}
 		joined := d.Joined == nil || *d.Joined
+		var nv *topologies.TierConfig
+		if d.NVLink != nil {
+			c, err := l.tier("topology.rail.nvlink", d.NVLink)
+			if err != nil {
+				return nil, err
+			}
+			nv = &c
+		}
 		topo, err := topologies.Rail(topologies.RailConfig{Servers: d.Servers, GPUs: d.GPUsPerServer, ServersPerLeaf: d.ServersPerLeaf,
-			Spines: d.Spines, Joined: joined, Host: host, Fabric: fab, SwitchLatency: sim.Time(d.SwitchLatency)})
+			Spines: d.Spines, Joined: joined, Host: host, Fabric: fab, SwitchLatency: sim.Time(d.SwitchLatency),
+			NVLink: nv, NVSwitchLatency: sim.Time(d.NVSwitchLatency)})
 		return topo, wrap(err)
 	case "leafspine":
 		d := t.LeafSpine
@@ -802,6 +817,10 @@ func (l *loader) transport(t *Transport, in *INT) (hostsim.Config, error) {
 	c := hostsim.DefaultConfig()
 	if t.CC != "" {
 		c.CC.CC = t.CC
+	}
+	if t.CC == "strack-sim" {
+		// Removed with issue 13 (docs/decisions.md): say what replaced it.
+		return c, l.errf("transport.cc", "strack-sim is gone: STrack-Sim's transports run under the top-level compat: stracksim with cc simpletcp or strack (docs/scenario.md)")
 	}
 	if !slices.Contains(cc.ControllerNames, c.CC.CC) {
 		return c, l.errf("transport.cc", "unknown congestion control %q (known: %v)", t.CC, cc.ControllerNames)
@@ -976,6 +995,9 @@ func (l *loader) transport(t *Transport, in *INT) (hostsim.Config, error) {
 		}
 		m, err := hostsim.ParsePathMode(mode)
 		if err != nil {
+			if mode == "strack-sim" {
+				err = fmt.Errorf("strack-sim is gone: STrack-Sim's STrack runs under the top-level compat: stracksim (docs/scenario.md)")
+			}
 			return c, l.errf("transport.strack.paths", "%v", err)
 		}
 		hc.Mode = m
@@ -1041,9 +1063,16 @@ type CollectiveInstance struct {
 	// Compute later).
 	Compute sim.Time
 	Start   sim.Time
+	// Phase is, for a job with tensor or pipeline parallelism, which of
+	// its exchanges this is (workloads.PhaseDP, PhaseTP, PhasePP); empty
+	// for a plain job. Tasks are then its iteration's compute tasks
+	// (fabric.Config.Tasks), whose last firing may end the iteration.
+	Phase string
+	Tasks workloads.FlowRange
 }
 
-func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64, tc hostsim.Config, colls *[]CollectiveInstance) ([]hostsim.FlowSpec, error) {
+func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64, tc hostsim.Config, colls *[]CollectiveInstance,
+	tasks *[]hostsim.TaskSpec) ([]hostsim.FlowSpec, error) {
 	nh := len(topo.Hosts)
 	if len(ws) == 0 {
 		return nil, l.errf("workload", "must list at least one group of flows")
@@ -1051,6 +1080,7 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 	var out []hostsim.FlowSpec
 	for i := range ws {
 		w := &ws[i]
+		taskBase := int32(len(*tasks)) // the group's first task (collectives only)
 		path := fmt.Sprintf("workload[%d]", i)
 		rng := sim.NewRand(seed, sim.StreamWorkload+uint64(i))
 		var flows []workloads.Flow
@@ -1152,11 +1182,16 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 			}
 		case "collective":
 			var inst []CollectiveInstance
-			flows, inst, err = l.collective(path, i, w, nh, int32(len(out)), rng)
+			var ts []workloads.Task
+			flows, ts, inst, err = l.collective(path, i, w, nh, int32(len(out)), taskBase, rng)
 			if err != nil {
 				return nil, err
 			}
 			*colls = append(*colls, inst...)
+			for _, tk := range ts {
+				*tasks = append(*tasks, hostsim.TaskSpec{Host: tk.Host, Need: tk.Need, Delay: tk.Delay, Start: tk.Start,
+					Next: shiftIDs(tk.Next, int32(len(out)), taskBase)})
+			}
 		default:
 			return nil, l.errf(path+".type", "unknown workload %q (known: flows, permutation, incast, alltoall, poisson, cm, collective)", w.Type)
 		}
@@ -1187,7 +1222,7 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 				return nil, l.errf(fp, "%sa flow of %d bytes is more than the limit of %d (1TiB)", what, f.Size, int64(MaxFlowSize))
 			}
 			out = append(out, hostsim.FlowSpec{ID: int32(len(out)), Src: f.Src, Dst: f.Dst, Size: f.Size, Start: f.Start, Class: w.Class,
-				Need: f.Need, Delay: f.Delay, Next: hostsim.NewFlowNext(shiftIDs(f.OnRecvDone, base), shiftIDs(f.OnSendDone, base))})
+				Need: f.Need, Delay: f.Delay, Next: hostsim.NewFlowNext(shiftIDs(f.OnRecvDone, base, taskBase), shiftIDs(f.OnSendDone, base, taskBase))})
 		}
 	}
 	return out, nil
@@ -1286,28 +1321,35 @@ func (l *loader) impairments(is []Impairment, topo *topologies.Topology) ([]fabr
 	return out, nil
 }
 
-func shiftIDs(ids []int32, by int32) []int32 {
+// shiftIDs renumbers an activation list of a workload group whose flows
+// start at base and whose tasks (hostsim.TaskRef, negative) at taskBase.
+func shiftIDs(ids []int32, base, taskBase int32) []int32 {
 	if len(ids) == 0 {
 		return nil
 	}
 	out := make([]int32, len(ids))
 	for i, v := range ids {
-		out[i] = v + by
+		if v < 0 {
+			out[i] = v - taskBase
+		} else {
+			out[i] = v + base
+		}
 	}
 	return out
 }
 
 // collective builds a collective workload group: its flows (numbered
-// from 0) and its instances (numbered from base, the group's first flow).
-func (l *loader) collective(path string, idx int, w *Workload, nh int, base int32, rng *rand.Rand) ([]workloads.Flow, []CollectiveInstance, error) {
+// from 0), its compute tasks (numbered from 0) and its instances (flows
+// numbered from base, the group's first flow, and tasks from taskBase).
+func (l *loader) collective(path string, idx int, w *Workload, nh int, base, taskBase int32, rng *rand.Rand) ([]workloads.Flow, []workloads.Task, []CollectiveInstance, error) {
 	c := w.Collective
 	if c == nil {
-		return nil, nil, l.errf(path+".collective", "required for type collective")
+		return nil, nil, nil, l.errf(path+".collective", "required for type collective")
 	}
 	cp := path + ".collective"
 	hosts := slices.Clone(w.Hosts)
 	if len(hosts) > 0 && c.Ranks != 0 && c.Ranks != len(hosts) {
-		return nil, nil, l.errf(cp+".ranks", "%d ranks but %d hosts", c.Ranks, len(hosts))
+		return nil, nil, nil, l.errf(cp+".ranks", "%d ranks but %d hosts", c.Ranks, len(hosts))
 	}
 	if len(hosts) == 0 {
 		n := c.Ranks
@@ -1315,7 +1357,7 @@ func (l *loader) collective(path string, idx int, w *Workload, nh int, base int3
 			n = nh - c.FirstHost
 		}
 		if n < 2 || c.FirstHost < 0 || c.FirstHost+n > nh {
-			return nil, nil, l.errf(cp+".ranks", "%d ranks from host %d do not fit the fabric's %d hosts", n, c.FirstHost, nh)
+			return nil, nil, nil, l.errf(cp+".ranks", "%d ranks from host %d do not fit the fabric's %d hosts", n, c.FirstHost, nh)
 		}
 		switch c.Placement {
 		case "", "in_order":
@@ -1325,7 +1367,7 @@ func (l *loader) collective(path string, idx int, w *Workload, nh int, base int3
 		case "rail":
 			g := c.GPUsPerServer
 			if g < 1 || n%g != 0 || c.FirstHost%g != 0 {
-				return nil, nil, l.errf(cp+".gpus_per_server", "placement rail needs gpus_per_server dividing ranks and first_host, got %d", g)
+				return nil, nil, nil, l.errf(cp+".gpus_per_server", "placement rail needs gpus_per_server dividing ranks and first_host, got %d", g)
 			}
 			// Rank order (rail, server): consecutive ranks are the same
 			// rail of consecutive servers, so a ring crosses rails only
@@ -1337,16 +1379,16 @@ func (l *loader) collective(path string, idx int, w *Workload, nh int, base int3
 				}
 			}
 		default:
-			return nil, nil, l.errf(cp+".placement", "unknown placement %q (known: in_order, rail)", c.Placement)
+			return nil, nil, nil, l.errf(cp+".placement", "unknown placement %q (known: in_order, rail)", c.Placement)
 		}
 	}
 	for r, h := range hosts {
 		if h < 0 || h >= nh {
-			return nil, nil, l.errf(path+".hosts", "rank %d: host %d does not exist (fabric has %d hosts)", r, h, nh)
+			return nil, nil, nil, l.errf(path+".hosts", "rank %d: host %d does not exist (fabric has %d hosts)", r, h, nh)
 		}
 	}
 	if n := collectiveFlows(w, int64(nh)); n > MaxFlows {
-		return nil, nil, l.errf(cp, "makes about %d flows, more than the limit of %d flows", n, MaxFlows)
+		return nil, nil, nil, l.errf(cp, "makes about %d flows, more than the limit of %d flows", n, MaxFlows)
 	}
 	iters := c.Iterations
 	if iters == 0 {
@@ -1354,10 +1396,24 @@ func (l *loader) collective(path string, idx int, w *Workload, nh int, base int3
 	}
 	cfg := workloads.CollectiveConfig{Op: c.Op, Algorithm: c.Algorithm, Hosts: hosts, Size: int64(w.Size),
 		Chunks: c.Chunks, Pipeline: c.Pipeline, Start: sim.Time(w.Start), Delay: sim.Time(c.Delay)}
-	jf, err := workloads.Job(workloads.JobConfig{Collective: cfg, Iterations: iters, Compute: sim.Time(c.Compute),
-		ComputeMax: sim.Time(c.ComputeMax), Buckets: c.Buckets}, rng)
+	jc := workloads.JobConfig{Collective: cfg, Iterations: iters, Compute: sim.Time(c.Compute),
+		ComputeMax: sim.Time(c.ComputeMax), Buckets: c.Buckets}
+	if p := c.Parallel; p != nil {
+		jc.Parallel = &workloads.ParallelConfig{TP: p.TP, PP: p.PP, Microbatches: p.Microbatches, Schedule: p.Schedule,
+			Layers: p.Layers, Forward: sim.Time(p.Forward), Backward: sim.Time(p.Backward), TPSize: int64(p.TPSize),
+			TPAlgorithm: p.TPAlgorithm, PPSize: int64(p.PPSize)}
+		if p.TP < 0 || p.PP < 0 {
+			return nil, nil, nil, l.errf(cp+".parallel", "tp and pp must be at least 1, got %d and %d", p.TP, p.PP)
+		}
+		jc.Parallel.TP, jc.Parallel.PP = max(p.TP, 1), max(p.PP, 1)
+	}
+	jf, err := workloads.Job(jc, rng)
 	if err != nil {
-		return nil, nil, &Error{File: l.file, Path: cp, Msg: err.Error()}
+		where := cp
+		if c.Parallel != nil {
+			where += ".parallel"
+		}
+		return nil, nil, nil, &Error{File: l.file, Path: where, Msg: err.Error()}
 	}
 	job := c.Job
 	if job == "" {
@@ -1371,9 +1427,24 @@ func (l *loader) collective(path string, idx int, w *Workload, nh int, base int3
 		}
 	}
 	var inst []CollectiveInstance
-	for it, r := range jf.Iters {
-		inst = append(inst, CollectiveInstance{Job: job, Iteration: it, Op: c.Op, Algorithm: alg, Bytes: int64(w.Size),
-			Hosts: hosts, First: base + r.First, Count: r.Count, Compute: sim.Time(c.Compute), Start: sim.Time(w.Start)})
+	if jf.Instances == nil {
+		for it, r := range jf.Iters {
+			inst = append(inst, CollectiveInstance{Job: job, Iteration: it, Op: c.Op, Algorithm: alg, Bytes: int64(w.Size),
+				Hosts: hosts, First: base + r.First, Count: r.Count, Compute: sim.Time(c.Compute), Start: sim.Time(w.Start)})
+		}
+		return jf.Flows, nil, inst, nil
 	}
-	return jf.Flows, inst, nil
+	// A parallel job: every instance of every phase; each carries its
+	// iteration's tasks, whose last firing may end the iteration.
+	for _, in := range jf.Instances {
+		a := in.Algorithm
+		if in.Phase == workloads.PhaseDP {
+			a = alg
+		}
+		it := jf.IterTasks[in.Iteration]
+		inst = append(inst, CollectiveInstance{Job: job, Iteration: in.Iteration, Phase: in.Phase, Op: in.Op, Algorithm: a,
+			Bytes: in.Bytes, Hosts: in.Hosts, First: base + in.First, Count: in.Count, Compute: sim.Time(c.Compute),
+			Start: sim.Time(w.Start), Tasks: workloads.FlowRange{First: taskBase + it.First, Count: it.Count}})
+	}
+	return jf.Flows, jf.Tasks, inst, nil
 }

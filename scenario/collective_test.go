@@ -59,12 +59,19 @@ func TestCollective_Errors(t *testing.T) {
 	for _, c := range []struct{ w, want string }{
 		{"{type: collective, size: 1KB}", "workload[0].collective: required for type collective"},
 		{"{type: collective, size: 1KB, collective: {op: allreduce, ranks: 9}}", "workload[0].collective.ranks: 9 ranks from host 0 do not fit"},
-		{"{type: collective, size: 1KB, collective: {op: allreduce, algorithm: halving_doubling, ranks: 6}}", "power-of-two"},
+		{"{type: collective, size: 1KB, collective: {op: allreduce, algorithm: halving_doubling, ranks: 6, chunks: 600}}", "cannot be cut into 600 chunks"},
 		{"{type: collective, size: 1KB, collective: {op: broadcast}}", "unknown collective \"broadcast\""},
 		{"{type: collective, size: 1KB, collective: {op: allreduce, placement: rail, gpus_per_server: 3}}", "gpus_per_server"},
 		{"{type: collective, size: 1KB, hosts: [0, 0], collective: {op: allreduce}}", "ranks 0 and 1 are both on host 0"},
 		{"{type: permutation, size: 1KB, collective: {op: allreduce}}", "not a field of type permutation"},
 		{"{type: cm, file: x.cm, trigger_delay: -1us}", "trigger_delay"},
+		{"{type: collective, size: 1KB, collective: {op: allreduce, parallel: {tp: 3, tp_size: 1KB}}}",
+			"workload[0].collective.parallel: 8 ranks are not a multiple of tp x pp = 3"},
+		{"{type: collective, size: 1KB, collective: {op: allreduce, parallel: {tp: 0}}}", "workload[0].collective.parallel.tp: must be positive, got 0 (leave it out for the default, 1)"},
+		{"{type: collective, size: 1KB, collective: {op: allreduce, parallel: {pp: 2}}}", "pp_size must be positive"},
+		{"{type: collective, size: 1KB, collective: {op: allreduce, parallel: {pp: 2, pp_size: 1KB, schedule: zb}}}", "unknown schedule \"zb\""},
+		{"{type: collective, size: 1KB, collective: {op: allreduce, buckets: 2, parallel: {pp: 2, pp_size: 1KB}}}", "do not apply"},
+		{"{type: collective, size: 1KB, collective: {op: allreduce, parallel: {pp: 2, pp_size: 1KB, flops: 3}}}", "flops"},
 	} {
 		_, err := Load("c.yaml", []byte(collTopo+"  - "+c.w+"\n"), Dir("."))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

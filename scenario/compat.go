@@ -2,11 +2,10 @@ package scenario
 
 import (
 	"slices"
-
-	"github.com/lockstep-sim/lockstep/cc"
 	"sort"
 	"strconv"
 
+	"github.com/lockstep-sim/lockstep/cc"
 	"github.com/lockstep-sim/lockstep/hostsim"
 	"github.com/lockstep-sim/lockstep/sim"
 	"github.com/lockstep-sim/lockstep/stracksim"
@@ -47,7 +46,7 @@ func (l *loader) compat(s *Scenario, topo *topologies.Topology) (hostsim.Config,
 		{"switch.flowlet_gap", s.Switch.FlowletGap != 0}, {"switch.classes", len(s.Switch.Classes) > 0},
 		{"switch.control_class", s.Switch.ControlClass != nil}, {"switch.pfc", s.Switch.PFC != nil},
 		{"switch.shared_buffer", s.Switch.SharedBuffer != nil}, {"switch.trim", s.Switch.Trim != nil},
-		{"switch.cut_through", s.Switch.CutThrough != nil},
+		{"switch.cut_through", s.Switch.CutThrough != nil}, {"switch.int", s.Switch.INT != nil},
 		{"impairments", len(s.Impairments) > 0}, {"placement", s.Placement != nil},
 		{"output.pcap", s.Output.Pcap != nil}, {"output.queues", s.Output.Queues != nil},
 	} {
@@ -83,8 +82,8 @@ func (l *loader) compat(s *Scenario, topo *topologies.Topology) (hostsim.Config,
 	default:
 		return tc, nil, l.errf("transport.rto.mode", "the stracksim profile's timeout is fixed, not %q", t.RTO.Mode)
 	}
-	if t.RTO.Value < 0 {
-		return tc, nil, l.errf("transport.rto.value", "must be positive")
+	if t.RTO.Value < 0 || sim.Time(t.RTO.Value)%sim.Nanosecond != 0 {
+		return tc, nil, l.errf("transport.rto.value", "must be a positive whole number of nanoseconds (STrack-Sim's clock), got %v", sim.Time(t.RTO.Value))
 	}
 	if t.RTO.Value > 0 {
 		c.RTO = sim.Time(t.RTO.Value)
@@ -109,6 +108,20 @@ func (l *loader) compat(s *Scenario, topo *topologies.Topology) (hostsim.Config,
 		default:
 			return tc, nil, l.errf("transport.options."+k, "the stracksim profile takes max_cwnd, min_cwnd and ssthresh")
 		}
+	}
+	if c.InitCwnd < c.MinCwnd || c.InitCwnd > c.MaxCwnd {
+		// Name the field the scenario gave (init_cwnd, or the option
+		// that moved a bound past the default initial window).
+		path := "transport.init_cwnd"
+		switch {
+		case t.InitCwnd > 0:
+		case c.InitCwnd > c.MaxCwnd:
+			path = "transport.options.max_cwnd"
+		default:
+			path = "transport.options.min_cwnd"
+		}
+		return tc, nil, l.errf(path, "the stracksim profile needs min_cwnd <= init_cwnd <= max_cwnd (packets), got %d <= %d <= %d",
+			c.MinCwnd, c.InitCwnd, c.MaxCwnd)
 	}
 	if err := c.Validate(); err != nil {
 		return tc, nil, l.errf("transport", "%v", err)
@@ -166,6 +179,22 @@ func (l *loader) strackVariant(t *Transport, st *STrack, c *hostsim.Config, hc *
 	c.HoldBack = 2
 	if t.RTO == (RTO{}) {
 		c.RTO = cc.RTOConfig{Mode: cc.RTOFixed, Fixed: sim.Millisecond, Backoff: true, KeepBackoff: true}
+	}
+	return nil
+}
+
+// compatFlows checks the flows a workload made against the stracksim
+// profile: starts on STrack-Sim's nanosecond clock and no dependencies
+// between flows (the profile's World starts every flow at its time).
+func (l *loader) compatFlows(flows []hostsim.FlowSpec) error {
+	for i := range flows {
+		f := &flows[i]
+		if f.Start%sim.Nanosecond != 0 {
+			return l.errf("workload", "flow %d starts at %v: the stracksim profile needs whole nanoseconds (STrack-Sim's clock)", f.ID, f.Start)
+		}
+		if f.Need > 0 || f.Next != nil {
+			return l.errf("workload", "flow %d depends on other flows: dependencies are not part of the stracksim profile", f.ID)
+		}
 	}
 	return nil
 }

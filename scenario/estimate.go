@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/lockstep-sim/lockstep/topologies"
+	"github.com/lockstep-sim/lockstep/workloads"
 )
 
 // Bytes a built scenario costs in one process, per item (measured on
@@ -142,6 +143,22 @@ func collectiveFlows(w *Workload, nh int64) int64 {
 	if r < 2 {
 		return 0
 	}
+	if p := c.Parallel; p != nil {
+		cfg := workloads.ParallelConfig{TP: max(p.TP, 1), PP: max(p.PP, 1), Microbatches: p.Microbatches, Layers: p.Layers,
+			Schedule: p.Schedule, TPSize: int64(p.TPSize), TPAlgorithm: p.TPAlgorithm, PPSize: int64(p.PPSize)}
+		d := r / int64(cfg.TP*cfg.PP)
+		var dp int64
+		if d >= 2 {
+			dp = collectiveSteps(c, d) * int64(max(c.Chunks, 1))
+		}
+		return max(workloads.ParallelFlows(cfg, int(r), dp, c.Iterations), 0)
+	}
+	return collectiveSteps(c, r) * int64(max(c.Chunks, 1)) * int64(max(c.Iterations, 1)) * int64(max(c.Buckets, 1))
+}
+
+// collectiveSteps is how many transfers c's collective of r ranks makes
+// per chunk.
+func collectiveSteps(c *CollectiveSpec, r int64) int64 {
 	var steps int64 // transfers per chunk
 	switch c.Op {
 	case "allreduce":
@@ -158,5 +175,5 @@ func collectiveFlows(w *Workload, nh int64) int64 {
 	default:
 		steps = (r - 1) * r
 	}
-	return steps * int64(max(c.Chunks, 1)) * int64(max(c.Iterations, 1)) * int64(max(c.Buckets, 1))
+	return steps
 }

@@ -59,16 +59,20 @@ type Topology struct {
 
 // Rail is a rail-optimised fabric: servers of GPUsPerServer NICs, NIC g of
 // every server on rail g, each rail a leaf-spine (Joined: the rails share
-// their spines; default true).
+// their spines; default true). NVLink, when present, adds every server's
+// NVSwitch (the hosts are then GPUs, each behind its NIC), over which
+// traffic crosses rails.
 type Rail struct {
-	Servers        int            `yaml:"servers" lockstep:"required"`
-	GPUsPerServer  int            `yaml:"gpus_per_server" lockstep:"required"`
-	ServersPerLeaf int            `yaml:"servers_per_leaf" lockstep:"required"`
-	Spines         int            `yaml:"spines" lockstep:"required"`
-	Joined         *bool          `yaml:"joined"`
-	Host           Tier           `yaml:"host"`
-	Fabric         Tier           `yaml:"fabric"`
-	SwitchLatency  yamlx.Duration `yaml:"switch_latency"`
+	Servers         int            `yaml:"servers" lockstep:"required"`
+	GPUsPerServer   int            `yaml:"gpus_per_server" lockstep:"required"`
+	ServersPerLeaf  int            `yaml:"servers_per_leaf" lockstep:"required"`
+	Spines          int            `yaml:"spines" lockstep:"required"`
+	Joined          *bool          `yaml:"joined"`
+	Host            Tier           `yaml:"host"`
+	Fabric          Tier           `yaml:"fabric"`
+	SwitchLatency   yamlx.Duration `yaml:"switch_latency"`
+	NVLink          *Tier          `yaml:"nvlink"`
+	NVSwitchLatency yamlx.Duration `yaml:"nvswitch_latency"`
 }
 
 // Tier is the settings of a group of links: rate, propagation delay, and
@@ -409,6 +413,25 @@ type CollectiveSpec struct {
 	ComputeMax yamlx.Duration `yaml:"compute_max"`
 	// Buckets: the collective in this many pieces overlapped with compute.
 	Buckets int `yaml:"buckets"`
+	// Parallel adds tensor and pipeline parallelism: the collective is
+	// then the data-parallel all-reduce of the gradients, and Compute the
+	// optimizer step.
+	Parallel *Parallel `yaml:"parallel"`
+}
+
+// Parallel is a job's tensor- and pipeline-parallel structure
+// (workloads.ParallelConfig).
+type Parallel struct {
+	TP           int            `yaml:"tp"`
+	PP           int            `yaml:"pp"`
+	Microbatches int            `yaml:"microbatches"`
+	Schedule     string         `yaml:"schedule"`
+	Layers       int            `yaml:"layers"`
+	Forward      yamlx.Duration `yaml:"forward"`
+	Backward     yamlx.Duration `yaml:"backward"`
+	TPSize       yamlx.Size     `yaml:"tp_size"`
+	TPAlgorithm  string         `yaml:"tp_algorithm"`
+	PPSize       yamlx.Size     `yaml:"pp_size"`
 }
 
 // FlowEntry is one explicit flow.

@@ -39,12 +39,15 @@ func newForwardBench(tb testing.TB, ports int, mode switchsim.Forwarding) *forwa
 	if len(tp) != ports {
 		tb.Fatalf("leaf0 has %d ports, want %d", len(tp), ports)
 	}
-	specs := make([]sim.LinkSpec, len(tp))
+	// Link i leaves by port i; link len(tp)+i comes in by it (cut-through
+	// reads the ingress rate from it).
+	specs := make([]sim.LinkSpec, 2*len(tp))
 	sp := make([]switchsim.Port, len(tp))
 	for i, p := range tp {
 		l := topo.Links[p.Link]
 		specs[i] = sim.LinkSpec{From: sim.ElemID(leaf), FromPort: i, To: sim.ElemID(p.Peer), Rate: l.Rate, Delay: l.Delay}
-		sp[i] = switchsim.Port{Link: sim.LinkID(i), Peer: sim.ElemID(p.Peer), Queue: l.Queue}
+		specs[len(tp)+i] = sim.LinkSpec{From: sim.ElemID(p.Peer), To: sim.ElemID(leaf), Rate: l.Rate, Delay: l.Delay}
+		sp[i] = switchsim.Port{Link: sim.LinkID(i), In: sim.LinkID(len(tp) + i), Peer: sim.ElemID(p.Peer), Queue: l.Queue}
 	}
 	e, err := sim.NewEngine(1, len(topo.Nodes), specs, nil)
 	if err != nil {
@@ -130,6 +133,7 @@ var mechanisms = []struct {
 	{"trim", switchsim.ECMP, switchsim.Config{Classes: []switchsim.Class{{}, {}}, ControlClass: 1, Trim: switchsim.Trim{Enabled: true}}},
 	{"adaptive", switchsim.Adaptive, switchsim.Config{}},
 	{"flowlet", switchsim.Flowlet, switchsim.Config{FlowletGap: 10 * sim.Microsecond}},
+	{"cut-through", switchsim.ECMP, switchsim.Config{CutThrough: switchsim.CutThrough{Enabled: true}}},
 }
 
 func newMechBench(tb testing.TB, i int) *forwardBench {
@@ -176,6 +180,15 @@ func TestSwitchMechanisms_DoNotAllocate(t *testing.T) {
 		})
 		if allocs != 0 {
 			t.Errorf("%s: %.1f allocations per forwarded packet, want 0", m.name, allocs)
+		}
+		if m.cfg.CutThrough.Enabled {
+			var cut uint64
+			for p := range fb.s.Ports {
+				cut += fb.s.Ports[p].Totals().CutThrough
+			}
+			if cut == 0 {
+				t.Errorf("%s: no packet cut through; the path was not measured", m.name)
+			}
 		}
 	}
 }

@@ -289,3 +289,62 @@ func TestPFC_ReceivedPauseStopsTheClass(t *testing.T) {
 		t.Errorf("pauses received %d, want 1", c.PausesRecv)
 	}
 }
+
+// Per-class queue samples (queue_depth_class.csv) split the port's samples
+// (queue_depth.csv): at every sample time the classes' bytes add up to the
+// port's, each class is sampled while it holds bytes, and a shared buffer's
+// SharedPeak is the class's peak beyond its reserve.
+func TestSwitch_ClassSamplesAddUpToThePortAndSharedPeak(t *testing.T) {
+	const reserved = 4000
+	cfg := Config{Classes: []Class{{Weight: 1, Alpha: 1}, {Weight: 1, Alpha: 1}}, Shared: Shared{Size: 1 << 20, Reserved: reserved}}
+	s, e := multiSwitch(t, 2, topologies.QueueConfig{Buffer: 1}, cfg)
+	s.SampleEvery = sim.Microsecond
+	// Port 0: 10 packets of 1000 B in class 0, 4 of 500 B in class 1;
+	// port 1: 3 of 1000 B in class 1. At 10 Gb/s a 1000 B packet takes
+	// 800 ns, so both classes of port 0 still hold bytes at 1 us.
+	for range 10 {
+		put(s, e, 0, 1000, 0, -1)
+	}
+	for range 4 {
+		put(s, e, 0, 500, 1, -1)
+	}
+	for range 3 {
+		put(s, e, 1, 1000, 1, -1)
+	}
+	if k := s.Ports[0].cc[0]; k.PeakBytes != 10000 || k.SharedPeak != 10000-reserved {
+		t.Fatalf("port 0 class 0: want peak 10000 B and shared peak 10000 - %d, got %d and %d", reserved, k.PeakBytes, k.SharedPeak)
+	}
+	if k := s.Ports[0].cc[1]; k.PeakBytes != 2000 || k.SharedPeak != 0 {
+		t.Fatalf("port 0 class 1: want peak 2000 B, within its reserve (shared peak <= 0), got %d and %d", k.PeakBytes, k.SharedPeak)
+	}
+	drain(s, e, sim.Never)
+	type key struct {
+		at   sim.Time
+		port int32
+	}
+	port := map[key]int64{}
+	for _, q := range s.Samples {
+		port[key{q.Time, q.Port}] = q.Bytes
+	}
+	classes := map[key]int64{}
+	seen := map[int8]bool{}
+	for _, q := range s.ClassSamples {
+		classes[key{q.Time, q.Port}] += q.Bytes
+		if q.Time == sim.Microsecond && q.Port == 0 && q.Bytes > 0 {
+			seen[q.Class] = true
+		}
+	}
+	if len(port) == 0 || !seen[0] || !seen[1] {
+		t.Fatalf("want port samples and both classes of port 0 sampled at 1us, got %d port samples, classes %v", len(port), seen)
+	}
+	for k, d := range port {
+		if classes[k] != d {
+			t.Errorf("port %d at %v: the classes hold %d bytes, the port %d", k.port, k.at, classes[k], d)
+		}
+	}
+	for k, c := range classes {
+		if _, ok := port[k]; !ok && c != 0 {
+			t.Errorf("port %d at %v: class samples (%d bytes) without a port sample", k.port, k.at, c)
+		}
+	}
+}

@@ -17,6 +17,8 @@ type Index struct {
 	peer      []int32
 	hostOf    []int32 // node -> host index, or -1
 	hostNode  []int32 // host index -> node
+	// group is every node's Node.Group, or nil when no node has one.
+	group []int32
 
 	routes   *Routes
 	pairHops []int32 // CompileOptions.Pairs' hop counts
@@ -114,7 +116,21 @@ func buildPorts(t *Topology) *Index {
 		}
 	}
 	ix.switches = t.NumSwitches()
+	for i := range t.Nodes {
+		if g := t.Nodes[i].Group; g != 0 {
+			if ix.group == nil {
+				ix.group = make([]int32, n)
+			}
+			ix.group[i] = int32(g)
+		}
+	}
 	return ix
+}
+
+// intra reports whether the link from node u to node v is intra-group:
+// both are switches of the same positive group.
+func (ix *Index) intra(u, v int32) bool {
+	return ix.group != nil && ix.group[u] > 0 && ix.group[u] == ix.group[v] && ix.hostOf[u] < 0 && ix.hostOf[v] < 0
 }
 
 // Ports returns node's ports: port i is the i-th link, in Links order,

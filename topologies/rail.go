@@ -11,9 +11,15 @@ import (
 // a leaf-spine of its own: leaves of ServersPerLeaf servers' NIC g, every
 // leaf of the rail on every one of the rail's Spines. With Joined the
 // rails share their spines instead (Spines in all, every leaf of every
-// rail on each), so traffic between rails crosses a spine. Without it the
-// rails would be disconnected (the servers' NVLink, over which NCCL moves
-// such data, is not modelled: docs/decisions.md), so it is an error unless
+// rail on each), so traffic between rails may cross a spine.
+//
+// With NVLink the servers' intra-server fabric is built too: the hosts
+// are then the GPUs, each on its own NIC (a switch node: the GPU's PCIe
+// attachment, whose port towards the leaf is the NIC), and every NIC of a
+// server on the server's NVSwitch, so that traffic between rails crosses
+// the source server's NVLink to the NIC on the destination's rail, as
+// NCCL's PXN does (Node.Group). Without NVLink, separate rails (Joined
+// false) leave the NICs of a server unconnected, which is an error unless
 // the servers have one NIC.
 type RailConfig struct {
 	Servers, GPUs, ServersPerLeaf, Spines int
@@ -21,13 +27,22 @@ type RailConfig struct {
 	Host                                  TierConfig // NIC-leaf links
 	Fabric                                TierConfig // leaf-spine links (rate required)
 	SwitchLatency                         sim.Time
+	// NVLink, when set, is the GPUs' links to their NICs and the NICs'
+	// links to their server's NVSwitch (the GPU-NIC links have no
+	// propagation delay; an NVLink hop costs Delay); NVSwitchLatency is
+	// the NVSwitch's forwarding latency (a NIC forwards in zero time).
+	NVLink          *TierConfig
+	NVSwitchLatency sim.Time
 }
 
-// Rail builds a rail-optimised fabric. Nodes are the hosts h0.. (NICs;
-// host s*GPUs+g is NIC g of server s), then the leaves rail<g>-leaf<l>
-// rail by rail, then the spines (spine<j> when joined, else
-// rail<g>-spine<j>). Links: every NIC to its leaf in host order (tier 1),
-// then every leaf to its spines, leaf by leaf (tier 2).
+// Rail builds a rail-optimised fabric. Nodes are the hosts h0.. (NICs,
+// or GPUs with NVLink; host s*GPUs+g is NIC or GPU g of server s), then
+// the leaves rail<g>-leaf<l> rail by rail, then the spines (spine<j> when
+// joined, else rail<g>-spine<j>), then with NVLink the NICs h<i>-nic and
+// the NVSwitches server<s>-nvswitch. Links: with NVLink every GPU to its
+// NIC (tier 0); every NIC to its leaf in host order (tier 1); every leaf to
+// its spines, leaf by leaf (tier 2); with NVLink every NIC to its
+// server's NVSwitch (tier 0).
 func Rail(cfg RailConfig) (*Topology, error) {
 	switch {
 	case cfg.Servers < 1:
@@ -40,9 +55,18 @@ func Rail(cfg RailConfig) (*Topology, error) {
 		return nil, fmt.Errorf("rail.spines: must be at least 1, got %d", cfg.Spines)
 	case cfg.SwitchLatency < 0:
 		return nil, fmt.Errorf("rail.switch_latency: must not be negative, got %v", cfg.SwitchLatency)
-	case !cfg.Joined && cfg.GPUs > 1:
-		return nil, fmt.Errorf("rail.joined: separate rails leave the NICs of one server unconnected " +
-			"(lockstep does not model NVLink, over which NCCL crosses rails): join the rails at the spines")
+	case !cfg.Joined && cfg.GPUs > 1 && cfg.NVLink == nil:
+		return nil, fmt.Errorf("rail.joined: separate rails leave the NICs of one server unconnected: " +
+			"join the rails at the spines, or model the servers' NVLink (rail.nvlink), over which NCCL crosses rails")
+	case cfg.NVSwitchLatency < 0:
+		return nil, fmt.Errorf("rail.nvswitch_latency: must not be negative, got %v", cfg.NVSwitchLatency)
+	case cfg.NVLink == nil && cfg.NVSwitchLatency != 0:
+		return nil, fmt.Errorf("rail.nvswitch_latency: needs rail.nvlink")
+	}
+	if cfg.NVLink != nil {
+		if err := checkTier("rail.nvlink", *cfg.NVLink, false); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkTier("rail.host", cfg.Host, false); err != nil {
 		return nil, err
@@ -61,7 +85,12 @@ func Rail(cfg RailConfig) (*Topology, error) {
 		spines *= cfg.GPUs
 	}
 	up := int64(leaves) * int64(cfg.Spines)
-	if err := checkSize("rail", hosts+leaves+spines, int(min(up+int64(hosts), int64(maxLinks)+1))); err != nil {
+	nodes, links := int64(hosts+leaves+spines), up+int64(hosts)
+	if cfg.NVLink != nil {
+		nodes += int64(hosts + cfg.Servers)
+		links += 2 * int64(hosts)
+	}
+	if err := checkSize("rail", int(min(nodes, int64(maxNodes)+1)), int(min(links, int64(maxLinks)+1))); err != nil {
 		return nil, err
 	}
 	t := &Topology{Name: fmt.Sprintf("rail-%dx%d", cfg.Servers, cfg.GPUs), Hosts: make([]int, hosts)}
@@ -83,12 +112,36 @@ func Rail(cfg RailConfig) (*Topology, error) {
 		}
 		t.Nodes = append(t.Nodes, Node{Name: name, Kind: Switch, Tier: 2, Latency: cfg.SwitchLatency})
 	}
+	// With NVLink: the NICs h<i>-nic, then the NVSwitches, after the
+	// spines (so leaves and spines keep their indices).
+	nicBase, nvsBase := -1, -1
+	if cfg.NVLink != nil {
+		nicBase = len(t.Nodes)
+		for h := 0; h < hosts; h++ {
+			t.Nodes = append(t.Nodes, Node{Name: fmt.Sprintf("h%d-nic", h), Kind: Switch, Group: h/cfg.GPUs + 1})
+		}
+		nvsBase = len(t.Nodes)
+		for s := 0; s < cfg.Servers; s++ {
+			t.Nodes = append(t.Nodes, Node{Name: fmt.Sprintf("server%d-nvswitch", s), Kind: Switch, Latency: cfg.NVSwitchLatency, Group: s + 1})
+		}
+	}
 	add := func(a, b, tier int, c *TierConfig) {
 		t.Links = append(t.Links, Link{A: a, B: b, Rate: c.Rate, Delay: c.Delay, Queue: c.Queue, Tier: tier})
 	}
+	if cfg.NVLink != nil {
+		gpu := *cfg.NVLink
+		gpu.Delay = 0
+		for h := 0; h < hosts; h++ {
+			add(h, nicBase+h, 0, &gpu)
+		}
+	}
 	for h := 0; h < hosts; h++ {
 		s, g := h/cfg.GPUs, h%cfg.GPUs
-		add(h, leafBase+g*leavesPerRail+s/cfg.ServersPerLeaf, 1, &cfg.Host)
+		nic := h
+		if cfg.NVLink != nil {
+			nic = nicBase + h
+		}
+		add(nic, leafBase+g*leavesPerRail+s/cfg.ServersPerLeaf, 1, &cfg.Host)
 	}
 	for leaf := 0; leaf < leaves; leaf++ {
 		g := leaf / leavesPerRail
@@ -98,6 +151,11 @@ func Rail(cfg RailConfig) (*Topology, error) {
 				sp = g*cfg.Spines + j
 			}
 			add(leafBase+leaf, spineBase+sp, 2, &cfg.Fabric)
+		}
+	}
+	if cfg.NVLink != nil {
+		for h := 0; h < hosts; h++ {
+			add(nicBase+h, nvsBase+h/cfg.GPUs, 0, cfg.NVLink)
 		}
 	}
 	return t, nil

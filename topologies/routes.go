@@ -231,21 +231,40 @@ func computeRoutes(ix *Index, rows func(node int) bool, pairs []HostPair) (*Rout
 
 	dist := make([]int32, nn)
 	queue := make([]int32, 0, nn)
+	// With groups, dist is the distance without intra-group links (how a
+	// packet that has left its group travels) and in the distance of a
+	// packet still in the group it started in (dist elsewhere).
+	var in []int32
+	var intra [][2]int32
+	if ix.group != nil {
+		in = make([]int32, nn)
+		intra = ix.intraLinks()
+	}
 	for c, s := range src {
 		if s < 0 {
 			continue // every cell stays 0: no route
 		}
-		queue = bfs(ix, int(s), dist, queue)
+		at := dist
+		if in != nil {
+			queue = ix.groupDist(int(s), dist, in, intra, queue)
+			at = in
+		} else {
+			queue = bfs(ix, int(s), dist, queue)
+		}
 		hostCol := ix.hostOf[s] >= 0
 		for ri, n := range rowNodes {
-			d := dist[n]
+			d := at[n]
 			if d <= 0 {
 				continue
 			}
 			lo, hi := ix.portStart[n], ix.portStart[n+1]
 			scratch = scratch[:0]
 			for i, q := range ix.peer[lo:hi] {
-				if dist[q] == d-1 && (ix.hostOf[q] < 0 || (hostCol && q == s)) {
+				dq := dist[q]
+				if in != nil && ix.intra(n, q) {
+					dq = in[q]
+				}
+				if dq == d-1 && (ix.hostOf[q] < 0 || (hostCol && q == s)) {
 					scratch = append(scratch, int32(i))
 				}
 			}
@@ -254,10 +273,22 @@ func computeRoutes(ix *Index, rows func(node int) bool, pairs []HostPair) (*Rout
 		for _, pi := range byCol[pstart[c]:pstart[c+1]] {
 			p := pairs[pi]
 			from := ix.hostNode[p.Src]
-			if p.Src == p.Dst || from < 0 || dist[from] < 0 {
+			if p.Src == p.Dst || from < 0 {
 				continue
 			}
-			hops[pi] = dist[from]
+			h := dist[from]
+			if in != nil {
+				// The source's packets start in its edge's group.
+				for _, q := range ix.peer[ix.portStart[from]:ix.portStart[from+1]] {
+					if at[q] >= 0 && (h < 0 || at[q]+1 < h) {
+						h = at[q] + 1
+					}
+				}
+			}
+			if h < 0 {
+				continue
+			}
+			hops[pi] = h
 			if !hostCol {
 				hops[pi]++ // the edge switch's last hop
 			}
@@ -268,4 +299,68 @@ func computeRoutes(ix *Index, rows func(node int) bool, pairs []HostPair) (*Rout
 	}
 	r.setOff, r.ports = sets.off, sets.ports
 	return r, hops, nil
+}
+
+// intraLinks lists the intra-group links, both directions: (u, v) with u
+// and v switches of the same group.
+func (ix *Index) intraLinks() [][2]int32 {
+	var out [][2]int32
+	for u := range ix.nodes {
+		for _, v := range ix.peer[ix.portStart[u]:ix.portStart[u+1]] {
+			if ix.intra(int32(u), v) {
+				out = append(out, [2]int32{int32(u), v})
+			}
+		}
+	}
+	return out
+}
+
+// groupDist is the search of the column from s when nodes have groups. It
+// leaves in dist the distance to s without intra-group links (how a packet
+// that has left its group travels) and in in the distance of a packet
+// that is still in the group where it started: it may take its group's
+// intra links first, then leaves the group and may use no intra link
+// again. This is PXN's rule (NCCL's PCI x NVLink): a GPU's data
+// crosses the server's NVLink to the NIC on the destination's rail and
+// never NVLink at the far end, unless source and destination share the
+// server. For a node in no group in equals dist. It returns the queue
+// for reuse.
+//
+// NB(collectives): a packet from outside a group that is routed through
+// one of its switches follows in there, which could take intra links if
+// that is shorter; it is not in the fabrics built here (a rail fabric
+// routes such packets to the destination's own NIC port).
+func (ix *Index) groupDist(s int, dist, in []int32, intra [][2]int32, queue []int32) []int32 {
+	// Without intra-group links.
+	for i := range dist {
+		dist[i] = -1
+	}
+	dist[s] = 0
+	queue = append(queue[:0], int32(s))
+	for head := 0; head < len(queue); head++ {
+		u := queue[head]
+		if ix.hostOf[u] >= 0 && int(u) != s {
+			continue
+		}
+		for _, v := range ix.peer[ix.portStart[u]:ix.portStart[u+1]] {
+			if dist[v] < 0 && !ix.intra(u, v) {
+				dist[v] = dist[u] + 1
+				queue = append(queue, v)
+			}
+		}
+	}
+	copy(in, dist)
+	// Then in[u] = min over v reachable inside u's group of hops(u, v) +
+	// dist[v]: relax the intra links until nothing changes.
+	for changed := true; changed; {
+		changed = false
+		for _, e := range intra {
+			u, v := e[0], e[1]
+			if in[v] >= 0 && (in[u] < 0 || in[v]+1 < in[u]) {
+				in[u] = in[v] + 1
+				changed = true
+			}
+		}
+	}
+	return queue
 }

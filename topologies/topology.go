@@ -40,6 +40,12 @@ type Node struct {
 	// Switch_Latency_ns); it is added to the delay of the switch's
 	// outgoing links.
 	Latency sim.Time
+	// Group, when positive, puts a switch in an intra-server fabric (a
+	// server's NVLink: its NVSwitch and its GPUs' NIC ports). A link
+	// between two switches of one group is intra-group, and routes use
+	// such links only on a path's first stretch, in the group where the
+	// packet starts (Routes: PXN). 0: no group.
+	Group int
 }
 
 // ECNMode selects how a switch port marks ECN-capable packets.

@@ -30,6 +30,9 @@ func (t *Topology) validate() (*Index, error) {
 		if nd.Latency < 0 {
 			return nil, errf("node %d (%s): latency must not be negative, got %v", i, nd.Name, nd.Latency)
 		}
+		if nd.Group < 0 || nd.Group > maxNodes {
+			return nil, errf("node %d (%s): group must be in [0, %d], got %d", i, nd.Name, maxNodes, nd.Group)
+		}
 		if nd.Name == "" {
 			continue
 		}

@@ -45,8 +45,9 @@ type CollectiveConfig struct {
 // CollectiveFlows are the flows of one collective, numbered from 0 (the
 // dependencies refer to these numbers). Starts are the flows that begin
 // the collective (Need counts only their dependencies inside it) and Ends
-// of every rank the flows it receives that activate nothing: when they
-// have arrived the rank holds its result.
+// of every rank the flows it receives whose arrival completes its result
+// (a tree's inner rank forwards some of them): when they have arrived the
+// rank holds its result.
 type CollectiveFlows struct {
 	Flows  []Flow
 	Starts []int32
@@ -54,12 +55,16 @@ type CollectiveFlows struct {
 }
 
 // BusFactor is NCCL's bus bandwidth factor (nccl-tests doc/PERFORMANCE.md):
-// busbw = algbw * factor, 2(n-1)/n for allreduce and (n-1)/n for
-// reduce_scatter, allgather and alltoall.
+// busbw = algbw * factor, 2(n-1)/n for allreduce, (n-1)/n for
+// reduce_scatter, allgather and alltoall, and 1 for a point-to-point
+// sendrecv (nccl-tests' sendrecv_perf).
 func BusFactor(op string, n int) float64 {
 	f := float64(n-1) / float64(n)
-	if op == OpAllReduce {
+	switch op {
+	case OpAllReduce:
 		return 2 * f
+	case OpSendRecv:
+		return 1
 	}
 	return f
 }
@@ -102,9 +107,6 @@ func Collective(c CollectiveConfig) (*CollectiveFlows, error) {
 		case "", AlgRing:
 			g.ring(2 * (n - 1))
 		case AlgHalvingDoubling:
-			if n&(n-1) != 0 {
-				return nil, fmt.Errorf("halving_doubling needs a power-of-two number of ranks, got %d", n)
-			}
 			g.halvingDoubling()
 		case AlgDoubleBinaryTree:
 			g.doubleTree()
@@ -136,6 +138,11 @@ type collGen struct {
 	n   int
 	out *CollectiveFlows
 	err error
+	// ends, when an algorithm sets it, lists by rank the flows whose
+	// arrival completes the rank's result (they may activate more
+	// forwarding); otherwise finish takes the flows that activate
+	// nothing on receipt.
+	ends [][]int32
 }
 
 // pieces returns the sizes of size bytes cut into Chunks pieces (the first
@@ -232,77 +239,200 @@ func (g *collGen) ring(steps int) {
 // halvingDoubling is Rabenseifner's allreduce: a reduce-scatter by
 // recursive halving (partners n/2, n/4, .. 1 apart, sending half of what
 // is left each time), then an allgather by recursive doubling in reverse.
+//
+// A rank count n that is not a power of two is folded as MPICH does
+// (src/mpi/coll/allreduce/allreduce_intra_reduce_scatter_allgather.c,
+// the algorithm of Thakur, Rabenseifner & Gropp 2005): with p' the
+// largest power of two below n and rem = n-p', every even rank r < 2rem
+// first sends its whole buffer to r+1, which reduces it and takes part
+// as new rank r/2 (ranks r >= 2rem as r-rem); the p' new ranks run the
+// power-of-two algorithm; then every odd rank r < 2rem sends the whole
+// result back to r-1. The extra ranks thus cost two full-buffer
+// transfers on the critical path, as MPICH's cost model (2 + 2(p-1)/p)
+// n beta says.
 func (g *collGen) halvingDoubling() {
 	n := g.n
-	logn := bits.TrailingZeros(uint(n))
+	pof2 := 1 << (bits.Len(uint(n)) - 1)
+	rem := n - pof2
+	// rank is the real rank of new rank nr (MPICH's "find real rank of
+	// dest").
+	rank := func(nr int) int {
+		if nr < rem {
+			return 2*nr + 1
+		}
+		return nr + rem
+	}
+	// in[r] is every transfer rank r has received so far: a rank's send
+	// of step s carries its data reduced (or gathered) with everything
+	// it received in steps 0..s-1, so it waits on all of them (receipts of
+	// earlier steps need not have arrived when the last one has).
+	in := make([][][]int32, n)
+	for r := 0; r < 2*rem; r += 2 {
+		in[r+1] = append(in[r+1], g.transfer(r, r+1, g.c.Size, nil))
+	}
+	logn := bits.TrailingZeros(uint(pof2))
 	type step struct {
 		dist int
 		size int64
 	}
 	var steps []step
 	for s := 1; s <= logn; s++ {
-		steps = append(steps, step{n >> s, max(g.c.Size>>s, 1)})
+		steps = append(steps, step{pof2 >> s, max(g.c.Size>>s, 1)})
 	}
 	for s := logn - 1; s >= 0; s-- {
 		steps = append(steps, steps[s])
 	}
-	prevIn := make([][]int32, n) // by receiving rank: what it got in the last step
 	for _, st := range steps {
-		curIn := make([][]int32, n)
-		for r := 0; r < n; r++ {
-			p := r ^ st.dist
+		got := make([][]int32, n)
+		for nr := 0; nr < pof2; nr++ {
+			r, p := rank(nr), rank(nr^st.dist)
 			var after [][]int32
-			if prevIn[r] != nil {
-				after = perPiece(g.c.Chunks, prevIn[r])
+			if len(in[r]) > 0 {
+				after = perPiece(g.c.Chunks, in[r]...)
 			}
-			curIn[p] = g.transfer(r, p, st.size, after)
+			got[p] = g.transfer(r, p, st.size, after)
 		}
-		prevIn = curIn
+		for r, ids := range got {
+			if ids != nil {
+				in[r] = append(in[r], ids)
+			}
+		}
+	}
+	// A rank's result is complete when everything it receives has
+	// arrived; folded ranks get theirs from their partner.
+	g.ends = make([][]int32, n)
+	for r := 0; r < n; r++ {
+		if r < 2*rem && r%2 == 0 {
+			continue
+		}
+		for _, ids := range in[r] {
+			g.ends[r] = append(g.ends[r], ids...)
+		}
+		if r < 2*rem {
+			g.ends[r-1] = g.transfer(r, r-1, g.c.Size, perPiece(g.c.Chunks, in[r]...))
+		}
 	}
 }
 
-// doubleTree is NCCL's double binary tree: each of two binary trees
-// reduces half of the message to its root and broadcasts it back; a rank
-// that is inner in one tree is a leaf in the other (the second tree is the
-// first with the ranks rotated by n/2; NCCL builds its second tree by
-// mirroring, docs/decisions.md). A rank sends up once it has received
-// from its children, and down once it has received from its parent (the
-// root: from its children).
+// doubleTree is NCCL's double binary tree (src/graph/trees.cc,
+// ncclGetDtree): each of two binary trees reduces half of the message to
+// its root and broadcasts it back. The first tree is ncclGetBtree's; the
+// second mirrors it (rank r takes the place of n-1-r) when n is even and
+// shifts it by one rank (r takes the place of r-1) when n is odd, so that
+// a rank that is inner in one tree is a leaf in the other. A rank sends
+// up once it has received from its children, and down once it has
+// received from its parent (the root: from its children); its half is
+// complete when its parent's data (the root: its children's) arrives.
 func (g *collGen) doubleTree() {
 	n := g.n
+	g.ends = make([][]int32, n)
 	halves := [2]int64{(g.c.Size + 1) / 2, g.c.Size / 2}
 	for t, size := range halves {
 		if size == 0 {
 			continue
 		}
-		rank := func(pos int) int { return (pos + t*(n/2)) % n }
-		// Reduce: positions from the last up, so children come first.
-		up := make([][]int32, n) // by position: its transfer to its parent
-		for v := n - 1; v >= 1; v-- {
-			var deps [][]int32
-			for _, ch := range []int{2*v + 1, 2*v + 2} {
-				if ch < n {
-					deps = append(deps, up[ch])
-				}
+		parent, kids := dtree(n, t)
+		// order: breadth first from the root, so parents come before
+		// children (and children before parents backwards).
+		var order []int
+		for r := range parent {
+			if parent[r] < 0 {
+				order = append(order, r)
 			}
-			up[v] = g.transfer(rank(v), rank((v-1)/2), size, perPiece(g.c.Chunks, deps...))
 		}
-		down := make([][]int32, n) // by position: its parent's transfer to it
-		for v := 1; v < n; v++ {
-			par := (v - 1) / 2
+		for i := 0; i < len(order); i++ {
+			order = append(order, kids[order[i]]...)
+		}
+		root := order[0]
+		up := make([][]int32, n) // by rank: its transfer to its parent
+		var rootIn [][]int32
+		for i := len(order) - 1; i >= 1; i-- {
+			r := order[i]
 			var deps [][]int32
-			if par == 0 {
-				for _, ch := range []int{1, 2} {
-					if ch < n {
-						deps = append(deps, up[ch])
-					}
-				}
-			} else {
-				deps = append(deps, down[par])
+			for _, c := range kids[r] {
+				deps = append(deps, up[c])
 			}
-			down[v] = g.transfer(rank(par), rank(v), size, perPiece(g.c.Chunks, deps...))
+			up[r] = g.transfer(r, parent[r], size, perPiece(g.c.Chunks, deps...))
+		}
+		for _, c := range kids[root] {
+			rootIn = append(rootIn, up[c])
+			g.ends[root] = append(g.ends[root], up[c]...)
+		}
+		down := make([][]int32, n) // by rank: its parent's transfer to it
+		for _, r := range order[1:] {
+			deps := rootIn
+			if p := parent[r]; p != root {
+				deps = [][]int32{down[p]}
+			}
+			down[r] = g.transfer(parent[r], r, size, perPiece(g.c.Chunks, deps...))
+			g.ends[r] = append(g.ends[r], down[r]...)
 		}
 	}
+}
+
+// btree is NCCL's binary tree of n ranks (ncclGetBtree in
+// src/graph/trees.cc): rank r's parent is found from its lowest set bit
+// b, (r^b)|2b, or r^b when that is out of range; its children are r-b/2
+// and the first of r+b/2, r+b/4, .. that is in range. Rank 0 is the root
+// and has one child, the largest power of two below n. Leaves and inner
+// nodes alternate (odd ranks are leaves). -1 means none.
+func btree(n, r int) (up, down0, down1 int) {
+	bit := 1
+	for bit < n && bit&r == 0 {
+		bit <<= 1
+	}
+	if r == 0 {
+		if n > 1 {
+			return -1, -1, bit >> 1
+		}
+		return -1, -1, -1
+	}
+	up = (r ^ bit) | bit<<1
+	if up >= n {
+		up = r ^ bit
+	}
+	down0, down1 = -1, -1
+	if low := bit >> 1; low > 0 {
+		down0 = r - low
+		for l := low; l > 0; l >>= 1 {
+			if r+l < n {
+				down1 = r + l
+				break
+			}
+		}
+	}
+	return up, down0, down1
+}
+
+// dtree returns tree t (0 or 1) of NCCL's double binary tree of n ranks
+// (ncclGetDtree): every rank's parent (-1 for the root) and children.
+func dtree(n, t int) (parent []int, kids [][]int) {
+	parent, kids = make([]int, n), make([][]int, n)
+	// place maps a rank to its node in the btree and back (an
+	// involution for the mirror; the shift's inverse adds one).
+	to, from := func(r int) int { return r }, func(v int) int { return v }
+	if t == 1 {
+		if n%2 == 1 {
+			to = func(r int) int { return (r - 1 + n) % n }
+			from = func(v int) int { return (v + 1) % n }
+		} else {
+			to = func(r int) int { return n - 1 - r }
+			from = to
+		}
+	}
+	for r := 0; r < n; r++ {
+		u, d0, d1 := btree(n, to(r))
+		parent[r] = -1
+		if u >= 0 {
+			parent[r] = from(u)
+		}
+		for _, d := range []int{d0, d1} {
+			if d >= 0 {
+				kids[r] = append(kids[r], from(d))
+			}
+		}
+	}
+	return parent, kids
 }
 
 // allToAll sends Size/n bytes from every rank to every other at once.
@@ -316,9 +446,13 @@ func (g *collGen) allToAll() {
 	}
 }
 
-// finish lists every rank's end flows: received there, activating
-// nothing on receipt.
+// finish lists every rank's end flows: those the algorithm named, or
+// else the flows received there that activate nothing on receipt.
 func (g *collGen) finish() {
+	if g.ends != nil {
+		g.out.Ends = g.ends
+		return
+	}
 	rankOf := make(map[int]int, g.n)
 	for r, h := range g.c.Hosts {
 		rankOf[h] = r
@@ -342,6 +476,10 @@ type JobConfig struct {
 	// every iteration uniform in [Compute, ComputeMax], drawn from rng in
 	// (iteration, rank) order: stragglers.
 	ComputeMax sim.Time
+	// Parallel, when set, adds tensor and pipeline parallelism: the
+	// collective is then the data-parallel all-reduce of each stage's
+	// gradients, and Compute the optimizer step after it.
+	Parallel *ParallelConfig
 	// Buckets (default 1) cuts the collective into this many of
 	// size/Buckets, overlapped with compute: bucket b of a rank starts
 	// when (b+1)/Buckets of its compute is done, as data-parallel training
@@ -370,6 +508,13 @@ type JobFlows struct {
 	Flows []Flow
 	// Iters[i] is the flow range [First, First+Count) of iteration i.
 	Iters []FlowRange
+	// A parallel job's compute tasks (flows name them by TaskRef), the
+	// range of them each iteration made, and its instances, iteration by
+	// iteration (nil for a plain job, whose iterations are its
+	// instances).
+	Tasks     []Task
+	IterTasks []FlowRange
+	Instances []Instance
 }
 
 // FlowRange is a contiguous range of flows.
@@ -390,6 +535,9 @@ func Job(j JobConfig, rng *rand.Rand) (*JobFlows, error) {
 	}
 	if j.ComputeMax != 0 && j.ComputeMax < j.Compute {
 		return nil, fmt.Errorf("compute_max %v is less than compute %v", j.ComputeMax, j.Compute)
+	}
+	if j.Parallel != nil {
+		return parallelJob(j)
 	}
 	nb := max(j.Buckets, 1)
 	c := j.Collective

@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/lockstep-sim/lockstep/sim"
@@ -112,7 +113,6 @@ func TestCollective_Shapes(t *testing.T) {
 		t.Errorf("halving-doubling last step rank 1: %+v", f)
 	}
 	for _, bad := range []CollectiveConfig{
-		{Op: OpAllReduce, Algorithm: AlgHalvingDoubling, Hosts: hostsN(6), Size: 600},
 		{Op: OpAllReduce, Hosts: []int{1, 1}, Size: 600},
 		{Op: OpAllReduce, Hosts: hostsN(4), Size: 6, Chunks: 4},
 		{Op: "broadcast", Hosts: hostsN(4), Size: 600},
@@ -213,5 +213,202 @@ func TestJob_BucketsOverlapCompute(t *testing.T) {
 		if r := f.Src - 10; f.Need != int32(2*len(one.Ends[r])) || f.Delay != 10*sim.Microsecond {
 			t.Errorf("iteration 1 bucket 1: need %d delay %v", f.Need, f.Delay)
 		}
+	}
+}
+
+// dataReach returns, for every rank, the set of ranks (bits) whose data
+// has reached it when its end flows have arrived: a flow carries its
+// sender's data and the data of every flow whose arrival it waits on
+// (OnRecvDone: data; OnSendDone is the pipeline window, not data).
+func dataReach(t *testing.T, cf *CollectiveFlows, hosts []int) []uint64 {
+	t.Helper()
+	rankOf := map[int]int{}
+	for r, h := range hosts {
+		rankOf[h] = r
+	}
+	in := make([][]int32, len(cf.Flows)) // flows whose arrival each waits on
+	for i, f := range cf.Flows {
+		for _, g := range f.OnRecvDone {
+			in[g] = append(in[g], int32(i))
+			if cf.Flows[g].Src != f.Dst {
+				t.Fatalf("flow %d arrives at host %d but activates flow %d from host %d", i, f.Dst, g, cf.Flows[g].Src)
+			}
+		}
+	}
+	carry := make([]uint64, len(cf.Flows))
+	done := make([]bool, len(cf.Flows))
+	var visit func(i int32) uint64
+	visit = func(i int32) uint64 {
+		if !done[i] {
+			done[i] = true
+			carry[i] = 1 << rankOf[cf.Flows[i].Src]
+			for _, d := range in[i] {
+				carry[i] |= visit(d)
+			}
+		}
+		return carry[i]
+	}
+	out := make([]uint64, len(hosts))
+	for r, ends := range cf.Ends {
+		out[r] = 1 << r
+		for _, e := range ends {
+			out[r] |= visit(e)
+		}
+	}
+	return out
+}
+
+// TestCollective_EveryRankGetsEveryRanksData: for every allreduce
+// algorithm, rank count (powers of two and not) and chunking, every
+// rank's end flows depend, through the data they carry, on every rank.
+func TestCollective_EveryRankGetsEveryRanksData(t *testing.T) {
+	for _, alg := range []string{AlgRing, AlgHalvingDoubling, AlgDoubleBinaryTree} {
+		for n := 2; n <= 19; n++ {
+			for _, chunks := range []int{1, 3} {
+				cf, err := Collective(CollectiveConfig{Op: OpAllReduce, Algorithm: alg, Hosts: hostsN(n), Size: 64000, Chunks: chunks, Pipeline: 1})
+				if err != nil {
+					t.Fatalf("%s n=%d: %v", alg, n, err)
+				}
+				all := uint64(1)<<n - 1
+				for r, got := range dataReach(t, cf, hostsN(n)) {
+					if got != all {
+						t.Errorf("%s n=%d chunks=%d: rank %d ends with data of %b, want every rank's", alg, n, chunks, r, got)
+					}
+					if len(cf.Ends[r]) == 0 {
+						t.Errorf("%s n=%d: rank %d has no end flows", alg, n, r)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestBtree_NCCLFigures checks the trees against the figures of NCCL's
+// src/graph/trees.cc: the btree of 14 ranks, the mirrored second tree of
+// 12 ranks and the shifted second tree of 13.
+func TestBtree_NCCLFigures(t *testing.T) {
+	for _, c := range []struct {
+		n, tree int
+		root    int
+		kids    map[int][]int
+	}{
+		{14, 0, 0, map[int][]int{0: {8}, 8: {4, 12}, 4: {2, 6}, 12: {10, 13}, 2: {1, 3}, 6: {5, 7}, 10: {9, 11}}},
+		{13, 0, 0, map[int][]int{0: {8}, 8: {4, 12}, 4: {2, 6}, 12: {10}, 2: {1, 3}, 6: {5, 7}, 10: {9, 11}}},
+		{12, 1, 11, map[int][]int{11: {3}, 3: {1, 7}, 1: {0, 2}, 7: {5, 9}, 5: {4, 6}, 9: {8, 10}}},
+		{13, 1, 1, map[int][]int{1: {9}, 9: {0, 5}, 5: {3, 7}, 0: {11}, 3: {2, 4}, 7: {6, 8}, 11: {10, 12}}},
+	} {
+		parent, kids := dtree(c.n, c.tree)
+		for r := 0; r < c.n; r++ {
+			want := c.kids[r]
+			got := slices.Sorted(slices.Values(kids[r]))
+			if len(got) != len(want) {
+				t.Errorf("n=%d tree %d: rank %d has children %v, want %v", c.n, c.tree, r, got, want)
+				continue
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("n=%d tree %d: rank %d has children %v, want %v", c.n, c.tree, r, got, want)
+				}
+			}
+			if (parent[r] < 0) != (r == c.root) {
+				t.Errorf("n=%d tree %d: rank %d has parent %d; the root is %d", c.n, c.tree, r, parent[r], c.root)
+			}
+		}
+	}
+}
+
+// TestDtree_SpanningAndComplementary: for every n, each tree reaches
+// every rank once from its root (ncclGetDtreeRoots: 0, and n-1 or 1 for
+// odd n), every child's parent lists it, no rank has more than two
+// children, and for even n no rank is inner in both trees.
+func TestDtree_SpanningAndComplementary(t *testing.T) {
+	for n := 2; n <= 130; n++ {
+		var inner [2][]bool
+		for tr := 0; tr < 2; tr++ {
+			parent, kids := dtree(n, tr)
+			root := 0
+			if tr == 1 {
+				root = n - 1
+				if n%2 == 1 {
+					root = 1
+				}
+			}
+			seen := make([]bool, n)
+			inner[tr] = make([]bool, n)
+			queue := []int{root}
+			seen[root] = true
+			for len(queue) > 0 {
+				r := queue[0]
+				queue = queue[1:]
+				if len(kids[r]) > 2 {
+					t.Fatalf("n=%d tree %d: rank %d has %d children", n, tr, r, len(kids[r]))
+				}
+				inner[tr][r] = len(kids[r]) > 0
+				for _, c := range kids[r] {
+					if seen[c] || parent[c] != r {
+						t.Fatalf("n=%d tree %d: child %d of %d (parent %d, seen %v)", n, tr, c, r, parent[c], seen[c])
+					}
+					seen[c] = true
+					queue = append(queue, c)
+				}
+			}
+			for r, ok := range seen {
+				if !ok {
+					t.Fatalf("n=%d tree %d: rank %d not reached from root %d", n, tr, r, root)
+				}
+			}
+		}
+		if n%2 == 0 {
+			for r := 0; r < n; r++ {
+				if inner[0][r] && inner[1][r] {
+					t.Errorf("n=%d: rank %d is inner in both trees", n, r)
+				}
+			}
+		}
+	}
+}
+
+// TestHalvingDoubling_NonPowerOfTwo_MPICHFold: 6 ranks fold to 4 as
+// MPICH does: ranks 0 and 2 send their whole buffer to 1 and 3 first,
+// ranks 1, 3, 4, 5 run halving-doubling, then 1 and 3 send the result
+// back to 0 and 2.
+func TestHalvingDoubling_NonPowerOfTwo_MPICHFold(t *testing.T) {
+	hosts := hostsN(6)
+	cf, err := Collective(CollectiveConfig{Op: OpAllReduce, Algorithm: AlgHalvingDoubling, Hosts: hosts, Size: 8000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cf.Flows) != 2+4*4+2 {
+		t.Fatalf("%d flows, want 2 + 4 steps x 4 + 2", len(cf.Flows))
+	}
+	type tr struct {
+		a, b int
+		size int64
+	}
+	got := func(i int) tr { f := cf.Flows[i]; return tr{f.Src - 10, f.Dst - 10, f.Size} }
+	for i, w := range []tr{{0, 1, 8000}, {2, 3, 8000}} {
+		if got(i) != w {
+			t.Errorf("pre-step %d: %+v, want %+v", i, got(i), w)
+		}
+	}
+	// Core step 0 over new ranks 0..3 = real ranks 1, 3, 4, 5: partners
+	// 2 apart (1<->4, 3<->5), half the buffer.
+	for i, w := range []tr{{1, 4, 4000}, {3, 5, 4000}, {4, 1, 4000}, {5, 3, 4000}} {
+		if got(2+i) != w {
+			t.Errorf("core step 0 flow %d: %+v, want %+v", i, got(2+i), w)
+		}
+	}
+	for i, w := range []tr{{1, 0, 8000}, {3, 2, 8000}} {
+		if g := got(len(cf.Flows) - 2 + i); g != w {
+			t.Errorf("post-step %d: %+v, want %+v", i, g, w)
+		}
+	}
+	// Rank 1's first core send waits on rank 0's buffer; rank 4's does not.
+	if cf.Flows[2].Need != 1 || !contains(cf.Flows[0].OnRecvDone, 2) || cf.Flows[4].Need != 0 {
+		t.Errorf("rank 1 step 0 need %d (activated by the pre-step: %v), rank 4 need %d",
+			cf.Flows[2].Need, contains(cf.Flows[0].OnRecvDone, 2), cf.Flows[4].Need)
+	}
+	if e := cf.Ends[0]; len(e) != 1 || int(e[0]) != len(cf.Flows)-2 {
+		t.Errorf("rank 0 ends on %v, want the post-step from rank 1", e)
 	}
 }

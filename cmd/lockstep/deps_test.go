@@ -62,3 +62,57 @@ func TestRunDistributed_Design11_DependenciesSameFiles(t *testing.T) {
 		sameFiles(t, c.name, single, out)
 	}
 }
+
+// parallelYAML is a job with tensor, pipeline and data parallelism on
+// separate rails joined by NVLink: compute tasks on every host, pipeline
+// sends between servers, TP all-reduces over NVLink, DP all-reduces.
+const parallelYAML = `seed: 3
+topology:
+  type: rail
+  rail:
+    servers: 2
+    gpus_per_server: 4
+    servers_per_leaf: 1
+    spines: 1
+    joined: false
+    host: {rate: 100Gbps, delay: 1us, buffer: 256KiB}
+    fabric: {rate: 100Gbps, delay: 1us, buffer: 256KiB}
+    nvlink: {rate: 800Gbps, delay: 200ns, buffer: 1MiB}
+transport: {init_cwnd: 32}
+workload:
+  - type: collective
+    size: 300KB
+    collective:
+      job: gpt
+      op: allreduce
+      iterations: 2
+      compute: 3us
+      parallel: {tp: 2, pp: 2, microbatches: 3, forward: 6us, tp_size: 64KB, pp_size: 100KB}
+`
+
+// TestRunDistributed_Design11_ParallelJobSameFiles: a job's compute
+// tasks fire in every partition and their dependencies cross partitions
+// through the flows; fct.csv, collectives.csv and jobs.csv (whose
+// iteration ends come from tasks) are byte-identical however it is cut.
+func TestRunDistributed_Design11_ParallelJobSameFiles(t *testing.T) {
+	requireWired(t)
+	dir := write(t, map[string]string{"p.yaml": parallelYAML})
+	s := filepath.Join(dir, "p.yaml")
+	single := filepath.Join(dir, "single")
+	runCLI(t, "run", s, "--out", single, "--quiet", "--partitions", "1")
+	got := string(readOut(t, single, "jobs.csv"))
+	if strings.Count(got, "\n") != 3 || strings.Contains(got, ",,") {
+		t.Fatalf("jobs.csv should have 2 finished iterations:\n%s", got)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"3 partitions, memory", []string{"run", s, "--partitions", "3", "--transport", "memory"}},
+		{"5 partitions, memory", []string{"run", s, "--partitions", "5", "--transport", "memory"}},
+	} {
+		out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_"))
+		runCLI(t, append(c.args, "--out", out, "--quiet")...)
+		sameFiles(t, c.name, single, out)
+	}
+}

@@ -193,3 +193,24 @@ func TestInput_AllowOutsideReadsSharedFiles(t *testing.T) {
 		t.Errorf("validate printed %q", stdout.String())
 	}
 }
+
+// TestInput_CompatProfileRefusesPartitions: a compatibility profile runs
+// in one partition; asking for more is a usage error (exit 2, one line
+// naming the file, no --out), not a run that fails after it started.
+func TestInput_CompatProfileRefusesPartitions(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "examples", "multi_loss_stracksim.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := write(t, map[string]string{"s.yaml": string(text)})
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"run", filepath.Join(dir, "s.yaml"), "--out", out, "--quiet", "--partitions", "2", "--transport", "memory"}, &stdout, &stderr)
+	msg := stderr.String()
+	if code != exitUsage || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "s.yaml: compat stracksim runs in one partition") {
+		t.Fatalf("want exit %d and one line naming the file, got exit %d: %q", exitUsage, code, msg)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("bad input created --out (%v)", err)
+	}
+}

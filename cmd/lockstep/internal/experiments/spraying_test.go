@@ -30,6 +30,7 @@ func TestSpraying_QuickPipeline(t *testing.T) {
 	}
 	text := string(md)
 	for _, want := range []string{"STrack, paths skip", "STrack, paths reuse", "DCTCP over ECMP", "Reno over ECMP",
+		"| STrack as htsim PR #4 runs it (spray) |", "| STrack as htsim PR #4 runs it, CC on (spray) |",
 		"degraded to 25%", "leaf-spine", "fat-tree", "seeds 1-2"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("spraying.md lacks %q", want)

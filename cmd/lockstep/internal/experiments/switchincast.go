@@ -323,7 +323,7 @@ take 5.37 ms at line rate.
   with small changes of when packets are dropped).
 
 Cost: on the k=8 permutation, PFC is the one mechanism with a clear
-price, about 15% more user CPU for 3% fewer events (ingress accounting per
+price, 10-15% more user CPU for 3% fewer events (ingress accounting per
 packet, per-class pause state, PAUSE frames and their refresh timers).
 Trimming costs a few percent, mostly for its extra events (the trimmed
 headers and their ACKs); the shared buffer and cut-through are within the
