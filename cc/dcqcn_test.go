@@ -117,8 +117,10 @@ func TestDCQCN_3_1_AlphaDecayMatchesStepping(t *testing.T) {
 // line rate.
 func TestDCQCN_RatesStayBetweenMinAndLine(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, cfg := range []DCQCNConfig{DCQCNPaper(), DCQCNConnectX()} {
-		cfg.ByteCounter = 100_000
+	for _, cfg := range []DCQCNConfig{DCQCNPaper(), DCQCNConnectX(), DCQCNHPCC()} {
+		if cfg.Stages == StagesPaper {
+			cfg.ByteCounter = 100_000
+		}
 		d := NewDCQCN(cfg)
 		line := int64(100e9)
 		d.SetLink(sim.Bandwidth(line), 0)
@@ -160,8 +162,19 @@ func TestDCQCN_Options(t *testing.T) {
 	if c != want {
 		t.Fatalf("config %+v, want %+v", c, want)
 	}
+	ctl, err = NewController(Config{CC: "dcqcn", MSS: 1000, InitCwnd: 10, Options: map[string]string{
+		"profile": "hpcc", "window": "rate", "window_rtt": "12us"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = DCQCNHPCC()
+	want.Window, want.WindowRTT = WindowRate, 12*sim.Microsecond
+	if c := ctl.(*DCQCN).Config(); c != want {
+		t.Fatalf("config %+v, want %+v", c, want)
+	}
 	for _, bad := range []map[string]string{{"timer": "55"}, {"rai": "fast"}, {"f": "0"}, {"g": "2"},
-		{"profile": "cx9"}, {"byte_counter": "1.5"}, {"alpha_update": "sometimes"}} {
+		{"profile": "cx9"}, {"byte_counter": "1.5"}, {"alpha_update": "sometimes"}, {"stages": "hyper"},
+		{"window": "bdp"}, {"window_rtt": "-1us"}, {"stages": "timer"}} {
 		_, err := NewController(Config{CC: "dcqcn", MSS: 1000, InitCwnd: 10, Options: bad})
 		var ve *OptionValueError
 		if !errors.As(err, &ve) {
@@ -172,6 +185,46 @@ func TestDCQCN_Options(t *testing.T) {
 				t.Fatalf("options %v: error names %q, want %q", bad, ve.Key, k)
 			}
 		}
+	}
+}
+
+// TestDCQCN_Window: without a window DCQCN's is unlimited; WindowFixed
+// is B·T and WindowRate Rc·T (HPCC's ns-3 GetWin), T the flow's base RTT
+// unless WindowRTT gives one, never below one byte.
+func TestDCQCN_Window(t *testing.T) {
+	line := 100 * sim.GbitPerSecond
+	for _, c := range []struct {
+		w      Window
+		rtt    sim.Time
+		before int64 // at line rate
+		after  int64 // after one cut with alpha = 1 (Rc = 50 Gb/s)
+	}{
+		{WindowOff, 0, unlimitedWindow, unlimitedWindow},
+		{WindowFixed, 0, 125000, 125000},
+		{WindowRate, 0, 125000, 62500},
+		{WindowRate, 20 * sim.Microsecond, 250000, 125000},
+	} {
+		cfg := DCQCNPaper()
+		cfg.Window, cfg.WindowRTT = c.w, c.rtt
+		d := NewDCQCN(cfg)
+		d.SetLink(line, 10*sim.Microsecond)
+		if got := d.Cwnd(); got != c.before {
+			t.Errorf("window %d, T %v: cwnd %d at line rate, want %d", c.w, c.rtt, got, c.before)
+		}
+		d.OnCNP(0)
+		if got := d.Cwnd(); got != c.after {
+			t.Errorf("window %d, T %v: cwnd %d at Rc %d, want %d", c.w, c.rtt, got, d.Rate(), c.after)
+		}
+	}
+	cfg := DCQCNPaper()
+	cfg.Window, cfg.MinRate = WindowRate, 1
+	d := NewDCQCN(cfg)
+	d.SetLink(line, sim.Nanosecond)
+	for range 60 {
+		d.OnCNP(0)
+	}
+	if got := d.Cwnd(); got != 1 {
+		t.Errorf("Rc %d b/s over 1 ns: cwnd %d, want the floor of 1 byte", d.Rate(), got)
 	}
 }
 

@@ -44,7 +44,10 @@ type HPCCConfig struct {
 	// Eta is the target utilisation η (§3.3: 95%).
 	Eta float64
 	// MaxStage is the number of additive-increase rounds before a
-	// multiplicative increase (§3.3: 5; ns-3 run.py's MI_THRESH: 0).
+	// multiplicative increase. §3.3 and §5.1 print 5; the authors' page
+	// (hpcc-group.github.io/results.md, "Settings") says that is a typo
+	// for the simulations, which ran maxStage = 0, as ns-3 run.py's
+	// MI_THRESH default does (docs/decisions.md "HPCC").
 	MaxStage int
 	// WAI is the additive increase W_AI in bytes; 0 derives it from the
 	// line rate and T as ns-3's run.py does (RATE_AI = 10·bw/25 Mb/s at bw
@@ -58,11 +61,11 @@ type HPCCConfig struct {
 	MinRate sim.Bandwidth
 }
 
-// DefaultHPCCConfig has the paper's η = 0.95 and maxStage = 5 (§3.3,
-// §5.1) and ns-3's W_AI and minimum rate. (The authors' ns-3 run.py runs
-// maxStage = 0, MI_THRESH: docs/decisions.md.)
+// DefaultHPCCConfig has the paper's η = 0.95 (§3.3, §5.1), the
+// maxStage = 0 its simulations ran (see MaxStage) and ns-3's W_AI and
+// minimum rate.
 func DefaultHPCCConfig() HPCCConfig {
-	return HPCCConfig{Eta: 0.95, MaxStage: 5, MinRate: sim.GbitPerSecond}
+	return HPCCConfig{Eta: 0.95, MaxStage: 0, MinRate: sim.GbitPerSecond}
 }
 
 // Validate checks the parameters; an error names the option
@@ -114,6 +117,20 @@ var (
 	_ INTUser    = (*HPCC)(nil)
 	_ Prober     = (*HPCC)(nil)
 )
+
+// HPCCQueuePair is HPCC run as an RDMA queue pair (option nic_scheduled):
+// the same controller, declared NICScheduled, so that the host's NIC pulls
+// the flow's packets round robin with its other queue pairs and spaces
+// them with the NIC's rate limiter, which re-times the next packet when
+// the rate changes (hostsim/paced.go, cc/pacer.go). This is how the
+// authors' ns-3 runs HPCC: on its RDMA NIC model (rdma-hw.cc, the
+// RdmaEgressQueue round robin, ChangeRate), as it runs DCQCN.
+type HPCCQueuePair struct{ *HPCC }
+
+var _ NICScheduled = HPCCQueuePair{}
+
+// NICScheduled implements NICScheduled.
+func (HPCCQueuePair) NICScheduled() {}
 
 // NewHPCC returns HPCC with the given initial window (segments), used
 // until SetLink gives the line rate; then W_init = B·T.

@@ -69,6 +69,37 @@ func TestHPCCSwift_OnAckAllocatesNothing(t *testing.T) {
 	}
 }
 
+// TestDescribe_HPCCNICScheduledFromOptions: HPCC's nic_scheduled option
+// declares the NICScheduled capability (the host then serves the flows as
+// RDMA queue pairs); invalid options fall back to the defaults, so the
+// capabilities stay visible for validation to report the option.
+func TestDescribe_HPCCNICScheduledFromOptions(t *testing.T) {
+	for _, c := range []struct {
+		opts     map[string]string
+		nic, int bool
+	}{
+		{nil, false, true},
+		{map[string]string{"nic_scheduled": "true"}, true, true},
+		{map[string]string{"nic_scheduled": "false"}, false, true},
+		{map[string]string{"nic_scheduled": "true", "eta": "7"}, false, true},
+	} {
+		caps := Describe(Config{CC: "hpcc", Options: c.opts})
+		if caps.NICScheduled != c.nic || caps.NeedsINT != c.int {
+			t.Errorf("options %v: NICScheduled %v NeedsINT %v, want %v and %v", c.opts, caps.NICScheduled, caps.NeedsINT, c.nic, c.int)
+		}
+	}
+	ctl, err := NewController(Config{CC: "hpcc", MSS: 1000, InitCwnd: 10, Options: map[string]string{"nic_scheduled": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ctl.(HPCCQueuePair); !ok {
+		t.Fatalf("nic_scheduled: controller %T, want HPCCQueuePair", ctl)
+	}
+	if _, err := NewController(Config{CC: "hpcc", MSS: 1000, InitCwnd: 10, Options: map[string]string{"nic_scheduled": "maybe"}}); err == nil {
+		t.Fatalf("nic_scheduled: maybe: want an error, got none")
+	}
+}
+
 // TestHPCCSwift_BadOptionNamesItsKey: a value out of range, NaN or
 // infinite is refused with an OptionValueError naming the option
 // (scenario reports it as transport.options.KEY); NaN used to pass some

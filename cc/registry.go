@@ -308,7 +308,7 @@ func NewRecovery(c Config, size uint64) (Recovery, error) {
 }
 
 // newHPCCFromOptions builds HPCC from its options: eta, max_stage, w_ai
-// (bytes), base_rtt_us, min_rate_gbps.
+// (bytes), base_rtt_us, min_rate_gbps, nic_scheduled.
 func newHPCCFromOptions(c Config, o *options) (Controller, error) {
 	h := DefaultHPCCConfig()
 	stage, rate := float64(h.MaxStage), float64(h.MinRate)/float64(sim.GbitPerSecond)
@@ -328,6 +328,13 @@ func newHPCCFromOptions(c Config, o *options) (Controller, error) {
 	}
 	if err := h.Validate(); err != nil {
 		return nil, err
+	}
+	nic, err := o.boolean("nic_scheduled", false)
+	if err != nil {
+		return nil, err
+	}
+	if nic {
+		return HPCCQueuePair{NewHPCC(h, c.MSS, c.InitCwnd)}, nil
 	}
 	return NewHPCC(h, c.MSS, c.InitCwnd), nil
 }
