@@ -275,13 +275,20 @@ func CapabilitiesOf(ctl Controller, rec Recovery) Capabilities {
 }
 
 // Describe returns the capabilities of the modules cfg names, built with
-// their defaults (cfg's numbers and options are not used, so an invalid
-// option does not hide them). A name the registry does not know declares
-// nothing; Config.Validate reports it.
+// their defaults; the controller also with cfg's options (an option may
+// declare a capability: HPCC's nic_scheduled), unless they are invalid,
+// so that they do not hide the capabilities. cfg's numbers are not used.
+// A name the registry does not know declares nothing; Config.Validate
+// reports it.
 func Describe(cfg Config) Capabilities {
 	d := Config{CC: cfg.CC, Recovery: cfg.Recovery, MSS: 1000, InitCwnd: 10, DupThresh: 3,
 		PacketRTO: max(cfg.PacketRTO, sim.Microsecond)}
-	ctl, _ := NewController(d)
+	withOpts := d
+	withOpts.Options = cfg.Options
+	ctl, err := NewController(withOpts)
+	if err != nil {
+		ctl, _ = NewController(d)
+	}
 	rec, _ := NewRecovery(d, 1)
 	if ctl == nil && rec == nil {
 		return Capabilities{}

@@ -105,8 +105,8 @@ func (o *options) micros(key string, def sim.Time) (sim.Time, error) {
 	if err != nil {
 		return 0, err
 	}
-	if f < 0 || f > 1e9 {
-		return 0, fmt.Errorf("%s option %s: must be between 0 and 1e9 microseconds, got %g", o.module, key, f)
+	if !(f >= 0 && f <= 1e9) { // NaN too
+		return 0, &OptionValueError{Module: o.module, Key: key, Err: fmt.Errorf("must be between 0 and 1e9 microseconds, got %g", f)}
 	}
 	return sim.Time(math.Round(f * float64(sim.Microsecond))), nil
 }
@@ -328,18 +328,18 @@ func NewRecovery(c Config, size uint64) (Recovery, error) {
 }
 
 // newHPCCFromOptions builds HPCC from its options: eta, max_stage, w_ai
-// (bytes), base_rtt_us, min_rate_gbps.
+// (bytes), base_rtt_us, min_rate_gbps, nic_scheduled.
 func newHPCCFromOptions(c Config, o *options) (Controller, error) {
 	h := DefaultHPCCConfig()
 	stage, rate := float64(h.MaxStage), float64(h.MinRate)/float64(sim.GbitPerSecond)
 	if err := o.floats([]string{"eta", "max_stage", "w_ai", "min_rate_gbps"}, &h.Eta, &stage, &h.WAI, &rate); err != nil {
 		return nil, err
 	}
-	if stage != math.Trunc(stage) || stage < 0 || stage > 1e6 {
-		return nil, fmt.Errorf("hpcc option max_stage: want a whole number in [0, 1e6], got %g", stage)
+	if !(stage == math.Trunc(stage) && stage >= 0 && stage <= 1e6) {
+		return nil, o.valueErr("max_stage", "want a whole number in [0, 1e6], got %g", stage)
 	}
 	if !(rate >= 0 && rate <= 1e6) {
-		return nil, fmt.Errorf("hpcc option min_rate_gbps: want a number in [0, 1e6], got %g", rate)
+		return nil, o.valueErr("min_rate_gbps", "want a number in [0, 1e6], got %g", rate)
 	}
 	h.MaxStage, h.MinRate = int(stage), sim.Bandwidth(rate*float64(sim.GbitPerSecond))
 	var err error
@@ -348,6 +348,13 @@ func newHPCCFromOptions(c Config, o *options) (Controller, error) {
 	}
 	if err := h.Validate(); err != nil {
 		return nil, err
+	}
+	nic, err := o.boolean("nic_scheduled", false)
+	if err != nil {
+		return nil, err
+	}
+	if nic {
+		return HPCCQueuePair{NewHPCC(h, c.MSS, c.InitCwnd)}, nil
 	}
 	return NewHPCC(h, c.MSS, c.InitCwnd), nil
 }
@@ -362,8 +369,8 @@ func newSwiftFromOptions(c Config, o *options) (Controller, error) {
 		&s.AI, &s.Beta, &s.MaxMDF, &s.FSMin, &s.FSMax, &s.MinCwnd, &s.MaxCwnd, &reset); err != nil {
 		return nil, err
 	}
-	if reset != math.Trunc(reset) || reset < 1 || reset > 1e6 {
-		return nil, fmt.Errorf("swift option retx_reset: want a whole number in [1, 1e6], got %g", reset)
+	if !(reset == math.Trunc(reset) && reset >= 1 && reset <= 1e6) {
+		return nil, o.valueErr("retx_reset", "want a whole number in [1, 1e6], got %g", reset)
 	}
 	s.RetxReset = int(reset)
 	// The other durations default from the base target, as htsim derives

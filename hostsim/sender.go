@@ -64,6 +64,10 @@ func (s *Sender) Cwnd() int64 { return s.ep.Cwnd() }
 // Endpoint is the sender's transport endpoint.
 func (s *Sender) Endpoint() *cc.Endpoint { return s.ep }
 
+// Spec is the flow the sender sends, as the fabric completed it (hops,
+// line rate and base RTT).
+func (s *Sender) Spec() FlowSpec { return *s.spec }
+
 // done reports whether every byte has been acknowledged.
 func (s *Sender) done() bool { return s.ep.Done() }
 
