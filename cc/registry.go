@@ -26,12 +26,18 @@ type Config struct {
 	MaxAckDelay sim.Time
 	// Strack parameterises the "strack" controller (nil: defaults).
 	Strack *StrackConfig
+	// NSCC parameterises the "nscc" controller (nil: DefaultNSCCConfig);
+	// its Options override it key by key (nsccOptions).
+	NSCC *NSCCConfig
+	// PacketRTO is the per-packet timeout of a recovery that times packets
+	// out one by one ("uet"): a fixed RTO, set from the transport's.
+	PacketRTO sim.Time
 	// Options are module-specific settings as key=value text, checked by
 	// the module's constructor (an unknown key is an error): cubic
 	// hystart=, hystart_hz=, slow_start=, fast_convergence=,
 	// tcp_friendliness=; scalable
 	// variant=kelly|linux; dctcp g=, init_alpha=; dcqcn profile= and its
-	// parameters (dcqcnOptions).
+	// parameters (dcqcnOptions); nscc the NSCCConfig fields (nsccOptions).
 	Options map[string]string
 }
 
@@ -169,10 +175,10 @@ func (c *Config) Validate() error {
 }
 
 // ControllerNames lists the congestion controls NewController knows.
-var ControllerNames = []string{"reno", "cubic", "scalable", "dctcp", "strack", "hpcc", "swift", "dcqcn"}
+var ControllerNames = []string{"reno", "cubic", "scalable", "dctcp", "strack", "hpcc", "swift", "dcqcn", "nscc"}
 
 // RecoveryNames lists the recoveries NewRecovery knows.
-var RecoveryNames = []string{"reno", "newreno", "sack", "rack", "strack", "gbn", "sr"}
+var RecoveryNames = []string{"reno", "newreno", "sack", "rack", "strack", "gbn", "sr", "uet"}
 
 // NewController builds the Controller c names.
 func NewController(c Config) (Controller, error) {
@@ -259,6 +265,18 @@ func newController(c Config, o *options) (Controller, error) {
 		return newHPCCFromOptions(c, o)
 	case "swift":
 		return newSwiftFromOptions(c, o)
+	case "nscc":
+		nc := DefaultNSCCConfig()
+		if c.NSCC != nil {
+			nc = *c.NSCC
+		}
+		if err := nsccOptions(o, &nc); err != nil {
+			return nil, err
+		}
+		if err := nc.Validate(); err != nil {
+			return nil, err
+		}
+		return NewNSCC(nc, c.MSS), nil
 	}
 	return nil, fmt.Errorf("cc: unknown congestion control %q (known: %v)", c.CC, ControllerNames)
 }
@@ -303,6 +321,8 @@ func NewRecovery(c Config, size uint64) (Recovery, error) {
 		return NewRoCERecovery(NakGoBackN, c.MSS, size), nil
 	case "sr":
 		return NewRoCERecovery(NakSelective, c.MSS, size), nil
+	case "uet":
+		return NewUETRecovery(c.MSS, size, c.PacketRTO)
 	}
 	return nil, fmt.Errorf("recovery: unknown loss recovery %q (known: %v)", c.Recovery, RecoveryNames)
 }

@@ -475,9 +475,12 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 			e.Pool.Free(p)
 			return
 		}
-		// Trim to the header and queue it in the control class.
+		// Trim to the header and queue it in the control class. The
+		// header keeps where it was cut (its Hops in Ack) so that a UET
+		// receiver can tell a last-hop trim (htsim trim_hop).
 		pkt.Flags |= sim.FlagTrimmed
 		pkt.Size = s.cfg.Trim.Header
+		pkt.Ack = uint64(pkt.Hops)
 		size = int64(pkt.Size)
 		c = s.cfg.ControlClass
 		cq = &pt.cls[c]

@@ -52,6 +52,7 @@ const (
 	scalableFile  = "scalable"
 	sprayingFile  = "spraying"
 	allreduceFile = "allreduce"
+	nsccFile      = "nscc"
 	dcqcnFile     = "dcqcn"
 	hpccDCQCNFile = "hpcc_dcqcn"
 )
@@ -67,6 +68,7 @@ func All() []Experiment {
 		{Name: "hpcc-dcqcn", Summary: "HPCC vs DCQCN and DCQCN+w on WebSearch at 30% and 50% load on a lossless 100/400 Gb/s leaf-spine: FCT slowdown percentiles by flow size, as the HPCC paper's Fig. 11", File: hpccDCQCNFile, Run: hpccDCQCN},
 		{Name: "switch-incast", Summary: "a 64->1 incast with a victim flow under drop-tail, ECN, PFC, trimming, a shared buffer and cut-through; each mechanism's event-rate cost on the k=8 permutation", File: switchIncastFile, Run: switchIncast},
 		{Name: "spraying", Summary: "STrack spraying vs DCTCP and Reno over ECMP on a leaf-spine and a k=8 fat-tree, with a degraded link", File: sprayingFile, Run: spraying},
+		{Name: "nscc", Summary: "Ultra Ethernet's NSCC (four load-balancing policies) vs STrack vs DCTCP on htsim's perm1024 inputs and an incast", File: nsccFile, Run: nsccExp},
 	}
 }
 
