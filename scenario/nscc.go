@@ -21,7 +21,7 @@ type NSCC struct {
 	Entropies  int            `yaml:"entropies"`   // default 64, a power of two
 	Shuffle    *bool          `yaml:"shuffle"`     // default true
 	REPSBuffer int            `yaml:"reps_buffer"` // default 8
-	REPSFreeze yamlx.Duration `yaml:"reps_freeze"` // default 0: off
+	REPSFreeze *yamlx.Duration `yaml:"reps_freeze"` // default 10ms with trimming, else off
 	// Receivers (hostsim/uet.go) and the hosts' NIC (hostsim/uet_nic.go).
 	AckBytes yamlx.Size `yaml:"ack_bytes"` // default 16384
 	NIC      string     `yaml:"nic"`       // uec (default) or fifo
@@ -84,7 +84,7 @@ func (l *loader) nscc(t *Transport, sw *Switch, topo *topologies.Topology, c *ho
 	if err != nil || !mode.UET() {
 		return l.errf("transport.nscc.lb", "unknown policy %q (known: oblivious, bitmap, reps, mixed)", lb)
 	}
-	pc := cc.PathConfig{Mode: mode, Entropies: 64, REPSBuffer: n.REPSBuffer, REPSFreeze: sim.Time(n.REPSFreeze)}
+	pc := cc.PathConfig{Mode: mode, Entropies: 64, REPSBuffer: n.REPSBuffer}
 	if n.Entropies != 0 {
 		pc.Entropies = n.Entropies
 	}
@@ -94,8 +94,16 @@ func (l *loader) nscc(t *Transport, sw *Switch, topo *topologies.Topology, c *ho
 	if n.REPSBuffer < 0 || n.REPSBuffer > MaxCount {
 		return l.errf("transport.nscc.reps_buffer", "must be between 1 and %d, got %d", MaxCount, n.REPSBuffer)
 	}
-	if n.REPSFreeze < 0 || n.REPSFreeze > MaxNSCCDelay {
-		return l.errf("transport.nscc.reps_freeze", "must be between 0 (off) and %v, got %v", sim.Time(MaxNSCCDelay), sim.Time(n.REPSFreeze))
+	// REPS freezes after a timeout by default when switches trim (htsim's
+	// UecMpReps freezes only with trimming; without it, it aborts).
+	if sw.Trim != nil {
+		pc.REPSFreeze = cc.REPSDefaultFreeze
+	}
+	if f := n.REPSFreeze; f != nil {
+		if *f < 0 || *f > MaxNSCCDelay {
+			return l.errf("transport.nscc.reps_freeze", "must be between 0 (off) and %v, got %v", sim.Time(MaxNSCCDelay), sim.Time(*f))
+		}
+		pc.REPSFreeze = sim.Time(*f)
 	}
 	if n.Shuffle != nil {
 		pc.NoShuffle = !*n.Shuffle

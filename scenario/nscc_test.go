@@ -165,3 +165,33 @@ workload:
 
 // nsccTarget is the target queueing delay NSCC derives from c.
 func nsccTarget(c *cc.NSCCConfig) sim.Time { return cc.NewNSCC(*c, 1000).Target() }
+
+// TestNSCC_REPSFreezesByDefaultWithTrimming: htsim's REPS freezes after a
+// timeout for 10 ms (CircularBufferREPS: repsUseFreezing, exit_freeze_after
+// 10^10 ps) when switches trim; reps_freeze sets the period, 0 turns it
+// off, and without trimming it is off.
+func TestNSCC_REPSFreezesByDefaultWithTrimming(t *testing.T) {
+	for _, c := range []struct {
+		edit string
+		want sim.Time
+	}{
+		{"nscc: {lb: reps}", 10 * sim.Millisecond},
+		{"nscc: {lb: reps, reps_freeze: 0}", 0},
+		{"nscc: {lb: reps, reps_freeze: 50us}", 50 * sim.Microsecond},
+	} {
+		b, err := loadHtsim(t, strings.Replace(htsim1024, "mtu: 4150", "mtu: 4150\n  "+c.edit, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Fabric.Transport.STrack.REPSFreeze; got != c.want {
+			t.Errorf("%s: freeze %v, want %v", c.edit, got, c.want)
+		}
+	}
+	b, err := loadHtsim(t, strings.Replace(strings.Replace(htsim1024, ", trim: {header: 64}", "", 1), "mtu: 4150", "mtu: 4150\n  nscc: {lb: reps}", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Fabric.Transport.STrack.REPSFreeze; got != 0 || b.Fabric.Transport.CC.NSCC.Trimming {
+		t.Errorf("without trimming: freeze %v (want 0), trimming %v", got, b.Fabric.Transport.CC.NSCC.Trimming)
+	}
+}
