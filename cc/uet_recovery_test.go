@@ -184,3 +184,33 @@ func TestUET_PDS_EveryDueTimerAtOnce(t *testing.T) {
 		t.Errorf("deadline %v: still packet 2's, 102us", d)
 	}
 }
+
+// TestUET_PDS_TimerRestartsWhenSerialised: OnSerialise moves a packet's
+// timer to when it started serialising; a packet already acknowledged or
+// presumed lost keeps what it had.
+func TestUET_PDS_TimerRestartsWhenSerialised(t *testing.T) {
+	r := newUET(t, 1000, 10_000, 100*sim.Microsecond)
+	sendAll(r, 0, 3)
+	if d := r.OnSerialise(sim.Microsecond, 0).Deadline; d != 100*sim.Microsecond {
+		t.Fatalf("packet 0 serialised at 1us, packets 1 and 2 not yet: deadline %v, want 100us (theirs)", d)
+	}
+	r.OnSerialise(2*sim.Microsecond, 1000)
+	if d := r.OnSerialise(3*sim.Microsecond, 2000).Deadline; d != 101*sim.Microsecond {
+		t.Fatalf("all three serialised at 1, 2, 3 us: deadline %v, want 101us", d)
+	}
+	r.OnAck(&AckInfo{Ack: 1000, Echo: 0, EchoValid: true, Nack: true})
+	if _, _, ok := r.OnNack(0, 1000); !ok {
+		t.Fatal("NACK of packet 1: want it taken out of the flight")
+	}
+	if d := r.State().Deadline; d != 103*sim.Microsecond {
+		t.Fatalf("packet 0 acknowledged, 1 NACKed: deadline %v, want packet 2's 103us", d)
+	}
+	// The NACKed packet's stale copy and the acknowledged one leave the
+	// timers alone.
+	if d := r.OnSerialise(5*sim.Microsecond, 1000).Deadline; d != 103*sim.Microsecond || r.at(1).sentAt != 2*sim.Microsecond {
+		t.Errorf("serialising a NACKed packet: deadline %v, sent at %v; want 103us and 2us", d, r.at(1).sentAt)
+	}
+	if d := r.OnSerialise(5*sim.Microsecond, 0).Deadline; d != 103*sim.Microsecond {
+		t.Errorf("serialising an acknowledged packet: deadline %v, want 103us", d)
+	}
+}

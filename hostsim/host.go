@@ -358,7 +358,12 @@ func (h *Host) transmitFrom(e *sim.Engine, q *sim.PktQueue) {
 	h.busy = true
 	h.stampNIC(e, p)
 	if h.T.Caps.PDSAcks && !h.T.Cfg.PDS.FIFONIC && pkt.Flags&sim.FlagData != 0 {
-		pkt.TSval = e.Now() // sent when it starts serialising (uet_nic.go)
+		// Sent when it starts serialising (uet_nic.go): its send time and
+		// the start of its per-packet timer.
+		pkt.TSval = e.Now()
+		if s := h.T.senders[pkt.Flow]; s != nil {
+			s.ep.OnSerialise(e.Now(), pkt.Seq)
+		}
 	}
 	e.Transmit(h.Link, p)
 }

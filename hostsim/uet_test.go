@@ -215,3 +215,44 @@ func TestPDS_FIFONIC_KeepsOneQueue(t *testing.T) {
 		t.Fatalf("want the three in order with their enqueue stamps (0), got %+v", x.acks)
 	}
 }
+
+// TestPDS_PacketTimerRunsFromSerialisation: a UET sender's per-packet
+// timer starts when its packet starts serialising, as uet-htsim's UecSrc
+// records a packet when its NIC lets it send, not when the endpoint hands
+// the window over. The flow's 100 packets are handed to the NIC at t=0 and
+// leave one per 83.2 ns (1040 bytes at 100 Gb/s); once packets 0-9 are
+// acknowledged, the earliest timer is packet 10's: 10 × 83.2 ns + 100 us.
+func TestPDS_PacketTimerRunsFromSerialisation(t *testing.T) {
+	cfg := pdsConfig()
+	cfg.MTU, cfg.Header = rxMSS+40, 40
+	e, err := sim.NewEngine(1, 2, []sim.LinkSpec{{From: 0, To: 1, Rate: 100 * sim.GbitPerSecond}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTransport(cfg, []FlowSpec{{ID: 0, Src: 0, Dst: 1, Size: 100 * rxMSS}}, func(h int) bool { return h == 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &rxHarness{t: t, e: e, h: NewHost(0, 0, 0, tr)}
+	s := tr.Sender(0)
+	s.trySend(x.h, e)
+	if d := s.ep.RecoveryDeadline(); d != 100*sim.Microsecond {
+		t.Fatalf("deadline before the NIC ran: %v, want 100us (packet 0, handed over at 0)", d)
+	}
+	x.drain(20 * sim.Microsecond)
+	if len(x.acks) != 100 {
+		t.Fatalf("%d packets left the NIC by 20us, want all 100", len(x.acks))
+	}
+	tx := (100 * sim.GbitPerSecond).TxTime(rxMSS + 40)
+	for i, p := range x.acks {
+		if p.TSval != sim.Time(i)*tx {
+			t.Fatalf("packet %d: send time %v, want %v", i, p.TSval, sim.Time(i)*tx)
+		}
+	}
+	ack := sim.Packet{Flow: 0, Flags: sim.FlagAck, SrcHost: 1, DstHost: 0, Ack: 10 * rxMSS, Seq: 9 * rxMSS,
+		TSecr: 9 * tx, Entropy: x.acks[9].Entropy}
+	s.onAck(x.h, e, &ack, nil)
+	if d, want := s.ep.RecoveryDeadline(), 10*tx+100*sim.Microsecond; d != want {
+		t.Errorf("deadline after packets 0-9: %v, want packet 10's %v (from its serialisation)", d, want)
+	}
+}
