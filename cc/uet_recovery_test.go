@@ -214,3 +214,66 @@ func TestUET_PDS_TimerRestartsWhenSerialised(t *testing.T) {
 		t.Errorf("serialising an acknowledged packet: deadline %v, want 103us", d)
 	}
 }
+
+// TestUET_EndpointPerPacketPathAllocatesNothing: NSCC over UET's recovery
+// with the mixed load balancer, in steady state: sends, their
+// serialisation, ACKs with SACK bitmaps, trim NACKs and their
+// retransmissions, and per-packet timeouts allocate nothing
+// (docs/adding-a-cc-module.md: the per-packet path).
+func TestUET_EndpointPerPacketPathAllocatesNothing(t *testing.T) {
+	const mss = 4086
+	rec := newUET(t, mss, 1<<40, 100*sim.Microsecond)
+	cfg := DefaultNSCCConfig()
+	cfg.Header = 64
+	paths := PathConfig{Mode: PathMixed, Entropies: 128}
+	ep, err := NewEndpoint(EndpointConfig{MSS: mss, Size: 1 << 40, Header: 64, ECN: true,
+		RTO: RTOConfig{Mode: RTOFixed, Fixed: 100 * sim.Microsecond}, Paths: &paths, PathBase: 0x1200},
+		NewNSCC(cfg, mss), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	now := sim.Time(0)
+	var ack Ack
+	round := 0
+	step := func() {
+		round++
+		now += sim.Microsecond
+		ep.BeginSend()
+		for {
+			seg, ok := ep.Next(now)
+			if !ok {
+				break
+			}
+			ep.OnSent(now, seg, rng)
+			ep.OnSerialise(now+100*sim.Nanosecond, seg.Seq)
+		}
+		st := ep.SeqState()
+		// Every round: acknowledge the oldest packet with a bitmap over the
+		// next ones, NACK one in the fabric; every 50th, let timers fire.
+		una := st.Una
+		ack = Ack{Ack: una + mss, Echo: una + 2*mss, EchoValid: true, Nack: true, Bitmap: 0b1,
+			TSecr: now - 13*sim.Microsecond, HasTSecr: true, ECE: round%3 == 0, Entropy: uint16(0x1200 + round%128)}
+		ep.OnAck(now, &ack)
+		ep.OnNack(now, &Nack{Seq: una + 4*mss, Entropy: uint16(0x1200 + round%128), TSecr: now - 20*sim.Microsecond, HasTSecr: true})
+		if round%50 == 0 {
+			now += 200 * sim.Microsecond
+			ep.OnDeadline(now, TimerRecovery)
+		}
+	}
+	for range 2000 { // grow every ring and slice to its steady size
+		step()
+	}
+	// One run of 2000 rounds: AllocsPerRun floors its average, which would
+	// hide an allocation in fewer than every round.
+	if n := testing.AllocsPerRun(1, func() {
+		for range 2000 {
+			step()
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations in 2000 rounds, want 0", n)
+	}
+	if rec.Nacked == 0 || rec.TimedOut == 0 || rec.Retransmissions == 0 {
+		t.Errorf("the loop should NACK, time out and retransmit: %d, %d, %d", rec.Nacked, rec.TimedOut, rec.Retransmissions)
+	}
+}
