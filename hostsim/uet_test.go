@@ -256,3 +256,23 @@ func TestPDS_PacketTimerRunsFromSerialisation(t *testing.T) {
 		t.Errorf("deadline after packets 0-9: %v, want packet 10's %v (from its serialisation)", d, want)
 	}
 }
+
+// TestPDS_UecSink_TrimmedDuplicateKeepsTheByteCount: the SACK a trimmed
+// copy of a packet already received gets does not restart the count
+// towards the next coalesced ACK (UecSink::processTrimmed leaves
+// _accepted_bytes alone; processData's ACKs clear it).
+func TestPDS_UecSink_TrimmedDuplicateKeepsTheByteCount(t *testing.T) {
+	x := newRx(t, pdsConfig())
+	x.pkt(0, 0, 0, nil) // forced: the first packet
+	x.pkt(1, 0, 0, nil)
+	x.pkt(2, 0, 0, nil)
+	x.pkt(3, 0, 0, nil) // 3 × 1040 bytes since the last ACK
+	x.pkt(1, 0, 0, func(p *sim.Packet) { p.Flags |= sim.FlagTrimmed; p.Size = 64 })
+	if len(x.acks) != 2 || x.acks[1].Seq != rxMSS || x.acks[1].Flags&sim.FlagTrimmed != 0 {
+		t.Fatalf("a trimmed duplicate: want a SACK naming it, got %d ACKs", len(x.acks))
+	}
+	x.pkt(4, 0, 0, nil) // 4 × 1040 = 4160: an ACK is due
+	if len(x.acks) != 3 || x.acks[2].Seq != 4*rxMSS {
+		t.Fatalf("the 4th packet since the last data ACK: want an ACK naming it, got %d ACKs", len(x.acks))
+	}
+}
