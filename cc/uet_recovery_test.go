@@ -277,3 +277,45 @@ func TestUET_EndpointPerPacketPathAllocatesNothing(t *testing.T) {
 		t.Errorf("the loop should NACK, time out and retransmit: %d, %d, %d", rec.Nacked, rec.TimedOut, rec.Retransmissions)
 	}
 }
+
+// TestUET_TimeoutPenalisesTheEntropyItTook: a packet's timeout reaches
+// the bitmap load balancer as a timeout of the entropy that packet took
+// (the maximum penalty, 15), and the controller loses the packet's bytes.
+func TestUET_TimeoutPenalisesTheEntropyItTook(t *testing.T) {
+	const mss = 1000
+	rec := newUET(t, mss, 100*mss, 100*sim.Microsecond)
+	cfg := DefaultNSCCConfig()
+	cfg.InitCwnd = 2
+	paths := PathConfig{Mode: PathBitmap, Entropies: 8, NoShuffle: true}
+	ep, err := NewEndpoint(EndpointConfig{MSS: mss, Size: 100 * mss, ECN: true,
+		RTO: RTOConfig{Mode: RTOFixed, Fixed: 100 * sim.Microsecond}, Paths: &paths, PathBase: 0x40},
+		NewNSCC(cfg, mss), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var evs []uint16
+	for {
+		seg, ok := ep.Next(0)
+		if !ok {
+			break
+		}
+		evs = append(evs, ep.OnSent(0, seg, rng).Entropy)
+	}
+	if len(evs) != 2 || evs[0] != 0x40 || evs[1] != 0x41 {
+		t.Fatalf("sent entropies %#x: want 0x40, 0x41", evs)
+	}
+	// Packet 1 is acknowledged; packet 0 times out.
+	ep.OnAck(13*sim.Microsecond, &Ack{Ack: 0, Echo: mss, EchoValid: true, Nack: true, Bitmap: 1, Entropy: 0x41,
+		TSecr: 0, HasTSecr: true})
+	act := ep.OnDeadline(100*sim.Microsecond, TimerRecovery)
+	if !act.RTO || rec.TimedOut != 1 {
+		t.Fatalf("at 100us: want packet 0 timed out, got %+v (%d)", act, rec.TimedOut)
+	}
+	if pen := ep.PathManager().uet.pen; pen[0] != bitmapMaxPenalty || pen[1] != 0 {
+		t.Errorf("penalties %v: want 15 on entropy 0 (the timed-out packet's), none on 1", pen)
+	}
+	if ep.Controller().(*NSCC).State() != StateTimeoutDecrease {
+		t.Errorf("controller state %v: want timeout-decrease", ep.Controller().(*NSCC).State())
+	}
+}

@@ -127,6 +127,7 @@ func (r *Receiver) sendPDSNack(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	nack.Entropy, nack.Seq, nack.TSecr = pkt.Entropy, pkt.Seq, pkt.TSval
 	if uint64(pkt.Hops) == pkt.Ack+1 {
 		nack.Bitmap = 1
+		h.LastHopNacks++
 	}
 	h.TrimNacks++
 	h.send(e, a)

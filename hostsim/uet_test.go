@@ -93,6 +93,14 @@ func TestPDS_UecSink_SackBitmapAndDrainedAckRequest(t *testing.T) {
 	if len(x.acks) != 3 || x.acks[2].Ack != 6*rxMSS || x.acks[2].Bitmap != 0 {
 		t.Fatalf("the reorder queue drained: want an ACK of 6000 with an empty bitmap, got %+v", x.acks[len(x.acks)-1])
 	}
+	// Far above the cumulative ACK the bitmap ends at the echoed packet:
+	// hole at 6, packets 7 and 80 arrive, 80 marked (an ACK at once):
+	// base = max(80 − 63, 7) = 17, so 7 is out of it and 80 is bit 63.
+	x.pkt(7, 0, 0, nil)
+	x.pkt(80, sim.FlagCE, 0, nil)
+	if a := x.acks[len(x.acks)-1]; a.Seq != 80*rxMSS || a.Ack != 6*rxMSS || a.Bitmap != 1<<63 {
+		t.Fatalf("echo 80 over a hole at 6: want bitmap 1<<63 (base 17), got %#x (%+v)", a.Bitmap, a)
+	}
 }
 
 // TestPDS_UecSink_NackNamesTrimmedPacket: a trimmed packet the receiver
