@@ -52,6 +52,9 @@ const (
 	// htsim's defaults, and far from overflowing the window's integer
 	// arithmetic.
 	MaxNSCCGain = 1000
+	// MaxPDSAckBytes bounds transport.nscc.ack_bytes: 1 GiB, 65536 times
+	// htsim's 16 KiB, within the receivers' int32 count.
+	MaxPDSAckBytes = 1 << 30
 )
 
 // noZero lists the fields where 0 is never a meaningful setting, with the

@@ -109,8 +109,9 @@ func (l *loader) nscc(t *Transport, sw *Switch, topo *topologies.Topology, c *ho
 		pc.NoShuffle = !*n.Shuffle
 	}
 	c.STrack = &pc
-	if n.AckBytes < 0 || n.AckBytes > MaxBuffer {
-		return l.errf("transport.nscc.ack_bytes", "must be between 1 and %d, got %d", int64(MaxBuffer), int64(n.AckBytes))
+	// The receiver counts bytes towards the next ACK in an int32.
+	if n.AckBytes < 0 || n.AckBytes > MaxPDSAckBytes {
+		return l.errf("transport.nscc.ack_bytes", "must be between 1 and %d, got %d", MaxPDSAckBytes, int64(n.AckBytes))
 	}
 	c.PDS.AckBytes = int64(n.AckBytes)
 	switch n.NIC {
