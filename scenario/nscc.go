@@ -91,8 +91,8 @@ func (l *loader) nscc(t *Transport, sw *Switch, topo *topologies.Topology, c *ho
 	if pc.Entropies < 1 || pc.Entropies > 1<<15 || pc.Entropies&(pc.Entropies-1) != 0 {
 		return l.errf("transport.nscc.entropies", "must be a power of two in [1, 32768], got %d", pc.Entropies)
 	}
-	if n.REPSBuffer < 0 || n.REPSBuffer > MaxCount {
-		return l.errf("transport.nscc.reps_buffer", "must be between 1 and %d, got %d", MaxCount, n.REPSBuffer)
+	if n.REPSBuffer < 0 || n.REPSBuffer > 1<<15 {
+		return l.errf("transport.nscc.reps_buffer", "must be between 1 and %d, got %d", 1<<15, n.REPSBuffer)
 	}
 	// REPS freezes after a timeout by default when switches trim (htsim's
 	// UecMpReps freezes only with trimming; without it, it aborts).

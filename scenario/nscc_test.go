@@ -109,6 +109,7 @@ func TestNSCC_RefusesWhatItCannotUse(t *testing.T) {
 		{"cc: nscc\n  nscc: {adjust_period: 100000s}", "transport.nscc.adjust_period"},
 		{"cc: nscc\n  nscc: {fast_increase_delay: 2s}", "transport.nscc.fast_increase_delay"},
 		{"cc: nscc\n  nscc: {reps_buffer: 100000}", "transport.nscc.reps_buffer"},
+		{"cc: nscc\n  nscc: {reps_buffer: 40000}", "transport.nscc.reps_buffer"},
 		{"cc: nscc\n  nscc: {ack_bytes: 4GiB}", "transport.nscc.ack_bytes"},
 		{"cc: nscc\n  nscc: {reps_freeze: 2s}", "transport.nscc.reps_freeze"},
 		{"cc: nscc\n  nscc: {qa_gate: 40}", "transport.nscc.qa_gate"},
