@@ -1065,8 +1065,10 @@ type CollectiveInstance struct {
 	Start   sim.Time
 	// Phase is, for a job with tensor or pipeline parallelism, which of
 	// its exchanges this is (workloads.PhaseDP, PhaseTP, PhasePP); empty
-	// for a plain job. Tasks are then its iteration's compute tasks
-	// (fabric.Config.Tasks), whose last firing may end the iteration.
+	// for a plain job. Tasks are its iteration's compute tasks
+	// (fabric.Config.Tasks; a plain job's iterations after the first, or
+	// all with stragglers, have one per rank and bucket), whose last
+	// firing may end the iteration.
 	Phase string
 	Tasks workloads.FlowRange
 }
@@ -1429,10 +1431,15 @@ func (l *loader) collective(path string, idx int, w *Workload, nh int, base, tas
 	var inst []CollectiveInstance
 	if jf.Instances == nil {
 		for it, r := range jf.Iters {
+			var tasks workloads.FlowRange
+			if it < len(jf.IterTasks) {
+				tasks = workloads.FlowRange{First: taskBase + jf.IterTasks[it].First, Count: jf.IterTasks[it].Count}
+			}
 			inst = append(inst, CollectiveInstance{Job: job, Iteration: it, Op: c.Op, Algorithm: alg, Bytes: int64(w.Size),
-				Hosts: hosts, First: base + r.First, Count: r.Count, Compute: sim.Time(c.Compute), Start: sim.Time(w.Start)})
+				Hosts: hosts, First: base + r.First, Count: r.Count, Compute: sim.Time(c.Compute), Start: sim.Time(w.Start),
+				Tasks: tasks})
 		}
-		return jf.Flows, nil, inst, nil
+		return jf.Flows, jf.Tasks, inst, nil
 	}
 	// A parallel job: every instance of every phase; each carries its
 	// iteration's tasks, whose last firing may end the iteration.

@@ -33,11 +33,26 @@ func TestCollective_PlacementAndInstances(t *testing.T) {
 	if b.Collectives[0].First != 1 || in.First != 1+per || in.Count != per || in.Iteration != 1 || in.Job != "dp" {
 		t.Errorf("instances %+v", b.Collectives)
 	}
+	// Iteration 1 waits on rank tasks (one per rank), which activate the
+	// group's flows: renumbered past the first group's flow.
+	if n := len(b.Fabric.Tasks); n != 8 || in.Tasks.First != 0 || in.Tasks.Count != 8 {
+		t.Fatalf("%d tasks, iteration 1's %+v: want one per rank", n, in.Tasks)
+	}
 	for i := range b.Fabric.Flows {
 		f := &b.Fabric.Flows[i]
 		for _, g := range append(append([]int32{}, f.OnRecvDone()...), f.OnSendDone()...) {
+			if g < 0 && int(-1-g) < len(b.Fabric.Tasks) {
+				continue
+			}
 			if g <= f.ID || int(g) >= len(b.Fabric.Flows) {
-				t.Fatalf("flow %d activates %d: dependencies must point to later flows of the scenario", f.ID, g)
+				t.Fatalf("flow %d activates %d: dependencies must point to later flows of the scenario or to its tasks", f.ID, g)
+			}
+		}
+	}
+	for k, tk := range b.Fabric.Tasks {
+		for _, g := range tk.Next {
+			if g < in.First || g >= in.First+in.Count || b.Fabric.Flows[g].Src != tk.Host {
+				t.Errorf("task %d (host %d) activates flow %d, not one of iteration 1's from its host", k, tk.Host, g)
 			}
 		}
 	}

@@ -277,10 +277,25 @@ func (g *jobGen) collective(it int, phase string, cfg CollectiveConfig, ranks []
 	rankOf := make(map[int]int, len(ranks))
 	for i, r := range ranks {
 		rankOf[g.hosts[r]] = i
+		if len(g.frontier[r]) > 1 && !g.pending[r] {
+			// A frontier of several flows (the receipts of a TP
+			// all-reduce just before) becomes one task, so that each
+			// send below waits on one activation, not on all of them.
+			g.compute(r, 0)
+		}
+		g.flush(r)
 	}
 	for _, s := range one.Starts {
 		g.out.Flows[base+s].Delay = 0 // it waits on nothing inside the collective
-		g.waitFrontier(ranks[rankOf[g.out.Flows[base+s].Src]], base+s)
+	}
+	// Every send of a rank carries its own data (reduced with what it
+	// received, for all but its first sends), so each waits on the rank's
+	// frontier, not only the first ones: a rank whose compute ends late
+	// must not forward its neighbours' data before it (a ring's rank
+	// r sends step s once it has received step s-1 from r-1 and its own
+	// gradients exist).
+	for x := base; x < base+int32(len(one.Flows)); x++ {
+		g.waitFrontier(ranks[rankOf[g.out.Flows[x].Src]], x)
 	}
 	for i, r := range ranks {
 		g.frontier[r] = shift(one.Ends[i], base)
