@@ -1392,6 +1392,9 @@ func (l *loader) collective(path string, idx int, w *Workload, nh int, base, tas
 	if n := collectiveFlows(w, int64(nh)); n > MaxFlows {
 		return nil, nil, nil, l.errf(cp, "makes about %d flows, more than the limit of %d flows", n, MaxFlows)
 	}
+	if n := collectiveTasks(w, int64(nh)); n > MaxFlows {
+		return nil, nil, nil, l.errf(cp, "makes about %d compute tasks, more than the limit of %d", n, MaxFlows)
+	}
 	iters := c.Iterations
 	if iters == 0 {
 		iters = 1

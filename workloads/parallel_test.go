@@ -310,6 +310,9 @@ func TestParallelJob_AllShapesRunToTheEnd(t *testing.T) {
 			if got := ParallelFlows(*j.Parallel, c.n, int64(len(mustCollective(t, j.Collective, d).Flows)), 2); alg == AlgRing && got != int64(len(jf.Flows)) {
 				t.Errorf("%+v: ParallelFlows says %d, the job has %d", c, got, len(jf.Flows))
 			}
+			if bound := ParallelTasks(*j.Parallel, c.n, 2); int64(len(jf.Tasks)) > bound || int64(len(jf.Tasks)) < bound/4 {
+				t.Errorf("%+v: %d tasks, ParallelTasks bounds them by %d", c, len(jf.Tasks), bound)
+			}
 		}
 	}
 }
