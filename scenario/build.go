@@ -1079,6 +1079,9 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 	if len(ws) == 0 {
 		return nil, l.errf("workload", "must list at least one group of flows")
 	}
+	if err := l.jobNames(ws); err != nil {
+		return nil, err
+	}
 	var out []hostsim.FlowSpec
 	for i := range ws {
 		w := &ws[i]
@@ -1321,6 +1324,34 @@ func (l *loader) impairments(is []Impairment, topo *topologies.Topology) ([]fabr
 		out = append(out, li)
 	}
 	return out, nil
+}
+
+// jobNames checks the collective workloads' job names (given or the
+// default w<index>): each names one job in collectives.csv and jobs.csv
+// (and their plots), so they must differ, and they are CSV fields, so
+// letters, digits, '_', '-' and '.' only.
+func (l *loader) jobNames(ws []Workload) error {
+	seen := map[string]int{}
+	for i := range ws {
+		c := ws[i].Collective
+		if ws[i].Type != "collective" || c == nil {
+			continue
+		}
+		name := c.Job
+		if name == "" {
+			name = fmt.Sprintf("w%d", i)
+		}
+		for _, r := range name {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+				return l.errf(fmt.Sprintf("workload[%d].collective.job", i), "%q: use letters, digits, '_', '-' and '.' only", name)
+			}
+		}
+		if j, dup := seen[name]; dup {
+			return l.errf(fmt.Sprintf("workload[%d].collective.job", i), "%q is workload[%d]'s job too: give each job its own name", name, j)
+		}
+		seen[name] = i
+	}
+	return nil
 }
 
 // shiftIDs renumbers an activation list of a workload group whose flows

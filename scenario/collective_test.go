@@ -100,6 +100,9 @@ func TestCollective_Errors(t *testing.T) {
 		{"{type: collective, size: 1KB, collective: {op: allreduce, parallel: {tp: 4294967296, pp: 4294967296, tp_size: 1KB, pp_size: 1KB}}}",
 			"8 ranks are not a multiple of tp x pp = 4294967296 x 4294967296"},
 		{"{type: collective, size: 1KB, collective: {op: allreduce, parallel: {layers: 10000000, forward: 1s}}}", "longer than lockstep's clock"},
+		{"{type: collective, size: 1KB, collective: {job: \"a,b\", op: allreduce}}", "workload[0].collective.job: \"a,b\": use letters, digits"},
+		{"{type: collective, size: 1KB, collective: {job: w1, op: allreduce}}\n  - {type: collective, size: 1KB, collective: {op: allreduce}}",
+			"workload[1].collective.job: \"w1\" is workload[0]'s job too"},
 	} {
 		_, err := Load("c.yaml", []byte(collTopo+"  - "+c.w+"\n"), Dir("."))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
