@@ -1420,11 +1420,12 @@ func (l *loader) collective(path string, idx int, w *Workload, nh int, base, tas
 			return nil, nil, nil, l.errf(path+".hosts", "rank %d: host %d does not exist (fabric has %d hosts)", r, h, nh)
 		}
 	}
-	if n := collectiveFlows(w, int64(nh)); n > MaxFlows {
-		return nil, nil, nil, l.errf(cp, "makes about %d flows, more than the limit of %d flows", n, MaxFlows)
+	flows, tasks := collectiveCounts(w, int64(nh))
+	if flows > MaxFlows {
+		return nil, nil, nil, l.errf(cp, "makes about %d flows, more than the limit of %d flows", flows, MaxFlows)
 	}
-	if n := collectiveTasks(w, int64(nh)); n > MaxFlows {
-		return nil, nil, nil, l.errf(cp, "makes about %d compute tasks, more than the limit of %d", n, MaxFlows)
+	if tasks > MaxFlows {
+		return nil, nil, nil, l.errf(cp, "makes about %d compute tasks, more than the limit of %d", tasks, MaxFlows)
 	}
 	iters := c.Iterations
 	if iters == 0 {

@@ -90,8 +90,7 @@ func EstimateMemory(s *Scenario, topo *topologies.Topology) *Estimate {
 		case "poisson":
 			n = int64(max(w.MaxFlows, 0))
 		case "collective":
-			n = collectiveFlows(w, nh)
-			tasks = collectiveTasks(w, nh)
+			n, tasks = collectiveCounts(w, nh)
 		}
 		e.Flows = append(e.Flows, n)
 		e.Tasks = append(e.Tasks, tasks)
@@ -141,49 +140,36 @@ func gb(b int64) string {
 // limit). The limit is not part of the scenario or its digest.
 func WithMemoryLimit(limit int64) Edit { return func(s *Scenario) { s.memLimit = limit } }
 
-// collectiveFlows is how many flows a collective workload makes (before
-// it is built; 0 when its settings are invalid, which Build reports).
-func collectiveFlows(w *Workload, nh int64) int64 {
+// collectiveCounts is how many flows a collective workload makes and at
+// most how many compute tasks (before it is built; 0 when its settings are
+// invalid, which Build reports): a plain job's tasks are one per rank,
+// bucket and iteration, a parallel job's workloads.ParallelTasks. Neither
+// overflows.
+func collectiveCounts(w *Workload, nh int64) (flows, tasks int64) {
 	c := w.Collective
 	if c == nil {
-		return 0
+		return 0, 0
 	}
 	r := collectiveRanks(w, nh)
 	if r < 2 {
-		return 0
+		return 0, 0
 	}
-	if p := c.Parallel; p != nil {
-		cfg := parallelConfig(p)
-		if cfg.TP > int(r) || cfg.PP > int(r) {
-			return 0
-		}
-		d := r / int64(cfg.TP*cfg.PP)
-		var dp int64
-		if d >= 2 {
-			dp = workloads.SatMul(collectiveSteps(c, d), int64(max(c.Chunks, 1)))
-		}
-		return max(workloads.ParallelFlows(cfg, int(r), dp, c.Iterations), 0)
+	iters := int64(max(c.Iterations, 1))
+	p := c.Parallel
+	if p == nil {
+		return workloads.SatMul(collectiveSteps(c, r), int64(max(c.Chunks, 1)), iters, int64(max(c.Buckets, 1))),
+			workloads.SatMul(r, iters, int64(max(c.Buckets, 1)))
 	}
-	return workloads.SatMul(collectiveSteps(c, r), int64(max(c.Chunks, 1)), int64(max(c.Iterations, 1)), int64(max(c.Buckets, 1)))
-}
-
-// collectiveTasks is at most how many compute tasks a collective workload
-// makes (0 when its settings are invalid, which Build reports): a plain
-// job one per rank, bucket and iteration, a parallel job
-// workloads.ParallelTasks.
-func collectiveTasks(w *Workload, nh int64) int64 {
-	c := w.Collective
-	if c == nil {
-		return 0
+	cfg := parallelConfig(p)
+	if cfg.TP > int(r) || cfg.PP > int(r) {
+		return 0, 0
 	}
-	r := collectiveRanks(w, nh)
-	if r < 2 {
-		return 0
+	d := r / int64(cfg.TP*cfg.PP)
+	var dp int64
+	if d >= 2 {
+		dp = workloads.SatMul(collectiveSteps(c, d), int64(max(c.Chunks, 1)))
 	}
-	if p := c.Parallel; p != nil {
-		return max(workloads.ParallelTasks(parallelConfig(p), int(r), c.Iterations), 0)
-	}
-	return workloads.SatMul(r, int64(max(c.Iterations, 1)), int64(max(c.Buckets, 1)))
+	return max(workloads.ParallelFlows(cfg, int(r), dp, c.Iterations), 0), max(workloads.ParallelTasks(cfg, int(r), c.Iterations), 0)
 }
 
 // parallelConfig is p as workloads takes it (durations aside).
