@@ -172,11 +172,17 @@ func (g *collGen) transfer(a, b int, size int64, after [][]int32) []int32 {
 	for k, sz := range ps {
 		id := int32(len(*fs))
 		ids[k] = id
-		*fs = append(*fs, Flow{ID: id, Src: g.c.Hosts[a], Dst: g.c.Hosts[b], Size: sz, Start: g.c.Start, Delay: g.c.Delay})
 		var deps []int32
 		if k < len(after) {
 			deps = after[k]
 		}
+		// Delay is the reduction of received data: a piece that waits on
+		// none (only on the pipeline window) reduces nothing.
+		var delay sim.Time
+		if len(deps) > 0 {
+			delay = g.c.Delay
+		}
+		*fs = append(*fs, Flow{ID: id, Src: g.c.Hosts[a], Dst: g.c.Hosts[b], Size: sz, Start: g.c.Start, Delay: delay})
 		for _, d := range deps {
 			(*fs)[d].OnRecvDone = append((*fs)[d].OnRecvDone, id)
 		}

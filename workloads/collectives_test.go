@@ -22,7 +22,8 @@ func hostsN(n int) []int {
 // and on the sender finishing piece k-pipeline of the same step.
 func TestCollective_RingDependencies(t *testing.T) {
 	n, c := 4, 2
-	cf, err := Collective(CollectiveConfig{Op: OpAllReduce, Hosts: hostsN(n), Size: 4000, Chunks: c, Pipeline: 1, Start: sim.Microsecond})
+	cf, err := Collective(CollectiveConfig{Op: OpAllReduce, Hosts: hostsN(n), Size: 4000, Chunks: c, Pipeline: 1, Start: sim.Microsecond,
+		Delay: 3 * sim.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +53,11 @@ func TestCollective_RingDependencies(t *testing.T) {
 				}
 				if f.Need != need {
 					t.Errorf("step %d rank %d piece %d: need %d, want %d", s, r, k, f.Need, need)
+				}
+				// The delay is the reduction of what arrived: none in
+				// step 0, where a piece waits only on the window.
+				if want := map[bool]sim.Time{true: 3 * sim.Microsecond, false: 0}[s > 0]; f.Delay != want {
+					t.Errorf("step %d rank %d piece %d: delay %v, want %v", s, r, k, f.Delay, want)
 				}
 			}
 		}
