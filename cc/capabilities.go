@@ -51,6 +51,76 @@ type ECNDriven interface {
 	NeedsECN()
 }
 
+// PDSAcker is a module that needs Ultra Ethernet PDS receivers (UET's
+// recovery, cc/uet_recovery.go): ACKs coalesced by bytes and sent at once
+// for a CE mark, an ack request or a duplicate, each naming the packet
+// that triggered it and carrying a 64-bit SACK bitmap; a NACK naming each
+// trimmed packet. Receivers then neither delay ACKs nor answer every
+// packet.
+type PDSAcker interface {
+	PDSAcks()
+}
+
+// NackRecovery is a recovery that takes NACKs naming one packet (UET's
+// trim NACKs): OnNack marks the packet at seq lost and queues it for
+// retransmission. ok is false when the packet is not outstanding (already
+// acknowledged or already queued), and nothing changed.
+type NackRecovery interface {
+	OnNack(now sim.Time, seq uint64) (bytes int64, st SeqState, ok bool)
+}
+
+// NackReactor is a controller that reacts to a NACK of a trimmed packet
+// (NSCC, UEC 1.0 §3.6.13.5).
+type NackReactor interface {
+	OnNack(ev *NackEvent)
+}
+
+// NackEvent tells a NackReactor what one trim NACK did.
+type NackEvent struct {
+	Now sim.Time
+	// Bytes is the payload of the NACKed packet.
+	Bytes int64
+	// RTT is the time since the NACKed packet left (its echoed
+	// timestamp), 0 if unknown.
+	RTT sim.Time
+	// LastHop: the packet was trimmed at the last switch (the
+	// receiver's downlink), not in the fabric.
+	LastHop bool
+	// PriorInFlight is the bytes in flight before the packet was taken
+	// out of the flight.
+	PriorInFlight int64
+	MSS           int64
+}
+
+// TimeoutReactor is a controller that hears of the bytes a recovery's
+// per-packet timers declared lost (NSCC: mark_packet_for_retransmission),
+// instead of OnCongestion(CongRTO).
+type TimeoutReactor interface {
+	OnPacketTimeout(now sim.Time, bytes int64)
+}
+
+// OwnTimeouts is a recovery that times out packets itself, one by one
+// (UET: each packet RTO after it left): the endpoint arms no RFC 6298
+// timer, and the recovery's TimedRecovery deadline does the work.
+type OwnTimeouts interface {
+	TimedRecovery
+	OwnsTimeouts()
+}
+
+// TimedOutPaths is a recovery that reports the entropies of the packets
+// its timers declared lost by the last OnDeadline (the path manager
+// penalises them).
+type TimedOutPaths interface {
+	TimedOutEntropies() []uint16
+}
+
+// ECNReactor is a controller that reads the ECN echo of every ACK in
+// OnAck itself (NSCC's quadrants): the endpoint applies no RFC 3168
+// once-per-window reduction for it.
+type ECNReactor interface {
+	ReactsToECN()
+}
+
 // NICScheduled is a rate-paced controller (RatePaced) whose flow is an
 // RDMA queue pair: the host hands its packets to the NIC only when the
 // NIC is free, as an RDMA NIC's scheduler pulls from its queue pairs
@@ -127,6 +197,8 @@ type EndpointDelayUser interface {
 
 // Capabilities is what a pair of modules declares.
 type Capabilities struct {
+	// PDSAcks: PDSAcker.
+	PDSAcks bool
 	// PerPacketAcks: PerPacketAcker.
 	PerPacketAcks bool
 	// NeedsSack: SackUser.
@@ -165,6 +237,9 @@ func CapabilitiesOf(ctl Controller, rec Recovery) Capabilities {
 		if _, ok := m.(SackUser); ok {
 			c.NeedsSack = true
 		}
+		if _, ok := m.(PDSAcker); ok {
+			c.PDSAcks = true
+		}
 	}
 	if _, ok := ctl.(HopAware); ok {
 		c.HopAware = true
@@ -200,12 +275,20 @@ func CapabilitiesOf(ctl Controller, rec Recovery) Capabilities {
 }
 
 // Describe returns the capabilities of the modules cfg names, built with
-// their defaults (cfg's numbers and options are not used, so an invalid
-// option does not hide them). A name the registry does not know declares
-// nothing; Config.Validate reports it.
+// their defaults; the controller also with cfg's options (an option may
+// declare a capability: HPCC's nic_scheduled), unless they are invalid,
+// so that they do not hide the capabilities. cfg's numbers are not used.
+// A name the registry does not know declares nothing; Config.Validate
+// reports it.
 func Describe(cfg Config) Capabilities {
-	d := Config{CC: cfg.CC, Recovery: cfg.Recovery, MSS: 1000, InitCwnd: 10, DupThresh: 3}
-	ctl, _ := NewController(d)
+	d := Config{CC: cfg.CC, Recovery: cfg.Recovery, MSS: 1000, InitCwnd: 10, DupThresh: 3,
+		PacketRTO: max(cfg.PacketRTO, sim.Microsecond)}
+	withOpts := d
+	withOpts.Options = cfg.Options
+	ctl, err := NewController(withOpts)
+	if err != nil {
+		ctl, _ = NewController(d)
+	}
 	rec, _ := NewRecovery(d, 1)
 	if ctl == nil && rec == nil {
 		return Capabilities{}

@@ -86,6 +86,9 @@ type AckEvent struct {
 	// Tel is the ACK's telemetry: the INT records it echoes (HPCC) and the
 	// endpoint delay (Swift); nil when the run keeps none.
 	Tel *sim.Telemetry
+	// InFlight is the bytes in flight (pipe) after this ACK (NSCC's quick
+	// adapt remembers it, uec.cpp quick_adapt _bytes_to_ignore).
+	InFlight int64
 }
 
 // CongestionEvent tells a Controller to reduce its window.
@@ -194,6 +197,11 @@ type AckVerdict struct {
 	// FlightSize to use in RFC 5681 eq. 4: data sent by limited transmit
 	// is not part of it (§3.2 step 2). 0 means FlightSize().
 	LossFlightSize int64
+	// TimedOut is the payload a recovery's per-packet timers declared lost
+	// (OnDeadline of a recovery that owns its timeouts, UET's): the
+	// endpoint tells the controller (TimeoutReactor, else CongRTO) and
+	// the path manager.
+	TimedOut int64
 	// SeqState is the sequence state after the ACK.
 	SeqState
 }
@@ -207,6 +215,10 @@ type Segment struct {
 	// Force: send even if the window is full (the fast retransmission of
 	// RFC 5681 §3.2 step 2, RFC 6675 §5 (4.3)).
 	Force bool
+	// Entropy is the entropy the packet carries, set by the endpoint in
+	// OnSent before the Recovery records it (UET's recovery keeps it to
+	// tell the path manager which path a timed-out packet took).
+	Entropy uint16
 }
 
 // Recovery owns the sender's sequence space and loss detection. Its event

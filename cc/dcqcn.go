@@ -52,12 +52,18 @@ import (
 // wait for the next rate-reduction monitor tick (every
 // rate_reduce_monitor_period), and Rt is clamped to Rc on a cut only if
 // the timer raised the rate since the last one
-// (clamp_tgt_rate_after_time_inc).
+// (clamp_tgt_rate_after_time_inc). The HPCC paper's model (DCQCNHPCC)
+// is the ConnectX one as HPCC's ns-3 writes it, without a byte counter and
+// with its timer-only stages (StagesTimer). An optional window on the
+// bytes in flight (Window) gives the HPCC paper's DCQCN+w.
 type DCQCN struct {
 	cfg  DCQCNConfig
 	line int64 // line rate, bits per second
 
 	rc, rt int64 // current and target rate, bits per second
+	// winRTT is T of the window (WindowFixed, WindowRate): the config's
+	// WindowRTT, else the flow's base RTT from SetLink.
+	winRTT sim.Time
 	alpha  float64
 	// alphaAt is the origin of α's clock: the last CNP (AlphaOnCNP, decay
 	// steps at alphaAt + k×AlphaPeriod) or the last update tick applied
@@ -95,6 +101,39 @@ const (
 	AlphaPeriodic
 )
 
+// Stages says how a rate-increase step picks its stage.
+type Stages uint8
+
+// The zero Stages is invalid.
+const (
+	// StagesPaper is §3.1's rule (eqs. 3-5): the timer's count t and the
+	// byte counter's bc together: fast recovery while max(t, bc) <= F,
+	// hyper increase of i × R_HAI (i = min(t, bc) − F) once both exceed
+	// F, additive increase in between.
+	StagesPaper Stages = 1 + iota
+	// StagesTimer is HPCC's ns-3 model of the Mellanox NIC (rdma-hw.cc
+	// RateIncEventMlx), which has no byte counter: with t the timer's
+	// count, fast recovery while t <= F, one additive step at t = F + 1,
+	// hyper increase of R_HAI per step (no i) after.
+	StagesTimer
+)
+
+// Window is DCQCN's optional window on the bytes in flight: the "+w" of
+// the HPCC paper's DCQCN+w (§5.1), HPCC's ns-3 HAS_WIN and VAR_WIN
+// (rdma-queue-pair.cc GetWin).
+type Window uint8
+
+// The zero Window is invalid.
+const (
+	// WindowOff is plain DCQCN: the rate alone limits the flow.
+	WindowOff Window = 1 + iota
+	// WindowFixed caps the bytes in flight at B·T (HAS_WIN 1, VAR_WIN 0).
+	WindowFixed
+	// WindowRate caps them at Rc·T, the BDP scaled by Rc over the line
+	// rate B (HAS_WIN 1, VAR_WIN 1: m_win × m_rate / m_max_rate).
+	WindowRate
+)
+
 // DCQCNConfig holds the reaction point's parameters and the notification
 // point's CNP interval. docs/scenario.md gives each with its source.
 type DCQCNConfig struct {
@@ -130,6 +169,13 @@ type DCQCNConfig struct {
 	// CNPInterval is the notification point's N: at most one CNP per flow
 	// per interval (paper: 50 µs).
 	CNPInterval sim.Time
+	// Stages is the rule that picks a rate-increase step's stage
+	// (paper: StagesPaper).
+	Stages Stages
+	// Window limits the bytes in flight (paper: WindowOff); WindowRTT is
+	// its T (0: the flow's base RTT).
+	Window    Window
+	WindowRTT sim.Time
 }
 
 // Mbps is one megabit per second in bits per second.
@@ -145,7 +191,8 @@ const Mbps = int64(1_000_000)
 func DCQCNPaper() DCQCNConfig {
 	return DCQCNConfig{G: 1.0 / 256, InitAlpha: 1, AlphaMode: AlphaOnCNP, AlphaPeriod: 55 * sim.Microsecond,
 		Timer: 55 * sim.Microsecond, ByteCounter: 10_000_000, F: 5, RAI: 40 * Mbps, RHAI: 200 * Mbps,
-		MinRate: 100 * Mbps, ClampTarget: true, CNPInterval: 50 * sim.Microsecond}
+		MinRate: 100 * Mbps, ClampTarget: true, CNPInterval: 50 * sim.Microsecond,
+		Stages: StagesPaper, Window: WindowOff}
 }
 
 // DCQCNConnectX is the NVIDIA ConnectX-4 (and later) firmware's default
@@ -160,18 +207,41 @@ func DCQCNConnectX() DCQCNConfig {
 	return DCQCNConfig{G: 5.0 / 1024, InitAlpha: 1023.0 / 1024, AlphaMode: AlphaPeriodic, AlphaPeriod: sim.Microsecond,
 		Timer: 300 * sim.Microsecond, ByteCounter: 32767, F: 1, RAI: 5 * Mbps, RHAI: 50 * Mbps,
 		MinRate: 1 * Mbps, ClampAfterTimeInc: true, DecreasePeriod: 4 * sim.Microsecond,
-		CNPInterval: 2 * sim.Microsecond}
+		CNPInterval: 2 * sim.Microsecond, Stages: StagesPaper, Window: WindowOff}
 }
 
-// DCQCNProfile returns the named parameter set: "paper" or "connectx".
+// DCQCNHPCC is DCQCN as the HPCC paper's simulations ran it (Li et al.,
+// SIGCOMM 2019, §5.1; the authors' ns-3, alibaba-edu/High-Precision-
+// Congestion-Control: run.py's `dcqcn` at 100 Gb/s and rdma-hw.cc's
+// Mellanox model): α every 1 µs (ALPHA_RESUME_INTERVAL), g = 1/256
+// (EWMA_GAIN), α = 1 at the first CNP, cuts on a 4 µs monitor
+// (RATE_DECREASE_INTERVAL), a 300 µs timer (RP_TIMER) and no byte
+// counter with the timer-only stages (StagesTimer), F = 1
+// (FAST_RECOVERY_TIMES), R_AI = 20 Mb/s and R_HAI = 200 Mb/s (run.py's
+// 5·bw/25 and 50·bw/25 Mb/s at bw = 100 Gb/s; they scale with the line
+// rate there), a 1 Gb/s minimum (MIN_RATE), Rt = Rc at a cut only after a
+// timer step (CLAMP_TARGET_RATE 0), and a CNP for every marked packet
+// (the receiver flags every ACK of a marked packet: N = 0). Window:
+// WindowRate gives the paper's DCQCN+w (run.py `dcqcn_vwin`).
+func DCQCNHPCC() DCQCNConfig {
+	return DCQCNConfig{G: 1.0 / 256, InitAlpha: 1, AlphaMode: AlphaPeriodic, AlphaPeriod: sim.Microsecond,
+		Timer: 300 * sim.Microsecond, ByteCounter: 0, F: 1, RAI: 20 * Mbps, RHAI: 200 * Mbps,
+		MinRate: 1000 * Mbps, ClampAfterTimeInc: true, DecreasePeriod: 4 * sim.Microsecond,
+		CNPInterval: 0, Stages: StagesTimer, Window: WindowOff}
+}
+
+// DCQCNProfile returns the named parameter set: "paper", "connectx" or
+// "hpcc".
 func DCQCNProfile(name string) (DCQCNConfig, error) {
 	switch name {
 	case "paper":
 		return DCQCNPaper(), nil
 	case "connectx":
 		return DCQCNConnectX(), nil
+	case "hpcc":
+		return DCQCNHPCC(), nil
 	}
-	return DCQCNConfig{}, dcqcnErr("profile", "unknown profile %q (known: paper, connectx)", name)
+	return DCQCNConfig{}, dcqcnErr("profile", "unknown profile %q (known: paper, connectx, hpcc)", name)
 }
 
 // Validate checks the parameters.
@@ -199,6 +269,14 @@ func (c DCQCNConfig) Validate() error {
 		return dcqcnErr("rate_reduce_monitor_period", "must not be negative, got %v", c.DecreasePeriod)
 	case c.CNPInterval < 0:
 		return dcqcnErr("cnp_interval", "must not be negative, got %v", c.CNPInterval)
+	case c.Stages != StagesPaper && c.Stages != StagesTimer:
+		return dcqcnErr("stages", "invalid rule %d", c.Stages)
+	case c.Stages == StagesTimer && c.ByteCounter != 0:
+		return dcqcnErr("stages", "the timer rule has no byte counter: set byte_counter to 0, got %d", c.ByteCounter)
+	case c.Window != WindowOff && c.Window != WindowFixed && c.Window != WindowRate:
+		return dcqcnErr("window", "invalid mode %d", c.Window)
+	case c.WindowRTT < 0:
+		return dcqcnErr("window_rtt", "must not be negative, got %v", c.WindowRTT)
 	}
 	return nil
 }
@@ -224,9 +302,14 @@ func NewDCQCN(cfg DCQCNConfig) *DCQCN {
 func (d *DCQCN) Config() DCQCNConfig { return d.cfg }
 
 // SetLink implements LinkAware.SetLink: the flow starts at line rate
-// (§3.1: the RP starts at full line rate). The base RTT is not used; a
-// rate of 0 (none known) leaves the flow unpaced.
-func (d *DCQCN) SetLink(rate sim.Bandwidth, _ sim.Time) {
+// (§3.1: the RP starts at full line rate). The base RTT is the window's T
+// unless the config gives one; a rate of 0 (none known) leaves the flow
+// unpaced.
+func (d *DCQCN) SetLink(rate sim.Bandwidth, baseRTT sim.Time) {
+	d.winRTT = d.cfg.WindowRTT
+	if d.winRTT == 0 {
+		d.winRTT = baseRTT
+	}
 	bps := int64(rate)
 	if bps <= 0 {
 		return
@@ -381,6 +464,20 @@ func (d *DCQCN) increase() {
 	t, bc := d.t, d.bc // without a byte counter bc stays 0: no hyper increase
 	f := d.cfg.F
 	switch {
+	case d.cfg.Stages == StagesTimer:
+		// HPCC's rdma-hw.cc RateIncEventMlx counts the stage from 0 before
+		// its increment: < F fast recovery, == F additive, > F hyper by
+		// R_HAI. Our t is counted after it: t <= F, t == F+1, t > F+1.
+		switch {
+		case t <= f:
+			d.state = StateFastRecovery
+		case t == f+1:
+			d.rt = satAdd(d.rt, d.cfg.RAI)
+			d.state = StateAdditiveIncrease
+		default:
+			d.rt = satAdd(d.rt, d.cfg.RHAI)
+			d.state = StateHyperIncrease
+		}
 	case max(t, bc) <= f:
 		d.state = StateFastRecovery // eq. 3
 	case min(t, bc) > f:
@@ -470,8 +567,24 @@ func (d *DCQCN) OnRecoveryExit(sim.Time) {}
 // unlimitedWindow is the window of a purely rate-based controller.
 const unlimitedWindow = math.MaxInt64 / 4
 
-// Cwnd implements Controller.Cwnd: DCQCN has no window.
-func (d *DCQCN) Cwnd() int64 { return unlimitedWindow }
+// Cwnd implements Controller.Cwnd: unlimited unless a Window is set, then
+// B·T or Rc·T bytes (at least 1: HPCC's GetWin "must > 0"; the endpoint
+// lets a paced flow keep one segment in flight whatever its window).
+func (d *DCQCN) Cwnd() int64 {
+	var r int64
+	switch d.cfg.Window {
+	case WindowFixed:
+		r = d.line
+	case WindowRate:
+		r = d.rc
+	default:
+		return unlimitedWindow
+	}
+	if r <= 0 || d.winRTT <= 0 {
+		return unlimitedWindow // no line rate or RTT known: no window
+	}
+	return max(sim.Bandwidth(r).BytesIn(d.winRTT), 1)
+}
 
 // Ssthresh implements Controller.Ssthresh: none.
 func (d *DCQCN) Ssthresh() int64 { return unlimitedWindow }
@@ -532,6 +645,29 @@ func dcqcnOptions(o *options) (DCQCNConfig, error) {
 		return c, err
 	}
 	if c.CNPInterval, err = o.duration("cnp_interval", c.CNPInterval); err != nil {
+		return c, err
+	}
+	stages := map[Stages]string{StagesPaper: "paper", StagesTimer: "timer"}[c.Stages]
+	switch s := o.str("stages", stages); s {
+	case "paper":
+		c.Stages = StagesPaper
+	case "timer":
+		c.Stages = StagesTimer
+	default:
+		return c, o.valueErr("stages", "expected paper or timer, got %q", s)
+	}
+	window := map[Window]string{WindowOff: "off", WindowFixed: "fixed", WindowRate: "rate"}[c.Window]
+	switch w := o.str("window", window); w {
+	case "off":
+		c.Window = WindowOff
+	case "fixed":
+		c.Window = WindowFixed
+	case "rate":
+		c.Window = WindowRate
+	default:
+		return c, o.valueErr("window", "expected off, fixed or rate, got %q", w)
+	}
+	if c.WindowRTT, err = o.duration("window_rtt", c.WindowRTT); err != nil {
 		return c, err
 	}
 	if err := c.Validate(); err != nil {

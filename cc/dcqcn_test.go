@@ -117,8 +117,10 @@ func TestDCQCN_3_1_AlphaDecayMatchesStepping(t *testing.T) {
 // line rate.
 func TestDCQCN_RatesStayBetweenMinAndLine(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, cfg := range []DCQCNConfig{DCQCNPaper(), DCQCNConnectX()} {
-		cfg.ByteCounter = 100_000
+	for _, cfg := range []DCQCNConfig{DCQCNPaper(), DCQCNConnectX(), DCQCNHPCC()} {
+		if cfg.Stages == StagesPaper {
+			cfg.ByteCounter = 100_000
+		}
 		d := NewDCQCN(cfg)
 		line := int64(100e9)
 		d.SetLink(sim.Bandwidth(line), 0)
@@ -160,8 +162,19 @@ func TestDCQCN_Options(t *testing.T) {
 	if c != want {
 		t.Fatalf("config %+v, want %+v", c, want)
 	}
+	ctl, err = NewController(Config{CC: "dcqcn", MSS: 1000, InitCwnd: 10, Options: map[string]string{
+		"profile": "hpcc", "window": "rate", "window_rtt": "12us"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = DCQCNHPCC()
+	want.Window, want.WindowRTT = WindowRate, 12*sim.Microsecond
+	if c := ctl.(*DCQCN).Config(); c != want {
+		t.Fatalf("config %+v, want %+v", c, want)
+	}
 	for _, bad := range []map[string]string{{"timer": "55"}, {"rai": "fast"}, {"f": "0"}, {"g": "2"},
-		{"profile": "cx9"}, {"byte_counter": "1.5"}, {"alpha_update": "sometimes"}} {
+		{"profile": "cx9"}, {"byte_counter": "1.5"}, {"alpha_update": "sometimes"}, {"stages": "hyper"},
+		{"window": "bdp"}, {"window_rtt": "-1us"}, {"stages": "timer"}} {
 		_, err := NewController(Config{CC: "dcqcn", MSS: 1000, InitCwnd: 10, Options: bad})
 		var ve *OptionValueError
 		if !errors.As(err, &ve) {
@@ -172,6 +185,46 @@ func TestDCQCN_Options(t *testing.T) {
 				t.Fatalf("options %v: error names %q, want %q", bad, ve.Key, k)
 			}
 		}
+	}
+}
+
+// TestDCQCN_Window: without a window DCQCN's is unlimited; WindowFixed
+// is B·T and WindowRate Rc·T (HPCC's ns-3 GetWin), T the flow's base RTT
+// unless WindowRTT gives one, never below one byte.
+func TestDCQCN_Window(t *testing.T) {
+	line := 100 * sim.GbitPerSecond
+	for _, c := range []struct {
+		w      Window
+		rtt    sim.Time
+		before int64 // at line rate
+		after  int64 // after one cut with alpha = 1 (Rc = 50 Gb/s)
+	}{
+		{WindowOff, 0, unlimitedWindow, unlimitedWindow},
+		{WindowFixed, 0, 125000, 125000},
+		{WindowRate, 0, 125000, 62500},
+		{WindowRate, 20 * sim.Microsecond, 250000, 125000},
+	} {
+		cfg := DCQCNPaper()
+		cfg.Window, cfg.WindowRTT = c.w, c.rtt
+		d := NewDCQCN(cfg)
+		d.SetLink(line, 10*sim.Microsecond)
+		if got := d.Cwnd(); got != c.before {
+			t.Errorf("window %d, T %v: cwnd %d at line rate, want %d", c.w, c.rtt, got, c.before)
+		}
+		d.OnCNP(0)
+		if got := d.Cwnd(); got != c.after {
+			t.Errorf("window %d, T %v: cwnd %d at Rc %d, want %d", c.w, c.rtt, got, d.Rate(), c.after)
+		}
+	}
+	cfg := DCQCNPaper()
+	cfg.Window, cfg.MinRate = WindowRate, 1
+	d := NewDCQCN(cfg)
+	d.SetLink(line, sim.Nanosecond)
+	for range 60 {
+		d.OnCNP(0)
+	}
+	if got := d.Cwnd(); got != 1 {
+		t.Errorf("Rc %d b/s over 1 ns: cwnd %d, want the floor of 1 byte", d.Rate(), got)
 	}
 }
 
@@ -209,5 +262,68 @@ func BenchmarkDCQCNEndpoint(b *testing.B) {
 		if n%100 == 0 {
 			ep.OnCNP(now)
 		}
+	}
+}
+
+// TestDCQCN_ClampWithoutFlagsFollowsTheByteCounter: with clamp_tgt_rate
+// and clamp_tgt_rate_after_time_inc both off, a cut sets Rt = Rc only if
+// the byte counter raised the rate since the last cut (ns3-rdma's default
+// branch; docs/decisions.md "Target clamp"). Line rate 40 Gb/s, α = 1 at
+// every CNP (eq. 1 keeps it at 1), B = 1000 bytes:
+//
+//	CNP 1: bc = 0, no clamp: Rt = 40, Rc = 20 Gb/s
+//	CNP 2: bc = 0, no clamp: Rt = 40, Rc = 10 (a clamp would give Rt = 20)
+//	1000 bytes sent: one byte-counter event, fast recovery: Rc = 25
+//	CNP 3: bc = 1, clamp: Rt = 25, Rc = 12.5 Gb/s
+func TestDCQCN_ClampWithoutFlagsFollowsTheByteCounter(t *testing.T) {
+	cfg := DCQCNPaper()
+	cfg.ClampTarget, cfg.ClampAfterTimeInc, cfg.ByteCounter = false, false, 1000
+	d := NewDCQCN(cfg)
+	d.SetLink(40e9, 0)
+	check := func(step string, rc, rt int64) {
+		t.Helper()
+		if d.Rate() != rc || d.TargetRate() != rt {
+			t.Fatalf("%s: Rc %d Rt %d, want %d and %d", step, d.Rate(), d.TargetRate(), rc, rt)
+		}
+	}
+	d.OnCNP(0)
+	check("CNP 1", 20e9, 40e9)
+	d.OnCNP(sim.Microsecond)
+	check("CNP 2", 10e9, 40e9)
+	if !d.OnSend(2*sim.Microsecond, 1000) {
+		t.Fatalf("1000 bytes with B = 1000: no byte-counter event")
+	}
+	check("byte counter", 25e9, 40e9)
+	d.OnCNP(3 * sim.Microsecond)
+	check("CNP 3", 12_500_000_000, 25e9)
+}
+
+// TestDCQCN_TimerReachesLineRateAndStops: after a cut the timer alone
+// brings Rc back to exactly the line rate and then stops (cc/dcqcn.go
+// rounds (Rt + Rc)/2 up; rounding down would leave Rc one bit per second
+// short and the timer running for ever). Paper parameters, no byte
+// counter, line 40 Gb/s. The first CNP (α = 1): Rc = 20, Rt = 40 Gb/s.
+// Five fast-recovery events (eq. 3): 30, 35, 37.5, 38.75, 39.375 Gb/s;
+// then additive increase (eq. 4) with Rt capped at 40 Gb/s: each event
+// takes the gap g to floor(g/2), and g = 625,000,000 bit/s (30 bits)
+// reaches 0 in 30 events. 35 events in all, every T = 55 us.
+func TestDCQCN_TimerReachesLineRateAndStops(t *testing.T) {
+	cfg := DCQCNPaper()
+	cfg.ByteCounter = 0
+	d := NewDCQCN(cfg)
+	d.SetLink(40e9, 0)
+	d.OnCNP(0)
+	fr := []int64{30e9, 35e9, 37_500_000_000, 38_750_000_000, 39_375_000_000}
+	for i := 0; d.Deadline() != sim.Never; i++ {
+		if i == 100 {
+			t.Fatalf("after 100 timer events Rc %d Rt %d, the timer still runs", d.Rate(), d.TargetRate())
+		}
+		d.OnTimer(d.Deadline())
+		if i < len(fr) && d.Rate() != fr[i] {
+			t.Fatalf("fast-recovery event %d: Rc %d, want %d", i+1, d.Rate(), fr[i])
+		}
+	}
+	if d.Rate() != 40e9 || d.TimerEvents != 35 || d.State() != StateLineRate {
+		t.Fatalf("Rc %d after %d timer events, state %v; want 40e9 after 35, line-rate", d.Rate(), d.TimerEvents, d.State())
 	}
 }

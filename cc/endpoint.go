@@ -59,8 +59,8 @@ type Endpoint struct {
 	rtoAt       sim.Time // retransmission deadline; Never when disarmed
 	paceAt      sim.Time // earliest time the next burst may leave
 	inBurst     int      // segments of the current burst sent
-	paceBlocked bool     // the last Next stopped on pacing
 	ecnRecover  uint64   // no new ECN reduction until SndUna passes this
+	paceBlocked bool     // the last Next stopped on pacing
 	ecnReduced  bool     // an ECN reduction happened (ecnRecover is valid)
 	cwrPending  bool     // set CWR on the next data packet
 	done        bool
@@ -68,6 +68,10 @@ type Endpoint struct {
 	delivered   int64 // bytes acknowledged so far
 
 	pm *PathManager // STrack's entropy choice; nil otherwise
+
+	// uet holds the UET seams of the modules (uet_endpoint.go), nil when
+	// they have none.
+	uet *uetSeams
 
 	lastTraceAt sim.Time
 	lastCwnd    int64
@@ -176,6 +180,8 @@ type Actions struct {
 	CCTimer bool
 	// CNP: a congestion notification packet was processed (CNPReactor).
 	CNP bool
+	// Nack: a trim NACK took a packet out of the flight (OnNack).
+	Nack bool
 	// Done: this ACK acknowledged the last byte of the flow.
 	Done bool
 	// Send: the owner should now send what the endpoint allows.
@@ -188,6 +194,10 @@ type Actions struct {
 type Sent struct {
 	Entropy uint16
 	CWR     bool // RFC 3168 §6.1.2: the window was reduced
+	// AckReq asks a UET receiver to acknowledge this packet at once
+	// (uec.cpp sendNewPacket/sendRtxPacket set_ar: the flow's last packet,
+	// the one that fills the window, every retransmission).
+	AckReq bool
 }
 
 // Timer names one of the endpoint's deadlines.
@@ -280,6 +290,7 @@ func NewEndpoint(cfg EndpointConfig, ctl Controller, rec Recovery) (*Endpoint, e
 	if cfg.Paths != nil {
 		ep.pm = NewPathManager(*cfg.Paths, cfg.PathBase)
 	}
+	ep.initUET()
 	ep.st = rec.State()
 	ep.readCtl()
 	return ep, nil
@@ -475,8 +486,12 @@ func (ep *Endpoint) OnSent(now sim.Time, seg Segment, rng *rand.Rand) Sent {
 	default:
 		s.Entropy = ep.cfg.FlowEntropy
 	}
+	seg.Entropy = s.Entropy
 	ep.st = ep.rec.OnSent(now, seg, ep.rttInfo())
-	if ep.rtoAt == sim.Never {
+	if ep.uet != nil && ep.uet.pds {
+		s.AckReq = ep.ackRequest(seg)
+	}
+	if ep.rtoAt == sim.Never && (ep.uet == nil || !ep.uet.ownTimers) {
 		ep.armRTO(now + ep.rto.Timeout()) // RFC 6298 §5.1
 	}
 	wire := seg.Len + ep.cfg.Header
@@ -518,6 +533,9 @@ func (ep *Endpoint) OnSent(now sim.Time, seg Segment, rng *rand.Rand) Sent {
 func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 	if ep.done {
 		return Actions{}
+	}
+	if a.Trimmed && ep.uet != nil && ep.uet.nackRec != nil {
+		return ep.onTrimNack(now, a) // a recovery with its own NACKs (uet_endpoint.go)
 	}
 	var act Actions
 	prior := ep.st.Pipe
@@ -592,13 +610,14 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 		ae.SndUna, ae.SndNxt, ae.Delivered = ep.st.Una, ep.st.Nxt, ep.delivered
 		ae.CwndLimited, ae.Paced = limited, ep.cfg.Pacing.Enabled
 		ae.Tel = a.Tel
+		ae.InFlight = ep.st.Pipe
 		ep.ctl.OnAck(&ep.ae)
 		ep.readCtl()
 	}
 	if ep.pm != nil {
 		// STrack: marks steer paths.
 		ep.pm.OnAck(now, a.Entropy, ece, ep.cwnd/ep.mss)
-	} else if ep.cfg.ECN && ece && !ep.st.InRecovery && (!ep.ecnReduced || ep.st.Una > ep.ecnRecover) {
+	} else if ep.cfg.ECN && ece && (ep.uet == nil || !ep.uet.ownECN) && !ep.st.InRecovery && (!ep.ecnReduced || ep.st.Una > ep.ecnRecover) {
 		// RFC 3168 §6.1.2: react to ECE at most once per window of data.
 		ep.congestion(now, CongECN, ep.st.Flight)
 		ep.ecnRecover, ep.ecnReduced = ep.st.Nxt, true
@@ -616,7 +635,7 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 		return act
 	}
 	ep.cwndLimited = false
-	if v.AdvancedUna {
+	if v.AdvancedUna && (ep.uet == nil || !ep.uet.ownTimers) {
 		ep.armRTO(now + ep.rto.Timeout()) // RFC 6298 §5.3
 	}
 	act.Send = true
@@ -657,6 +676,11 @@ func (ep *Endpoint) onRecoveryTimer(now sim.Time) Actions {
 	event := "recovery-timer"
 	v := ep.timed.OnDeadline(now, ep.rttInfo())
 	ep.st = v.SeqState
+	if v.TimedOut > 0 {
+		ep.packetTimeouts(now, v.TimedOut)
+		act.RTO = true
+		event = "rto"
+	}
 	if v.EnterRecovery {
 		// RACK's reordering timer found a loss: fast recovery begins.
 		ep.congestion(now, CongLoss, LossFlight(v, ep.st.Flight))

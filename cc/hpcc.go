@@ -2,6 +2,7 @@ package cc
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/lockstep-sim/lockstep/sim"
 )
@@ -43,7 +44,10 @@ type HPCCConfig struct {
 	// Eta is the target utilisation η (§3.3: 95%).
 	Eta float64
 	// MaxStage is the number of additive-increase rounds before a
-	// multiplicative increase (§3.3: 5).
+	// multiplicative increase. §3.3 and §5.1 print 5; the authors' page
+	// (hpcc-group.github.io/results.md, "Settings") says that is a typo
+	// for the simulations, which ran maxStage = 0, as ns-3 run.py's
+	// MI_THRESH default does (docs/decisions.md "HPCC").
 	MaxStage int
 	// WAI is the additive increase W_AI in bytes; 0 derives it from the
 	// line rate and T as ns-3's run.py does (RATE_AI = 10·bw/25 Mb/s at bw
@@ -57,22 +61,31 @@ type HPCCConfig struct {
 	MinRate sim.Bandwidth
 }
 
-// DefaultHPCCConfig has the paper's η = 0.95 and maxStage = 5 (§3.3,
-// §5.1) and ns-3's W_AI and minimum rate.
+// DefaultHPCCConfig has the paper's η = 0.95 (§3.3, §5.1), the
+// maxStage = 0 its simulations ran (see MaxStage) and ns-3's W_AI and
+// minimum rate.
 func DefaultHPCCConfig() HPCCConfig {
-	return HPCCConfig{Eta: 0.95, MaxStage: 5, MinRate: sim.GbitPerSecond}
+	return HPCCConfig{Eta: 0.95, MaxStage: 0, MinRate: sim.GbitPerSecond}
 }
 
-// Validate checks the parameters.
+// Validate checks the parameters; an error names the option
+// (OptionValueError) that transport.options sets.
 func (c *HPCCConfig) Validate() error {
-	if !(c.Eta > 0 && c.Eta <= 1) {
-		return fmt.Errorf("hpcc: eta must be in (0, 1], got %g", c.Eta)
+	bad := func(key, format string, args ...any) error {
+		return &OptionValueError{Module: "hpcc", Key: key, Err: fmt.Errorf(format, args...)}
 	}
-	if c.MaxStage < 0 {
-		return fmt.Errorf("hpcc: max_stage must not be negative, got %d", c.MaxStage)
-	}
-	if c.WAI < 0 || c.BaseRTT < 0 || c.MinRate < 0 {
-		return fmt.Errorf("hpcc: w_ai, base_rtt and min_rate must not be negative")
+	switch {
+	case !(c.Eta > 0 && c.Eta <= 1):
+		return bad("eta", "must be in (0, 1], got %g", c.Eta)
+	case c.MaxStage < 0:
+		return bad("max_stage", "must not be negative, got %d", c.MaxStage)
+	case !(c.WAI >= 0 && !math.IsInf(c.WAI, 0)):
+		// NaN or infinity would make every window NaN or infinite.
+		return bad("w_ai", "must be a finite number of bytes >= 0, got %g", c.WAI)
+	case c.BaseRTT < 0:
+		return bad("base_rtt_us", "must not be negative, got %v", c.BaseRTT)
+	case c.MinRate < 0:
+		return bad("min_rate_gbps", "must not be negative, got %v", c.MinRate)
 	}
 	return nil
 }
@@ -104,6 +117,20 @@ var (
 	_ INTUser    = (*HPCC)(nil)
 	_ Prober     = (*HPCC)(nil)
 )
+
+// HPCCQueuePair is HPCC run as an RDMA queue pair (option nic_scheduled):
+// the same controller, declared NICScheduled, so that the host's NIC pulls
+// the flow's packets round robin with its other queue pairs and spaces
+// them with the NIC's rate limiter, which re-times the next packet when
+// the rate changes (hostsim/paced.go, cc/pacer.go). This is how the
+// authors' ns-3 runs HPCC: on its RDMA NIC model (rdma-hw.cc, the
+// RdmaEgressQueue round robin, ChangeRate), as it runs DCQCN.
+type HPCCQueuePair struct{ *HPCC }
+
+var _ NICScheduled = HPCCQueuePair{}
+
+// NICScheduled implements NICScheduled.
+func (HPCCQueuePair) NICScheduled() {}
 
 // NewHPCC returns HPCC with the given initial window (segments), used
 // until SetLink gives the line rate; then W_init = B·T.

@@ -1,6 +1,7 @@
 package cc
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/lockstep-sim/lockstep/sim"
@@ -65,5 +66,64 @@ func TestHPCCSwift_OnAckAllocatesNothing(t *testing.T) {
 		s.OnCongestion(&CongestionEvent{Now: ev.Now, Kind: CongRTO, MSS: 1000})
 	}); n != 0 {
 		t.Errorf("Swift OnAck and OnCongestion: %v allocations, want 0", n)
+	}
+}
+
+// TestDescribe_HPCCNICScheduledFromOptions: HPCC's nic_scheduled option
+// declares the NICScheduled capability (the host then serves the flows as
+// RDMA queue pairs); invalid options fall back to the defaults, so the
+// capabilities stay visible for validation to report the option.
+func TestDescribe_HPCCNICScheduledFromOptions(t *testing.T) {
+	for _, c := range []struct {
+		opts     map[string]string
+		nic, int bool
+	}{
+		{nil, false, true},
+		{map[string]string{"nic_scheduled": "true"}, true, true},
+		{map[string]string{"nic_scheduled": "false"}, false, true},
+		{map[string]string{"nic_scheduled": "true", "eta": "7"}, false, true},
+	} {
+		caps := Describe(Config{CC: "hpcc", Options: c.opts})
+		if caps.NICScheduled != c.nic || caps.NeedsINT != c.int {
+			t.Errorf("options %v: NICScheduled %v NeedsINT %v, want %v and %v", c.opts, caps.NICScheduled, caps.NeedsINT, c.nic, c.int)
+		}
+	}
+	ctl, err := NewController(Config{CC: "hpcc", MSS: 1000, InitCwnd: 10, Options: map[string]string{"nic_scheduled": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ctl.(HPCCQueuePair); !ok {
+		t.Fatalf("nic_scheduled: controller %T, want HPCCQueuePair", ctl)
+	}
+	if _, err := NewController(Config{CC: "hpcc", MSS: 1000, InitCwnd: 10, Options: map[string]string{"nic_scheduled": "maybe"}}); err == nil {
+		t.Fatalf("nic_scheduled: maybe: want an error, got none")
+	}
+}
+
+// TestHPCCSwift_BadOptionNamesItsKey: a value out of range, NaN or
+// infinite is refused with an OptionValueError naming the option
+// (scenario reports it as transport.options.KEY); NaN used to pass some
+// checks (w_ai, ai, beta) and make every window NaN.
+func TestHPCCSwift_BadOptionNamesItsKey(t *testing.T) {
+	for _, c := range []struct{ cc, key, value string }{
+		{"hpcc", "eta", "0"}, {"hpcc", "eta", "NaN"}, {"hpcc", "max_stage", "-1"}, {"hpcc", "max_stage", "2.5"},
+		{"hpcc", "w_ai", "NaN"}, {"hpcc", "w_ai", "-1"}, {"hpcc", "w_ai", "+Inf"}, {"hpcc", "base_rtt_us", "NaN"},
+		{"hpcc", "min_rate_gbps", "-1"},
+		{"swift", "ai", "NaN"}, {"swift", "ai", "0"}, {"swift", "beta", "NaN"}, {"swift", "max_mdf", "1"},
+		{"swift", "base_target_us", "0"}, {"swift", "per_hop_us", "NaN"}, {"swift", "fs_range_us", "-1"},
+		{"swift", "endpoint_target_us", "0"}, {"swift", "fs_min", "0"}, {"swift", "fs_max", "+Inf"},
+		{"swift", "fs_max", "0.05"}, {"swift", "min_cwnd", "0"}, {"swift", "max_cwnd", "+Inf"},
+		{"swift", "max_cwnd", "0.001"}, {"swift", "retx_reset", "0"},
+	} {
+		_, err := NewController(Config{CC: c.cc, MSS: 1000, InitCwnd: 10, Options: map[string]string{c.key: c.value}})
+		var ve *OptionValueError
+		if !errors.As(err, &ve) || ve.Module != c.cc || ve.Key != c.key {
+			t.Errorf("%s %s=%s: error %v, want an OptionValueError naming %s.%s", c.cc, c.key, c.value, err, c.cc, c.key)
+		}
+	}
+	for _, cc := range []string{"hpcc", "swift"} {
+		if _, err := NewController(Config{CC: cc, MSS: 1000, InitCwnd: 10}); err != nil {
+			t.Errorf("%s with its defaults: %v", cc, err)
+		}
 	}
 }

@@ -26,12 +26,18 @@ type Config struct {
 	MaxAckDelay sim.Time
 	// Strack parameterises the "strack" controller (nil: defaults).
 	Strack *StrackConfig
+	// NSCC parameterises the "nscc" controller (nil: DefaultNSCCConfig);
+	// its Options override it key by key (nsccOptions).
+	NSCC *NSCCConfig
+	// PacketRTO is the per-packet timeout of a recovery that times packets
+	// out one by one ("uet"): a fixed RTO, set from the transport's.
+	PacketRTO sim.Time
 	// Options are module-specific settings as key=value text, checked by
 	// the module's constructor (an unknown key is an error): cubic
 	// hystart=, hystart_hz=, slow_start=, fast_convergence=,
 	// tcp_friendliness=; scalable
 	// variant=kelly|linux; dctcp g=, init_alpha=; dcqcn profile= and its
-	// parameters (dcqcnOptions).
+	// parameters (dcqcnOptions); nscc the NSCCConfig fields (nsccOptions).
 	Options map[string]string
 }
 
@@ -99,8 +105,8 @@ func (o *options) micros(key string, def sim.Time) (sim.Time, error) {
 	if err != nil {
 		return 0, err
 	}
-	if f < 0 || f > 1e9 {
-		return 0, fmt.Errorf("%s option %s: must be between 0 and 1e9 microseconds, got %g", o.module, key, f)
+	if !(f >= 0 && f <= 1e9) { // NaN too
+		return 0, &OptionValueError{Module: o.module, Key: key, Err: fmt.Errorf("must be between 0 and 1e9 microseconds, got %g", f)}
 	}
 	return sim.Time(math.Round(f * float64(sim.Microsecond))), nil
 }
@@ -169,10 +175,10 @@ func (c *Config) Validate() error {
 }
 
 // ControllerNames lists the congestion controls NewController knows.
-var ControllerNames = []string{"reno", "cubic", "scalable", "dctcp", "strack", "hpcc", "swift", "dcqcn"}
+var ControllerNames = []string{"reno", "cubic", "scalable", "dctcp", "strack", "hpcc", "swift", "dcqcn", "nscc"}
 
 // RecoveryNames lists the recoveries NewRecovery knows.
-var RecoveryNames = []string{"reno", "newreno", "sack", "rack", "strack", "gbn", "sr"}
+var RecoveryNames = []string{"reno", "newreno", "sack", "rack", "strack", "gbn", "sr", "uet"}
 
 // NewController builds the Controller c names.
 func NewController(c Config) (Controller, error) {
@@ -259,6 +265,18 @@ func newController(c Config, o *options) (Controller, error) {
 		return newHPCCFromOptions(c, o)
 	case "swift":
 		return newSwiftFromOptions(c, o)
+	case "nscc":
+		nc := DefaultNSCCConfig()
+		if c.NSCC != nil {
+			nc = *c.NSCC
+		}
+		if err := nsccOptions(o, &nc); err != nil {
+			return nil, err
+		}
+		if err := nc.Validate(); err != nil {
+			return nil, err
+		}
+		return NewNSCC(nc, c.MSS), nil
 	}
 	return nil, fmt.Errorf("cc: unknown congestion control %q (known: %v)", c.CC, ControllerNames)
 }
@@ -303,23 +321,25 @@ func NewRecovery(c Config, size uint64) (Recovery, error) {
 		return NewRoCERecovery(NakGoBackN, c.MSS, size), nil
 	case "sr":
 		return NewRoCERecovery(NakSelective, c.MSS, size), nil
+	case "uet":
+		return NewUETRecovery(c.MSS, size, c.PacketRTO)
 	}
 	return nil, fmt.Errorf("recovery: unknown loss recovery %q (known: %v)", c.Recovery, RecoveryNames)
 }
 
 // newHPCCFromOptions builds HPCC from its options: eta, max_stage, w_ai
-// (bytes), base_rtt_us, min_rate_gbps.
+// (bytes), base_rtt_us, min_rate_gbps, nic_scheduled.
 func newHPCCFromOptions(c Config, o *options) (Controller, error) {
 	h := DefaultHPCCConfig()
 	stage, rate := float64(h.MaxStage), float64(h.MinRate)/float64(sim.GbitPerSecond)
 	if err := o.floats([]string{"eta", "max_stage", "w_ai", "min_rate_gbps"}, &h.Eta, &stage, &h.WAI, &rate); err != nil {
 		return nil, err
 	}
-	if stage != math.Trunc(stage) || stage < 0 || stage > 1e6 {
-		return nil, fmt.Errorf("hpcc option max_stage: want a whole number in [0, 1e6], got %g", stage)
+	if !(stage == math.Trunc(stage) && stage >= 0 && stage <= 1e6) {
+		return nil, o.valueErr("max_stage", "want a whole number in [0, 1e6], got %g", stage)
 	}
 	if !(rate >= 0 && rate <= 1e6) {
-		return nil, fmt.Errorf("hpcc option min_rate_gbps: want a number in [0, 1e6], got %g", rate)
+		return nil, o.valueErr("min_rate_gbps", "want a number in [0, 1e6], got %g", rate)
 	}
 	h.MaxStage, h.MinRate = int(stage), sim.Bandwidth(rate*float64(sim.GbitPerSecond))
 	var err error
@@ -328,6 +348,13 @@ func newHPCCFromOptions(c Config, o *options) (Controller, error) {
 	}
 	if err := h.Validate(); err != nil {
 		return nil, err
+	}
+	nic, err := o.boolean("nic_scheduled", false)
+	if err != nil {
+		return nil, err
+	}
+	if nic {
+		return HPCCQueuePair{NewHPCC(h, c.MSS, c.InitCwnd)}, nil
 	}
 	return NewHPCC(h, c.MSS, c.InitCwnd), nil
 }
@@ -342,8 +369,8 @@ func newSwiftFromOptions(c Config, o *options) (Controller, error) {
 		&s.AI, &s.Beta, &s.MaxMDF, &s.FSMin, &s.FSMax, &s.MinCwnd, &s.MaxCwnd, &reset); err != nil {
 		return nil, err
 	}
-	if reset != math.Trunc(reset) || reset < 1 || reset > 1e6 {
-		return nil, fmt.Errorf("swift option retx_reset: want a whole number in [1, 1e6], got %g", reset)
+	if !(reset == math.Trunc(reset) && reset >= 1 && reset <= 1e6) {
+		return nil, o.valueErr("retx_reset", "want a whole number in [1, 1e6], got %g", reset)
 	}
 	s.RetxReset = int(reset)
 	// The other durations default from the base target, as htsim derives

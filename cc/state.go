@@ -33,6 +33,22 @@ const (
 	StateFastRecovery
 	StateAdditiveIncrease
 	StateHyperIncrease
+	// NSCC's last window action (UEC 1.0 §3.6.13, uet-htsim uec.cpp
+	// updateCwndOnAck_NSCC): fair increase (no mark, delay at or above
+	// target), proportional increase (no mark, below target), fast
+	// increase (a clear path for a window), multiplicative decrease
+	// (marked and above target), hold (marked below target, or a decrease
+	// not due yet: the path changes, the window does not), quick adapt (the
+	// window set to what was delivered), and the cuts of a trim NACK and a
+	// per-packet timeout.
+	StateFairIncrease
+	StatePropIncrease
+	StateFastIncrease
+	StateMultDecrease
+	StateHold
+	StateQuickAdapt
+	StateNackDecrease
+	StateTimeoutDecrease
 )
 
 // String is the state's name in traces.
@@ -66,6 +82,22 @@ func (s CongState) String() string {
 		return "additive-increase"
 	case StateHyperIncrease:
 		return "hyper-increase"
+	case StateFairIncrease:
+		return "fair-increase"
+	case StatePropIncrease:
+		return "proportional-increase"
+	case StateFastIncrease:
+		return "fast-increase"
+	case StateMultDecrease:
+		return "multiplicative-decrease"
+	case StateHold:
+		return "hold"
+	case StateQuickAdapt:
+		return "quick-adapt"
+	case StateNackDecrease:
+		return "nack-decrease"
+	case StateTimeoutDecrease:
+		return "timeout-decrease"
 	}
 	return ""
 }

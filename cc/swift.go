@@ -55,7 +55,9 @@ type SwiftConfig struct {
 	// RetxReset is RETX_RESET_THRESHOLD: that many consecutive timeouts
 	// reset the window to MinCwnd.
 	RetxReset int
-	// Hops is the flow's path length in links (set by the host).
+	// Hops is the flow's path length in links (set by the host), as
+	// htsim's Route::hop_count counts pipes; the paper's TTL-based count
+	// is the switches, one fewer (docs/decisions.md).
 	Hops int
 }
 
@@ -71,21 +73,39 @@ func DefaultSwiftConfig() SwiftConfig {
 		EndpointTarget: base, MinCwnd: 0.01, MaxCwnd: 1000, RetxReset: 5}
 }
 
-// Validate checks the parameters.
+// Validate checks the parameters; an error names the option
+// (OptionValueError) that transport.options sets. Every window parameter
+// must be finite: NaN or infinity would make the windows NaN or infinite.
 func (c *SwiftConfig) Validate() error {
+	bad := func(key, format string, args ...any) error {
+		return &OptionValueError{Module: "swift", Key: key, Err: fmt.Errorf(format, args...)}
+	}
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch {
-	case c.AI <= 0 || c.Beta <= 0:
-		return fmt.Errorf("swift: ai and beta must be positive")
+	case !(c.AI > 0 && finite(c.AI)):
+		return bad("ai", "must be a finite number > 0, got %g", c.AI)
+	case !(c.Beta > 0 && finite(c.Beta)):
+		return bad("beta", "must be a finite number > 0, got %g", c.Beta)
 	case !(c.MaxMDF > 0 && c.MaxMDF < 1):
-		return fmt.Errorf("swift: max_mdf must be in (0, 1), got %g", c.MaxMDF)
-	case c.BaseTarget <= 0 || c.PerHop < 0 || c.FSRange < 0 || c.EndpointTarget <= 0:
-		return fmt.Errorf("swift: base_target and endpoint_target must be positive, per_hop and fs_range not negative")
-	case !(c.FSMin > 0 && c.FSMin < c.FSMax):
-		return fmt.Errorf("swift: need 0 < fs_min < fs_max, got %g and %g", c.FSMin, c.FSMax)
-	case !(c.MinCwnd > 0 && c.MinCwnd <= c.MaxCwnd):
-		return fmt.Errorf("swift: need 0 < min_cwnd <= max_cwnd, got %g and %g", c.MinCwnd, c.MaxCwnd)
+		return bad("max_mdf", "must be in (0, 1), got %g", c.MaxMDF)
+	case c.BaseTarget <= 0:
+		return bad("base_target_us", "must be positive, got %v", c.BaseTarget)
+	case c.PerHop < 0:
+		return bad("per_hop_us", "must not be negative, got %v", c.PerHop)
+	case c.FSRange < 0:
+		return bad("fs_range_us", "must not be negative, got %v", c.FSRange)
+	case c.EndpointTarget <= 0:
+		return bad("endpoint_target_us", "must be positive, got %v", c.EndpointTarget)
+	case !(c.FSMin > 0 && finite(c.FSMin)):
+		return bad("fs_min", "must be a finite number > 0, got %g", c.FSMin)
+	case !(c.FSMax > c.FSMin && finite(c.FSMax)):
+		return bad("fs_max", "must be finite and above fs_min (%g), got %g", c.FSMin, c.FSMax)
+	case !(c.MinCwnd > 0 && finite(c.MinCwnd)):
+		return bad("min_cwnd", "must be a finite number > 0, got %g", c.MinCwnd)
+	case !(c.MaxCwnd >= c.MinCwnd && c.MaxCwnd <= 1e9):
+		return bad("max_cwnd", "must be between min_cwnd (%g) and 1e9 packets, got %g", c.MinCwnd, c.MaxCwnd)
 	case c.RetxReset < 1:
-		return fmt.Errorf("swift: retx_reset must be at least 1, got %d", c.RetxReset)
+		return bad("retx_reset", "must be at least 1, got %d", c.RetxReset)
 	}
 	return nil
 }

@@ -53,6 +53,7 @@ var fieldTables = map[string]reflect.Type{
 	"topology":                               reflect.TypeFor[scenario.Tier](),
 	"transport":                              reflect.TypeFor[scenario.Transport](),
 	"transport.strack":                       reflect.TypeFor[scenario.STrack](),
+	"transport.nscc":                         reflect.TypeFor[scenario.NSCC](),
 	"output":                                 reflect.TypeFor[scenario.Output](),
 	"switch":                                 reflect.TypeFor[scenario.Switch](),
 	"switch.int":                             reflect.TypeFor[scenario.INT](),

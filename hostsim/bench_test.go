@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lockstep-sim/lockstep/cc"
 	"github.com/lockstep-sim/lockstep/sim"
 )
 
@@ -78,12 +79,16 @@ func (r *benchRig) step(segs int64) int {
 //
 //	go test ./hostsim -run - -bench Sender -benchmem
 func BenchmarkSenderOnAck(b *testing.B) {
-	for _, m := range [][2]string{{"reno", "reno"}, {"cubic", "sack"}, {"dctcp", "rack"}} {
+	for _, m := range [][2]string{{"reno", "reno"}, {"cubic", "sack"}, {"dctcp", "rack"}, {"nscc", "uet"}} {
 		b.Run(fmt.Sprintf("cc=%s/recovery=%s", m[0], m[1]), func(b *testing.B) {
 			cfg := DefaultConfig()
 			cfg.CC.CC, cfg.CC.Recovery = m[0], m[1]
-			cfg.SACK = m[1] != "reno"
+			cfg.SACK = m[1] != "reno" && m[1] != "uet"
 			cfg.ECN = true
+			if m[1] == "uet" { // per-packet timers, UET's bitmap load balancing
+				cfg.RTO = cc.RTOConfig{Mode: cc.RTOFixed, Fixed: 100 * sim.Microsecond}
+				cfg.STrack = &STrackConfig{Mode: cc.PathBitmap, Entropies: 128}
+			}
 			r := newBenchRig(b, cfg)
 			for range 10_000 {
 				r.step(1)

@@ -84,12 +84,31 @@ type Config struct {
 	// can split RTT into fabric and endpoint delay (Swift). Set by
 	// Validate when the controller needs it (cc.EndpointDelayUser).
 	EndpointDelay bool
-	// STrack, when set, gives every sender STrack's path manager
-	// (entropies steered by the echoes of per-packet ACKs). Per-packet
-	// ACKs and NACK bitmaps follow from the module's capabilities
-	// (cc.PerPacketAcker), not from this field.
+	// STrack, when set, gives every sender a path manager: STrack's
+	// (entropies steered by the echoes of per-packet ACKs) or a UET
+	// load-balancing policy (cc/uetpaths.go). Per-packet ACKs, NACK
+	// bitmaps and UET's PDS receivers follow from the module's
+	// capabilities (cc.PerPacketAcker, cc.PDSAcker), not from this field.
 	STrack *STrackConfig
+	// PDS configures UET's receivers (used when the recovery is a
+	// cc.PDSAcker).
+	PDS PDSConfig
 }
+
+// PDSConfig is the receiver side of UET's packet delivery sublayer
+// (hostsim/uet.go).
+type PDSConfig struct {
+	// AckBytes: a receiver acknowledges once this many bytes (headers
+	// included) arrived since its last ACK (uet-htsim
+	// UecSink::_bytes_unacked_threshold, 16384; 0: that default).
+	AckBytes int64
+	// FIFONIC keeps the hosts' single NIC FIFO, with send times taken
+	// when a packet enters it, instead of UecNIC's rules (uet_nic.go).
+	FIFONIC bool
+}
+
+// DefaultPDSAckBytes is htsim's UecSink::_bytes_unacked_threshold.
+const DefaultPDSAckBytes = 16384
 
 // INTConfig is the hosts' side of in-band telemetry: what the INT header
 // costs on the wire (HPCC §4.1: a 2-byte hop count, and 8 bytes per hop
@@ -150,6 +169,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("ack_size: must be positive, got %d", c.AckSize)
 	}
 	c.CC.MSS = c.MTU - c.Header
+	c.CC.PacketRTO = 0
+	if c.RTO.Mode == cc.RTOFixed {
+		c.CC.PacketRTO = c.RTO.Fixed // a per-packet timeout (recovery uet)
+	}
 	c.CC.MaxAckDelay = 0
 	if c.DelAck.Enabled {
 		c.CC.MaxAckDelay = c.DelAck.Timeout
@@ -191,9 +214,18 @@ func (c *Config) Validate() error {
 		if st.Entropies < 1 || st.Entropies > 1<<15 {
 			return fmt.Errorf("strack.entropies: must be in [1, 32768], got %d", st.Entropies)
 		}
+		if st.Mode.UET() && st.Entropies&(st.Entropies-1) != 0 {
+			return fmt.Errorf("entropies: UET's load balancing needs a power of two, got %d", st.Entropies)
+		}
+		if st.REPSBuffer < 0 || st.REPSBuffer > 1<<15 || st.REPSFreeze < 0 {
+			return fmt.Errorf("reps_buffer and reps_freeze: must not be negative (reps_buffer at most 32768)")
+		}
 	}
-	if caps.PerPacketAcks {
-		c.DelAck.Enabled = false // the module needs an ACK per packet (STrack)
+	if caps.PerPacketAcks || caps.PDSAcks {
+		c.DelAck.Enabled = false // ACKs per packet (STrack) or by PDS's rules (UET)
+	}
+	if c.PDS.AckBytes < 0 {
+		return fmt.Errorf("pds.ack_bytes: must not be negative, got %d", c.PDS.AckBytes)
 	}
 	if c.HoldBack < 0 {
 		return fmt.Errorf("hold_back: must not be negative, got %d", c.HoldBack)

@@ -199,6 +199,8 @@ type Host struct {
 	// ready holds the rate-based flows waiting for the NIC (paced.go);
 	// nil unless the transport is rate-based.
 	ready *sim.Ring[int32]
+	// ctl: UET hosts' control queue (uet_nic.go); nil for the others.
+	ctl *pdsNIC
 	// Misrouted counts packets that arrived for another host (dropped).
 	Misrouted uint64
 	// Created counts packets this host put on its NIC; Consumed those it
@@ -259,7 +261,12 @@ func (h *Host) ScheduleTask(e *sim.Engine, k int32) {
 }
 
 // Queued is the number of packets waiting in the NIC queue.
-func (h *Host) Queued() int { return h.nic.Len() }
+func (h *Host) Queued() int {
+	if h.ctl != nil {
+		return h.nic.Len() + h.ctl.q.Len()
+	}
+	return h.nic.Len()
+}
 
 // OnTimer handles an EvTimer event.
 func (h *Host) OnTimer(e *sim.Engine, ev *sim.Event) {
@@ -327,6 +334,10 @@ func (h *Host) kick(e *sim.Engine) {
 	if h.busy {
 		return
 	}
+	if h.ctl != nil && h.ctl.q.Len() > 0 && h.controlTurn(e) {
+		h.transmitFrom(e, &h.ctl.q)
+		return
+	}
 	if h.nic.Len() == 0 {
 		if h.ready != nil && h.ready.Len() > 0 {
 			h.serveReady(e) // rate-based flows pull (paced.go)
@@ -336,10 +347,19 @@ func (h *Host) kick(e *sim.Engine) {
 	if h.held(e, *h.nic.Front()) {
 		return
 	}
-	p := h.nic.Pop()
-	h.nic.Bytes -= int64(e.Pool.Get(p).Size)
+	h.transmitFrom(e, &h.nic)
+}
+
+// transmitFrom starts the head packet of q.
+func (h *Host) transmitFrom(e *sim.Engine, q *sim.PktQueue) {
+	p := q.Pop()
+	pkt := e.Pool.Get(p)
+	q.Bytes -= int64(pkt.Size)
 	h.busy = true
 	h.stampNIC(e, p)
+	if h.T.Caps.PDSAcks && !h.T.Cfg.PDS.FIFONIC && pkt.Flags&sim.FlagData != 0 {
+		pkt.TSval = e.Now() // sent when it starts serialising (uet_nic.go)
+	}
 	e.Transmit(h.Link, p)
 }
 
@@ -385,6 +405,10 @@ func (h *Host) send(e *sim.Engine, p sim.PktRef) {
 	h.Created++
 	if h.Tap != nil {
 		h.Tap(e.Now(), e.Pool.Get(p), true)
+	}
+	if h.T.Caps.PDSAcks && !h.T.Cfg.PDS.FIFONIC {
+		h.sendPDS(e, p)
+		return
 	}
 	if !h.busy && h.nic.Len() == 0 && !h.held(e, p) {
 		h.busy = true

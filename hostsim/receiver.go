@@ -13,6 +13,7 @@ type interval struct {
 // acknowledges it (at once or delayed), echoes ECN and reports SACK blocks.
 type Receiver struct {
 	flow      int32
+	pdsBytes  int32 // UET: bytes since the last ACK (UecSink::_accepted_bytes; uet.go)
 	size      uint64
 	rcvNxt    uint64
 	ooo       []interval // sorted, disjoint, all above rcvNxt
@@ -20,6 +21,8 @@ type Receiver struct {
 	ceLatched bool // RFC 3168 echo state
 	ceState   bool // RFC 8257 §3.2 DCTCP.CE
 	done      bool
+	pdsGot    bool // UET: a data packet arrived (UecSink::_received_bytes > 0)
+	pdsAckReq bool // UET: an ack request waits for the reorder queue (_ack_request)
 
 	unacked       int      // data packets since the last ACK
 	tsRecent      sim.Time // TSval to echo: earliest unacknowledged (RFC 7323 §4.3)
@@ -57,8 +60,11 @@ func (r *Receiver) bitmap(mss int64) uint64 {
 }
 
 func (r *Receiver) onData(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet) {
+	if h.T.Caps.PDSAcks {
+		r.onPDSData(h, e, pkt) // UET's receiver (uet.go)
+		return
+	}
 	cfg := &h.T.Cfg
-	now := e.Now()
 	if pkt.Flags&sim.FlagTrimmed != 0 {
 		r.onTrimmed(h, e, p, pkt)
 		return
@@ -96,21 +102,11 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet)
 	if !r.tsSet {
 		r.tsRecent, r.tsSet = pkt.TSval, true
 		if cfg.EndpointDelay {
-			r.tsArrive, r.tsWait = now, e.Pool.Telemetry(p).NICWait
+			r.tsArrive, r.tsWait = e.Now(), e.Pool.Telemetry(p).NICWait
 		}
 	}
 	r.unacked++
-	rec := &h.T.Records[pkt.Flow]
-	rec.BytesReceived = r.rcvNxt
-	if !r.done && r.rcvNxt >= r.size {
-		r.done = true
-		rec.Finished = true
-		rec.Finish = now
-		h.T.flowDone(pkt.Flow)
-		if next := h.T.Flows[pkt.Flow].OnRecvDone(); len(next) > 0 {
-			h.T.activate(h, e, next)
-		}
-	}
+	r.delivered(h, e)
 	echo := r.ceLatched
 	if cfg.Echo == EchoPerPacket || h.T.Caps.PerPacketAcks {
 		echo = ce
@@ -133,7 +129,7 @@ func (r *Receiver) onData(h *Host, e *sim.Engine, p sim.PktRef, pkt *sim.Packet)
 		return
 	}
 	if r.delackAt == sim.Never {
-		r.delackAt = now + d.Timeout
+		r.delackAt = e.Now() + d.Timeout
 		r.armDelAck(h, e)
 	}
 }
@@ -162,6 +158,23 @@ func (r *Receiver) onDelAckTimer(h *Host, e *sim.Engine) {
 			echo = r.ceState
 		}
 		r.sendAck(h, e, sim.NoPacket, nil, echo)
+	}
+}
+
+// delivered records the bytes delivered in order and completes the flow
+// when the last one is in (activating the flows that wait on it).
+func (r *Receiver) delivered(h *Host, e *sim.Engine) {
+	rec := &h.T.Records[r.flow]
+	rec.BytesReceived = r.rcvNxt
+	if r.done || r.rcvNxt < r.size {
+		return
+	}
+	r.done = true
+	rec.Finished = true
+	rec.Finish = e.Now()
+	h.T.flowDone(r.flow)
+	if next := h.T.Flows[r.flow].OnRecvDone(); len(next) > 0 {
+		h.T.activate(h, e, next)
 	}
 }
 

@@ -18,6 +18,9 @@ type Sender struct {
 	// perPacket: the receiver answers every data packet and the ACK names
 	// it (STrack): ACKs carry an echo.
 	perPacket bool
+	// pds: UET's receivers (cc.PDSAcker): ACKs echo their packet and carry
+	// a SACK bitmap, trim NACKs name a packet (uet.go).
+	pds bool
 	// nicPaced: an RDMA queue pair, sent as the NIC pulls (paced.go);
 	// waiting: it is in the host's ready ring.
 	nicPaced, waiting bool
@@ -51,7 +54,7 @@ func newSender(cfg *Config, caps cc.Capabilities, f *FlowSpec) (*Sender, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &Sender{spec: f, ep: ep, perPacket: caps.PerPacketAcks, nicPaced: caps.NICScheduled,
+	return &Sender{spec: f, ep: ep, perPacket: caps.PerPacketAcks || caps.PDSAcks, pds: caps.PDSAcks, nicPaced: caps.NICScheduled,
 		timerAt: sim.Never, recTimerAt: sim.Never, paceTimerAt: sim.Never, ccTimerAt: sim.Never}, nil
 }
 
@@ -60,6 +63,10 @@ func (s *Sender) Cwnd() int64 { return s.ep.Cwnd() }
 
 // Endpoint is the sender's transport endpoint.
 func (s *Sender) Endpoint() *cc.Endpoint { return s.ep }
+
+// Spec is the flow the sender sends, as the fabric completed it (hops,
+// line rate and base RTT).
+func (s *Sender) Spec() FlowSpec { return *s.spec }
 
 // done reports whether every byte has been acknowledged.
 func (s *Sender) done() bool { return s.ep.Done() }
@@ -117,6 +124,9 @@ func (s *Sender) sendSegment(h *Host, e *sim.Engine, cfg *Config, rec *FlowRecor
 	if seg.Retx {
 		pkt.Flags |= sim.FlagRetx
 		rec.Retransmits++
+	}
+	if sent.AckReq {
+		pkt.Flags |= sim.FlagAckReq
 	}
 	pkt.Entropy = sent.Entropy
 	pkt.Seq = seg.Seq
@@ -203,6 +213,9 @@ func (s *Sender) onRecoveryTimer(h *Host, e *sim.Engine) {
 		s.armRecoveryTimer(h, e)
 		return
 	}
+	if act.RTO {
+		h.T.Records[s.spec.ID].Timeouts++ // per-packet timers (UET)
+	}
 	s.record(h, act)
 	s.trySend(h, e)
 }
@@ -241,6 +254,10 @@ func (s *Sender) onAck(h *Host, e *sim.Engine, pkt *sim.Packet, tel *sim.Telemet
 		a.Echo, a.EchoValid = pkt.Seq, true
 		a.Nack, a.Bitmap = pkt.Flags&sim.FlagNack != 0, pkt.Bitmap
 		a.Trimmed = pkt.Flags&sim.FlagTrimmed != 0
+		// A PDS ACK always carries its SACK bitmap and echoes its
+		// packet's send time, even 0.
+		a.Nack = a.Nack || s.pds
+		a.HasTSecr = a.HasTSecr || s.pds
 	} else {
 		a.Nak = pkt.Flags&sim.FlagNack != 0 // a RoCE NAK (roce.go)
 	}

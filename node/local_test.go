@@ -182,3 +182,46 @@ func TestRunLocal_Design2_StopTimeMidRun(t *testing.T) {
 	got, lr := local(t, b, pl, false)
 	compare(t, "stop_at per-element", want, wantSum, got, lr)
 }
+
+// nsccScenario is NSCC over the UET transport on a k=4 fat-tree with
+// trimming, a permutation and an incast: trim NACKs (which carry the hop
+// count where the switch cut the packet), coalesced SACK ACKs and the
+// load balancers' draws all cross partitions.
+const nsccScenario = `topology:
+  type: fattree
+  fattree:
+    k: 4
+    host: {rate: 100Gbps, delay: 1us, buffer: 60000, ecn: {mode: red, min: 12000, max: 48000, pmax: 1, on: dequeue}}
+    agg:  {rate: 100Gbps, delay: 1us, buffer: 60000, ecn: {mode: red, min: 12000, max: 48000, pmax: 1, on: dequeue}}
+    core: {rate: 100Gbps, delay: 1us, buffer: 60000, ecn: {mode: red, min: 12000, max: 48000, pmax: 1, on: dequeue}}
+switch: {forwarding: spray, classes: [{}, {}], trim: {header: 64}}
+transport: {cc: nscc, ecn: true, mtu: 4150, nscc: {lb: mixed, entropies: 16}}
+output: {cwnd: {all: true}}
+workload:
+  - {type: permutation, size: 300KB}
+  - {type: incast, dst: 0, n: 8, size: 200KB}
+`
+
+// TestRunLocal_Design2_NSCCByteIdentical: NSCC runs give the same bytes
+// in one process, in 2 and 4 partitions and per element.
+func TestRunLocal_Design2_NSCCByteIdentical(t *testing.T) {
+	b := loadText(t, "nscc.yaml", "seed: 3\n"+nsccScenario)
+	want, wantSum := single(t, b)
+	if wantSum.Retransmits == 0 || wantSum.Marks == 0 {
+		t.Fatalf("the scenario should trim (and retransmit) and mark: %+v", wantSum)
+	}
+	for _, p := range []int{2, 4} {
+		pl, err := partition.Auto(b.Topo, b.Fabric.Impairments, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, lr := local(t, b, pl, p == 4)
+		compare(t, "nscc P="+itoa(p), want, wantSum, got, lr)
+	}
+	pl, err := partition.PerElement(b.Topo, b.Fabric.Impairments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, lr := local(t, b, pl, false)
+	compare(t, "nscc per-element", want, wantSum, got, lr)
+}

@@ -403,11 +403,18 @@ func fetchSetup(ctx context.Context, nc *nats.Conn, subj wire.Subjects, cfg Conf
 		ctx, cancel = context.WithTimeout(ctx, cfg.SetupTimeout)
 		defer cancel()
 	}
+	var refused error // the last setup refused as not the launcher's
 	for {
 		su, err := fetchSetupOnce(ctx, nc, subj, cfg)
+		if refused != nil && err != nil && ctx.Err() != nil {
+			// The wait ran out while asking again: the reason the
+			// node has no setup is still the refused one.
+			return nil, refused
+		}
 		if !errors.Is(err, ErrSetupNotSigned) {
 			return su, err
 		}
+		refused = err
 		*rejected++
 		if ctx.Err() != nil {
 			return nil, err // err wraps ErrSetupNotSigned

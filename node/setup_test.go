@@ -157,7 +157,7 @@ func TestRun_Issue10_RefusesSetupNotSignedByLauncher(t *testing.T) {
 		}
 		_ = fake.Flush()
 		err = node.Run(context.Background(), node.Config{Conn: connect(), Run: run, Partition: 0, Creds: set.Nodes[0],
-			SetupTimeout: 300 * time.Millisecond})
+			SetupTimeout: time.Second})
 		if !errors.Is(err, node.ErrSetupNotSigned) {
 			t.Errorf("%s: node.Run = %v, want ErrSetupNotSigned", name, err)
 		}

@@ -145,3 +145,43 @@ func TestSwift_DumbbellHoldsDelayNearTarget(t *testing.T) {
 		t.Errorf("goodput %.4f of the bottleneck, want the link busy (>= 0.9 of payload)", util)
 	}
 }
+
+// TestHPCC_NICScheduledSharesTheNIC: HPCC with nic_scheduled runs as an
+// RDMA queue pair (the authors' ns-3 NIC, RdmaEgressQueue): the host's
+// NIC serves its flows round robin. Two long flows from host 0 start at
+// line rate (each paced at 100 Gb/s, W_init = B·T) and overfill the NIC;
+// a one-packet flow from the same host at 2 us waits behind the FIFO's
+// backlog without it (about 2 us: two flows at line rate into one line
+// for 2 us), and behind at most one packet of each long flow with it.
+func TestHPCC_NICScheduledSharesTheNIC(t *testing.T) {
+	yaml := func(nic bool) string {
+		return fmt.Sprintf(`
+topology:
+  type: dumbbell
+  dumbbell:
+    senders: 1
+    receivers: 3
+    host: {rate: 100Gbps, delay: 1us}
+    bottleneck: {rate: 400Gbps, delay: 1us}
+transport: {cc: hpcc, mtu: 1064, header: 64, options: {nic_scheduled: %v}}
+workload:
+  - type: flows
+    flows:
+      - {src: 0, dst: 1, size: 1MB}
+      - {src: 0, dst: 2, size: 1MB}
+      - {src: 0, dst: 3, size: 1000, start: 2us}
+`, nic)
+	}
+	fifo := runYAML(t, yaml(false)).Fabric.Transport().Records[2]
+	rr := runYAML(t, yaml(true)).Fabric.Transport().Records[2]
+	// Alone: 3 links of 1 us, 85.12 ns at 100 Gb/s twice, 21.28 ns at 400.
+	alone := 3*sim.Microsecond + 2*85120*sim.Picosecond + 21280*sim.Picosecond
+	fctFIFO, fctRR := fifo.Finish-2*sim.Microsecond, rr.Finish-2*sim.Microsecond
+	if fctFIFO < alone+1500*sim.Nanosecond {
+		t.Errorf("FIFO NIC: the short flow took %v, want about 2 us more than alone (%v)", fctFIFO, alone)
+	}
+	if fctRR > alone+3*85120*sim.Picosecond {
+		t.Errorf("NIC-scheduled: the short flow took %v, want at most 3 packet times more than alone (%v)", fctRR, alone)
+	}
+	t.Logf("one-packet flow behind two line-rate flows: FIFO %v, round robin %v, alone %v", fctFIFO, fctRR, alone)
+}

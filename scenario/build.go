@@ -279,6 +279,9 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := l.nscc(&s.Transport, &s.Switch, topo, &tc); err != nil {
+		return nil, err
+	}
 	if o := s.Output.Cwnd; o != nil {
 		tc.Trace = hostsim.TraceConfig{All: o.All || len(o.Flows) == 0, Flows: o.Flows, Interval: sim.Time(o.Interval)}
 	}

@@ -201,6 +201,9 @@ type Transport struct {
 	RWnd yamlx.Size `yaml:"rwnd"`
 	// STrack configures STrack's endpoints (cc strack).
 	STrack *STrack `yaml:"strack"`
+	// NSCC configures Ultra Ethernet's NSCC and the UET transport (cc
+	// nscc; scenario/nscc.go).
+	NSCC *NSCC `yaml:"nscc"`
 	// Options are the congestion control's own settings (docs/scenario.md
 	// lists them per module), e.g. {variant: linux} for scalable,
 	// {hystart: linux-2008} for cubic, {g: 0.0625} for dctcp.

@@ -42,6 +42,9 @@ const (
 	// notification point to its reaction point, IBTA RoCEv2 Annex A17.9.3,
 	// BTH opcode 0x81): it carries no payload and names its flow.
 	FlagCNP
+	// FlagAckReq: a UET data packet asks its receiver for an ACK at once
+	// (the PDS ack-request flag; uet-htsim's set_ar).
+	FlagAckReq
 )
 
 // The traffic class (0-7, 802.1p-like priority) rides in the top three
@@ -105,7 +108,7 @@ type Packet struct {
 	Size    int32  // bytes on the wire, headers included
 	Payload int32  // payload bytes
 	Seq     uint64 // first payload byte (data); echoed sequence (acks)
-	Ack     uint64 // cumulative acknowledgement (acks)
+	Ack     uint64 // cumulative acknowledgement (acks); the Hops at which a switch trimmed a data packet
 	Bitmap  uint64 // received-bitmap after Ack (NACKs)
 	TSval   Time   // sender's timestamp (RFC 7323 style, exact)
 	TSecr   Time   // echoed timestamp

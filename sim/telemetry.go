@@ -25,8 +25,9 @@ const MaxINTHops = 5
 type INTHop struct {
 	// TS is when the packet was dequeued (started serialisation).
 	TS Time
-	// TxBytes is the port's cumulative transmitted bytes, this packet
-	// included (ns-3 SwitchNode::SwitchNotifyDequeue adds it first).
+	// TxBytes is the port's cumulative transmitted bytes before this
+	// packet (ns-3 SwitchNode::SwitchNotifyDequeue pushes the record, then
+	// adds the packet to m_txBytes).
 	TxBytes uint64
 	// QLen is the bytes queued at the port after the packet left the queue.
 	QLen int64

@@ -9,9 +9,10 @@ import (
 
 // TestSwitch_HPCC_INTRecordsAtDequeue: HPCC §3.2 (ns-3 SwitchNode::
 // SwitchNotifyDequeue): as a data packet leaves the egress queue the
-// switch appends the dequeue time, the port's transmitted bytes with this
-// packet, the bytes still queued and the link rate; the record's 8 bytes
-// count on the wire. ACKs get none, nor a packet that holds MaxINTHops.
+// switch appends the dequeue time, the port's transmitted bytes before
+// this packet (ns-3 pushes the record, then counts the packet), the bytes
+// still queued and the link rate; the record's 8 bytes count on the wire.
+// ACKs get none, nor a packet that holds MaxINTHops.
 func TestSwitch_HPCC_INTRecordsAtDequeue(t *testing.T) {
 	s, e := oneSwitch(t, topologies.QueueConfig{Buffer: 1 << 20})
 	if err := s.Configure(e, &Config{INT: INT{Enabled: true, HopBytes: 8}}); err != nil {
@@ -48,16 +49,17 @@ func TestSwitch_HPCC_INTRecordsAtDequeue(t *testing.T) {
 			s.OnTxDone(e, port)
 		}
 	}
-	// 10 Gb/s: 1008 bytes take 806.4 ns. Behind packet 2 wait packet 3,
-	// the ACK and the full packet (1000 + 64 + 1000); behind packet 3 the
-	// last two.
+	// 10 Gb/s: 1008 bytes take 806.4 ns. Before packet 2 the port sent
+	// packet 1 (1008 bytes with its record), before packet 3 both. Behind
+	// packet 2 wait packet 3, the ACK and the full packet (1000 + 64 +
+	// 1000); behind packet 3 the last two.
 	want := []struct {
 		p sim.PktRef
 		h sim.INTHop
 	}{
-		{p1, sim.INTHop{TS: 0, TxBytes: 1008, QLen: 0, Rate: 10 * sim.GbitPerSecond}},
-		{p2, sim.INTHop{TS: 806400, TxBytes: 2016, QLen: 2064, Rate: 10 * sim.GbitPerSecond}},
-		{p3, sim.INTHop{TS: 1612800, TxBytes: 3024, QLen: 1064, Rate: 10 * sim.GbitPerSecond}},
+		{p1, sim.INTHop{TS: 0, TxBytes: 0, QLen: 0, Rate: 10 * sim.GbitPerSecond}},
+		{p2, sim.INTHop{TS: 806400, TxBytes: 1008, QLen: 2064, Rate: 10 * sim.GbitPerSecond}},
+		{p3, sim.INTHop{TS: 1612800, TxBytes: 2016, QLen: 1064, Rate: 10 * sim.GbitPerSecond}},
 	}
 	for i, w := range want {
 		tel := e.Pool.Telemetry(w.p)

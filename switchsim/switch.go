@@ -475,9 +475,12 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 			e.Pool.Free(p)
 			return
 		}
-		// Trim to the header and queue it in the control class.
+		// Trim to the header and queue it in the control class. The
+		// header keeps where it was cut (its Hops in Ack) so that a UET
+		// receiver can tell a last-hop trim (htsim trim_hop).
 		pkt.Flags |= sim.FlagTrimmed
 		pkt.Size = s.cfg.Trim.Header
+		pkt.Ack = uint64(pkt.Hops)
 		size = int64(pkt.Size)
 		c = s.cfg.ControlClass
 		cq = &pt.cls[c]
@@ -682,10 +685,11 @@ func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64,
 
 // pushINT appends the egress port's INT record to data packet p as it is
 // dequeued (HPCC §3.2; ns-3 SwitchNode::SwitchNotifyDequeue): the time
-// its serialisation starts (earlier than now under cut-through),
-// the port's transmitted bytes with this packet (which grows by the
-// record's bytes), the bytes still queued and the link rate. A packet that
-// holds MaxINTHops records gets no more.
+// its serialisation starts (earlier than now under cut-through), the
+// port's transmitted bytes before this packet (ns-3 pushes the record,
+// then adds the packet to m_txBytes), the bytes still queued and the link
+// rate. The record's own bytes count on the wire from this hop on. A
+// packet that holds MaxINTHops records gets no more.
 func (s *Switch) pushINT(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet, at sim.Time) {
 	t := e.Pool.Telemetry(p)
 	if int(t.NHops) >= sim.MaxINTHops {
@@ -693,7 +697,7 @@ func (s *Switch) pushINT(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 	}
 	pkt.Size += s.cfg.INT.HopBytes
 	l := e.Links[pt.Link]
-	t.PushHop(sim.INTHop{TS: at, TxBytes: l.TxBytes + uint64(pkt.Size), QLen: pt.queued, Rate: l.Rate()})
+	t.PushHop(sim.INTHop{TS: at, TxBytes: l.TxBytes, QLen: pt.queued, Rate: l.Rate()})
 }
 
 // OnTxDone frees the buffer of the packet that finished and starts the

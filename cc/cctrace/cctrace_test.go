@@ -155,6 +155,16 @@ func TestParse_Errors(t *testing.T) {
 		{"option novalue\n", 1, "key=value"},
 		{"lose 5\n", 1, "START-END"},
 		{"rto now\n", 1, "unknown mode"},
+		{"paths\n", 1, "want a mode"},
+		{"paths zigzag\n", 1, "unknown mode"},
+		{"paths bitmap entropies=6\n", 1, "power of two"},
+		{"paths reps colour=red\n", 1, "unknown key"},
+		{"paths reps shuffle=perhaps\n", 1, "on or off"},
+		{"nack\n", 1, "first byte of the trimmed packet"},
+		{"nack 1000 later\n", 1, "unknown argument"},
+		{"ack 1000 sackmap=3\n", 1, "need echo="},
+		{"ack 1000 echo=0 nack=2 sackmap=3\n", 1, "exclude each other"},
+		{"ack 1000 ev=70000\n", 1, "16-bit entropy"},
 	}
 	for _, c := range cases {
 		_, err := Parse("p.trace", []byte(c.src))
@@ -226,6 +236,9 @@ func TestRun_StepErrors(t *testing.T) {
 		{"send\nlose 3000-5000\n", 6, "only bytes below 4000"},
 		{"send\nack 2000\nlose 1000-2000\n", 7, "already acknowledged"},
 		{"rto\n", 5, "not armed"},
+		{"send\nnack 4000\n", 6, "only bytes below 4000"},
+		{"send\nnack 1500\n", 6, "not the first byte of a segment"},
+		{"send\nack 1000 echo=3000 sackmap=0b100\n", 6, "sackmap bit 2: segment 4000"},
 	}
 	for _, c := range cases {
 		_, err := runScript(t, "s.trace", head+c.body, RegistryBuilder)
@@ -233,6 +246,13 @@ func TestRun_StepErrors(t *testing.T) {
 		if !errors.As(err, &se) || se.Line != c.line || !strings.Contains(se.Msg, c.msg) {
 			t.Errorf("%q: want a *StepError at line %d with %q, got %v", c.body, c.line, c.msg, err)
 		}
+	}
+	// A NACK marks the packet's bytes lost, as `lose` does, for cc nscc.
+	nh := "cc nscc\nrecovery uet\nmss 1000\nsize 100000\nrto fixed 1ms\noption init_cwnd=4\n"
+	_, err := runScript(t, "n.trace", nh+"send\nnack 1000\nack 2000\n", RegistryBuilder)
+	var se *StepError
+	if !errors.As(err, &se) || se.Line != 9 || !strings.Contains(se.Msg, "covers lost bytes 1000-2000") {
+		t.Errorf("an ACK over a NACKed packet: want a *StepError at line 9, got %v", err)
 	}
 	// Resending lost bytes makes them acknowledgeable again.
 	src := head + "send\nlose 1000-2000\nrto\nack 1000\nack 2000\nexpect una=2000\n"

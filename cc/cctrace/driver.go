@@ -8,13 +8,13 @@
 // drive, so a script executes exactly what a run executes; the script
 // language is described in docs/cc-trace.md.
 //
-// Not modelled: a receiver (the script says what each ACK, NAK and CNP
-// carries; delayed ACKs are the script's to write), packets (ids, ports,
-// entropy), the NIC (a rate-based flow's packets leave when its pacer
-// allows, as if the link were idle) and STrack's path manager, which
-// needs the echoed entropy of each ACK. The endpoint's Linux pacing, TSO
-// deferral and receive window are there (DriverConfig) but scripts leave
-// them off.
+// Not modelled: a receiver (the script says what each ACK, NACK, NAK and
+// CNP carries; delayed ACKs are the script's to write), packets (ids,
+// ports) and the NIC (a rate-based flow's packets leave when its pacer
+// allows, as if the link were idle). A path manager (DriverConfig.Paths)
+// picks each packet's entropy from the entropies ACKs and NACKs echo, as
+// the script writes them. The endpoint's Linux pacing, TSO deferral and
+// receive window are there (DriverConfig) but scripts leave them off.
 package cctrace
 
 import (
@@ -50,6 +50,10 @@ type DriverConfig struct {
 	TSOSegments int
 	Pacing      cc.PacingConfig
 	RWnd        int64
+	// Paths gives the endpoint a path manager (STrack's modes or UET's
+	// load-balancing policies) with entropies from 0: a packet's entropy
+	// is its index.
+	Paths *cc.PathConfig
 }
 
 // Ack is one ACK packet as the sender receives it.
@@ -77,6 +81,8 @@ type Ack struct {
 	// Tel is the telemetry the ACK carries (INT records, endpoint delay),
 	// nil for none.
 	Tel *sim.Telemetry
+	// Entropy is the entropy the ACK echoes (the path manager's input).
+	Entropy uint16
 }
 
 // Events counts what happened since the last TakeEvents.
@@ -89,6 +95,7 @@ type Events struct {
 	RecTimers     int // TimedRecovery deadlines fired
 	CCTimers      int // TimedController deadlines fired
 	CNPs          int // CNPs processed
+	Nacks         int // trim NACKs that took a packet out of the flight
 	Done          bool
 }
 
@@ -102,9 +109,11 @@ type Driver struct {
 	now      sim.Time
 	highSent uint64 // highest byte sent + 1
 
-	sent   []cc.Segment // segments sent since the last TakeSent
+	sent   []cc.Segment // segments sent since the last TakeSent (with their entropy)
+	ackReq []bool       // whether each asked for an ACK at once (cc.Sent.AckReq)
 	events Events
-	ack    cc.Ack // scratch
+	ack    cc.Ack  // scratch
+	nack   cc.Nack // scratch
 }
 
 // NewDriver returns a driver at time 0 with nothing sent.
@@ -120,7 +129,7 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	}
 	ep, err := cc.NewEndpoint(cc.EndpointConfig{MSS: cfg.MSS, Size: cfg.Size, RTO: cfg.RTO,
 		ECN: cfg.ECN, Header: cfg.Header, TSOSegments: cfg.TSOSegments, Pacing: cfg.Pacing,
-		RWnd: cfg.RWnd, Hops: cfg.Hops, LineRate: cfg.LineRate, BaseRTT: cfg.BaseRTT}, cfg.CC, cfg.Rec)
+		RWnd: cfg.RWnd, Hops: cfg.Hops, LineRate: cfg.LineRate, BaseRTT: cfg.BaseRTT, Paths: cfg.Paths}, cfg.CC, cfg.Rec)
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +169,14 @@ func (d *Driver) TakeSent() []cc.Segment {
 	return s
 }
 
+// TakeAckReqs returns, for the segments TakeSent returned last, whether
+// each asked for an ACK at once; the slice is reused.
+func (d *Driver) TakeAckReqs() []bool {
+	a := d.ackReq
+	d.ackReq = d.ackReq[:0]
+	return a
+}
+
 // TakeEvents returns and clears the event counts.
 func (d *Driver) TakeEvents() Events {
 	e := d.events
@@ -181,11 +198,13 @@ func (d *Driver) Send(limit int) int {
 		if !ok {
 			break
 		}
-		d.ep.OnSent(d.now, seg, d.rng)
+		sent := d.ep.OnSent(d.now, seg, d.rng)
 		if e := seg.Seq + uint64(seg.Len); e > d.highSent {
 			d.highSent = e
 		}
+		seg.Entropy = sent.Entropy
 		d.sent = append(d.sent, seg)
+		d.ackReq = append(d.ackReq, sent.AckReq)
 		n++
 	}
 	return n
@@ -217,6 +236,9 @@ func (d *Driver) count(a cc.Actions) {
 	if a.CNP {
 		d.events.CNPs++
 	}
+	if a.Nack {
+		d.events.Nacks++
+	}
 	if a.Done {
 		d.events.Done = true
 	}
@@ -230,11 +252,29 @@ func (d *Driver) OnAck(a Ack) {
 		return
 	}
 	d.ack = cc.Ack{Ack: a.Ack, Sack: a.Sack, ECE: a.ECE, Echo: a.Echo, EchoValid: a.EchoValid,
-		Nack: a.Nack, Bitmap: a.Bitmap, Nak: a.Nak, Tel: a.Tel}
+		Nack: a.Nack, Bitmap: a.Bitmap, Nak: a.Nak, Tel: a.Tel, Entropy: a.Entropy}
 	if a.RTT > 0 {
 		d.ack.TSecr, d.ack.HasTSecr = d.now-a.RTT, true
 	}
 	act := d.ep.OnAck(d.now, &d.ack)
+	d.count(act)
+	if act.Send && d.autoSend {
+		d.Send(0)
+	}
+}
+
+// OnNack processes a trim NACK at the current time with
+// cc.Endpoint.OnNack, then, with AutoSend, sends. rtt > 0 makes its echoed
+// timestamp now - rtt.
+func (d *Driver) OnNack(n cc.Nack, rtt sim.Time) {
+	if d.ep.Done() {
+		return
+	}
+	d.nack = n
+	if rtt > 0 {
+		d.nack.TSecr, d.nack.HasTSecr = d.now-rtt, true
+	}
+	act := d.ep.OnNack(d.now, &d.nack)
 	d.count(act)
 	if act.Send && d.autoSend {
 		d.Send(0)

@@ -140,6 +140,10 @@ type Snapshot struct {
 	CCTimer      sim.Time
 	// Extra is what the introspection keys read (introspect.go).
 	Extra extraSnapshot
+	// Evs and AR are the entropy and the ack request of each segment the
+	// step sent.
+	Evs []uint16
+	AR  []bool
 }
 
 // Snapshot reads the driver's current state (Sent and Retx are left 0).
@@ -194,7 +198,11 @@ type runner struct {
 // builder's error.
 func (s *Script) Run(w io.Writer, b Builder) error {
 	h := &s.Header
-	ctl, rec, err := b(h.CC, h.Options, h.Size)
+	cfg := h.CC
+	if h.RTO.Mode == cc.RTOFixed {
+		cfg.PacketRTO = h.RTO.Fixed // recoveries that time packets out one by one (uet)
+	}
+	ctl, rec, err := b(cfg, h.Options, h.Size)
 	if err != nil {
 		line := 1
 		var oe *OptionError
@@ -208,7 +216,8 @@ func (s *Script) Run(w io.Writer, b Builder) error {
 		hops = h.CC.Strack.Hops
 	}
 	d, err := NewDriver(DriverConfig{CC: ctl, Rec: rec, RTO: h.RTO, MSS: h.CC.MSS, Size: h.Size,
-		ECN: h.ECN, AutoSend: h.AutoSend, Hops: hops, LineRate: h.LineRate, BaseRTT: h.BaseRTT, Pacing: h.Pacing, Header: h.Header})
+		ECN: h.ECN, AutoSend: h.AutoSend, Hops: hops, LineRate: h.LineRate, BaseRTT: h.BaseRTT, Pacing: h.Pacing, Header: h.Header,
+		Paths: h.Paths})
 	if err != nil {
 		return &StepError{Name: s.Name, Line: 1, Msg: err.Error()}
 	}
@@ -252,14 +261,14 @@ func (r *runner) step(st *Step) error {
 		n := st.n
 		for i := range n {
 			a := Ack{Ack: st.ack, ECE: st.ece, Echo: st.echo, EchoValid: st.echoSet,
-				Nack: st.nack, Bitmap: st.bitmap, Tel: st.tel}
+				Nack: st.nack || st.sackmap, Bitmap: st.bitmap, Tel: st.tel, Entropy: st.ev}
 			if st.kind == stepDupAck {
 				a.Ack = d.ep.SeqState().Una
 			}
 			if err := r.checkAck(a.Ack, st.sack); err != nil {
 				return err
 			}
-			if err := r.checkEcho(&a); err != nil {
+			if err := r.checkEcho(&a, st.sackmap); err != nil {
 				return err
 			}
 			r.sack = append(r.sack[:0], st.sack...)
@@ -272,6 +281,23 @@ func (r *runner) step(st *Step) error {
 				r.rtt = 0
 			}
 			d.OnAck(a)
+			r.repair(d.sent)
+		}
+	case stepNack:
+		if err := r.checkNack(st.ack); err != nil {
+			return err
+		}
+		rtt := st.rtt
+		if rtt == 0 {
+			rtt = r.rtt
+		}
+		r.rtt = 0
+		before := d.events.Nacks
+		d.OnNack(cc.Nack{Seq: st.ack, Entropy: st.ev, LastHop: st.lastHop, ECE: st.ece}, rtt)
+		if d.events.Nacks > before {
+			// The payload was cut: as after `lose`, no ACK may cover it
+			// until it is sent again.
+			r.addLost(sim.SackBlock{Start: st.ack, End: min(st.ack+uint64(r.mss), r.s.Header.Size)})
 			r.repair(d.sent)
 		}
 	case stepAdvance:
@@ -306,13 +332,16 @@ func (r *runner) step(st *Step) error {
 		note = fmt.Sprintf("lost %d-%d", st.lose.Start, st.lose.End)
 	}
 	sent := d.TakeSent()
+	ar := d.TakeAckReqs()
 	r.repair(sent)
 	snap := d.Snapshot()
-	for _, seg := range sent {
+	for i, seg := range sent {
 		snap.Sent++
 		if seg.Retx {
 			snap.Retx++
 		}
+		snap.Evs = append(snap.Evs, seg.Entropy)
+		snap.AR = append(snap.AR, ar[i])
 	}
 	snap.Extra.noteSent(sent)
 	r.last = snap
@@ -348,7 +377,7 @@ func (r *runner) checkAck(ack uint64, sack []sim.SackBlock) error {
 // checkEcho refuses a per-packet ACK whose echoed packet, or a segment
 // its NACK bitmap reports as arrived, was never sent or is lost and not
 // resent since.
-func (r *runner) checkEcho(a *Ack) error {
+func (r *runner) checkEcho(a *Ack, sackmap bool) error {
 	if !a.EchoValid {
 		return nil
 	}
@@ -371,12 +400,36 @@ func (r *runner) checkEcho(a *Ack) error {
 	if a.Nack && a.Ack%mss != 0 {
 		return fmt.Errorf("nack: the cumulative ACK %d is not on a segment boundary (mss %d)", a.Ack, mss)
 	}
+	if sackmap {
+		// UET: bit i is segment base+i, base = max(echo − 63, ack + 1) in
+		// segments.
+		base := max(int64(a.Echo/mss)-63, int64(a.Ack/mss)+1)
+		for i := uint64(0); i < 64; i++ {
+			if a.Bitmap&(1<<i) != 0 {
+				if err := seg(fmt.Sprintf("sackmap bit %d: segment", i), uint64(base)*mss+i*mss); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
 	for i := uint64(1); a.Nack && i < 64; i++ {
 		if a.Bitmap&(1<<i) != 0 {
 			if err := seg(fmt.Sprintf("nack bit %d: segment", i), a.Ack+i*mss); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkNack refuses a NACK for a packet never sent.
+func (r *runner) checkNack(seq uint64) error {
+	if hs := r.d.HighSent(); seq >= hs {
+		return fmt.Errorf("nack %d: only bytes below %d have been sent", seq, hs)
+	}
+	if seq%uint64(r.mss) != 0 {
+		return fmt.Errorf("nack %d: not the first byte of a segment (mss %d)", seq, r.mss)
 	}
 	return nil
 }
@@ -502,6 +555,15 @@ func (r *runner) checkOne(s *Snapshot, e expectation) string {
 		got = strconv.Itoa(s.Retx)
 	case "done":
 		got = yesNo(s.Done)
+	case "evs":
+		got = fmtList(s.Evs, func(v uint16) string { return strconv.Itoa(int(v)) })
+	case "ar":
+		got = fmtList(s.AR, func(b bool) string {
+			if b {
+				return "1"
+			}
+			return "0"
+		})
 	case "rate", "target_rate":
 		if !s.HasRate {
 			return e.key + ": the controller is not rate-based"
@@ -564,6 +626,18 @@ func decimalEqual(a, b string) bool {
 		return w + "." + f
 	}
 	return norm(a) == norm(b)
+}
+
+// fmtList prints a comma-separated list, "-" when empty.
+func fmtList[T any](xs []T, f func(T) string) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = f(x)
+	}
+	return strings.Join(parts, ",")
 }
 
 func yesNo(b bool) string {
@@ -642,6 +716,16 @@ func fmtSent(sent []cc.Segment) string {
 	return strings.Join(parts, ", ")
 }
 
+// fmtSentEvs is fmtSent, with the entropies when a path manager picks
+// them.
+func (r *runner) fmtSentEvs(sent []cc.Segment) string {
+	out := fmtSent(sent)
+	if r.s.Header.Paths == nil || len(sent) == 0 {
+		return out
+	}
+	return out + " ev " + fmtList(sent, func(s cc.Segment) string { return strconv.Itoa(int(s.Entropy)) })
+}
+
 // fmtEvents prints the event counts and the step's note.
 func fmtEvents(e Events, note string) string {
 	var parts []string
@@ -660,6 +744,7 @@ func fmtEvents(e Events, note string) string {
 	add(e.RecTimers, "rec-timer")
 	add(e.CNPs, "cnp")
 	add(e.CCTimers, "cc-timer")
+	add(e.Nacks, "nack")
 	add(e.RTOs, "rto")
 	if e.Done {
 		parts = append(parts, "done")
@@ -712,7 +797,7 @@ func (r *runner) row(line int, text string, s Snapshot, sent []cc.Segment, ev Ev
 	}
 	row = append(row, strconv.FormatUint(s.Una, 10),
 		strconv.FormatUint(s.Nxt, 10), yesNo(s.InRecovery), fmtTimer(s.Timer),
-		fmtSent(sent), fmtEvents(ev, note))
+		r.fmtSentEvs(sent), fmtEvents(ev, note))
 	r.rows = append(r.rows, row)
 }
 

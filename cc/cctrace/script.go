@@ -40,6 +40,8 @@ type Header struct {
 	BaseRTT  sim.Time
 	// Pacing is the endpoint's pacing (header `pacing`, introspect.go).
 	Pacing cc.PacingConfig
+	// Paths, from a `paths` line, gives the endpoint a path manager.
+	Paths *cc.PathConfig
 }
 
 // stepKind is what a step does.
@@ -56,6 +58,7 @@ const (
 	stepExpect
 	stepCNP
 	stepNak
+	stepNack
 )
 
 // Step is one line of a script's body.
@@ -80,6 +83,13 @@ type Step struct {
 	echoSet bool
 	nack    bool
 	bitmap  uint64
+	// ack sackmap=BITS: UET's SACK bitmap, whose first segment is
+	// max(echo/MSS - 63, ack/MSS + 1) (cc.UETRecovery).
+	sackmap bool
+	// ack ev=K, nack ev=K: the entropy echoed; nack SEQ [lasthop]: a trim
+	// NACK of the packet at SEQ (ack holds SEQ).
+	ev      uint16
+	lastHop bool
 
 	// ack int=Q:TX:TS:RATE/... ep=D: the INT records the ACK echoes (one
 	// per hop: queue bytes, transmitted bytes, timestamp, link rate) and
@@ -101,7 +111,7 @@ type Script struct {
 // own).
 var expectKeys = append([]string{"time", "cwnd", "segs", "ssthresh", "state", "alpha", "pipe",
 	"flight", "una", "nxt", "recovery", "rto", "timer", "sent", "retx", "done",
-	"rate", "target_rate", "tc", "bc", "bytes", "cctimer"}, introspectKeys...)
+	"rate", "target_rate", "tc", "bc", "bytes", "cctimer", "evs", "ar"}, introspectKeys...)
 
 // probePrefix starts an expect key that reads a controller value by name
 // (cc.Prober): `expect ctl.u=0.95`.
@@ -170,7 +180,7 @@ func isHeaderLine(f []string) bool {
 	}
 	switch f[0] {
 	case "cc", "recovery", "mss", "init_cwnd", "size", "dupthresh", "ecn", "autosend", "option", "hops", "link",
-		"header":
+		"header", "paths":
 		return true
 	case "rto":
 		return len(f) > 1
@@ -267,6 +277,8 @@ func (h *Header) parse(f []string, line int) error {
 		h.Header = n
 	case "max_ack_delay", "pacing":
 		return h.parseIntrospectHeader(f)
+	case "paths":
+		return h.parsePaths(f[1:])
 	case "option":
 		if len(f) < 2 {
 			return fmt.Errorf("option: want key=value")
@@ -346,6 +358,56 @@ func (h *Header) parseRTO(f []string) error {
 	return nil
 }
 
+// parsePaths reads `paths MODE [entropies=N] [shuffle=on|off]
+// [reps_buffer=B] [reps_freeze=D]`.
+func (h *Header) parsePaths(f []string) error {
+	if len(f) == 0 {
+		return fmt.Errorf("paths: want a mode (skip, reuse, oblivious, bitmap, reps, mixed)")
+	}
+	m, err := cc.ParsePathMode(f[0])
+	if err != nil || f[0] == "" {
+		return fmt.Errorf("paths: unknown mode %q (known: skip, reuse, oblivious, bitmap, reps, mixed)", f[0])
+	}
+	pc := cc.PathConfig{Mode: m, Entropies: 8}
+	for _, kv := range f[1:] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("paths: want key=value, got %q", kv)
+		}
+		switch k {
+		case "entropies", "reps_buffer":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 1<<15 {
+				return fmt.Errorf("paths %s: want an integer in [1, 32768], got %q", k, v)
+			}
+			if k == "entropies" {
+				pc.Entropies = n
+			} else {
+				pc.REPSBuffer = n
+			}
+		case "shuffle":
+			b, err := parseOnOff("paths shuffle", v)
+			if err != nil {
+				return err
+			}
+			pc.NoShuffle = !b
+		case "reps_freeze":
+			d, err := parseDuration(v)
+			if err != nil {
+				return fmt.Errorf("paths %s: %v", k, err)
+			}
+			pc.REPSFreeze = d
+		default:
+			return fmt.Errorf("paths: unknown key %q (known: entropies, shuffle, reps_buffer, reps_freeze)", k)
+		}
+	}
+	if m.UET() && pc.Entropies&(pc.Entropies-1) != 0 {
+		return fmt.Errorf("paths %s: entropies must be a power of two, got %d", f[0], pc.Entropies)
+	}
+	h.Paths = &pc
+	return nil
+}
+
 func parseOnOff(what, v string) (bool, error) {
 	switch v {
 	case "on":
@@ -395,8 +457,35 @@ func parseStep(f []string) (Step, error) {
 				return st, err
 			}
 		}
-		if st.nack && !st.echoSet {
-			return st, fmt.Errorf("ack: nack= needs echo= (a NACK rides on a per-packet ACK)")
+		if (st.nack || st.sackmap) && !st.echoSet {
+			return st, fmt.Errorf("ack: nack= and sackmap= need echo= (the bitmap rides on an ACK naming its packet)")
+		}
+		if st.nack && st.sackmap {
+			return st, fmt.Errorf("ack: nack= (STrack's bitmap) and sackmap= (UET's) exclude each other")
+		}
+	case "nack":
+		st.kind = stepNack
+		if len(args) == 0 {
+			return st, fmt.Errorf("nack: want the first byte of the trimmed packet")
+		}
+		n, err := strconv.ParseUint(args[0], 10, 64)
+		if err != nil {
+			return st, fmt.Errorf("nack: want a byte number, got %q", args[0])
+		}
+		st.ack = n
+		for _, a := range args[1:] {
+			switch {
+			case a == "lasthop":
+				st.lastHop = true
+			case a == "ece":
+				st.ece = true
+			case strings.HasPrefix(a, "ev="), strings.HasPrefix(a, "rtt="):
+				if err := st.parseAckArg("nack", a); err != nil {
+					return st, err
+				}
+			default:
+				return st, fmt.Errorf("nack: unknown argument %q (known: ev=K, rtt=D, lasthop, ece)", a)
+			}
 		}
 	case "rtt", "advance":
 		if len(args) != 1 {
@@ -470,7 +559,7 @@ func parseStep(f []string) (Step, error) {
 			st.want = append(st.want, expectation{k, v})
 		}
 	default:
-		return st, fmt.Errorf("unknown step %q (steps: send, ack, dupack, nak, cnp, rtt, advance, rto, lose, expect)", f[0])
+		return st, fmt.Errorf("unknown step %q (steps: send, ack, dupack, nack, nak, cnp, rtt, advance, rto, lose, expect)", f[0])
 	}
 	return st, nil
 }
@@ -511,6 +600,18 @@ func (st *Step) parseAckArg(step, a string) error {
 			return fmt.Errorf("ack: nack wants a 64-bit bitmap with bit 0 (the next expected segment) clear, got %q", a)
 		}
 		st.nack, st.bitmap = true, n
+	case step == "ack" && strings.HasPrefix(a, "sackmap="):
+		n, err := strconv.ParseUint(strings.TrimPrefix(a, "sackmap="), 0, 64)
+		if err != nil {
+			return fmt.Errorf("ack: sackmap wants a 64-bit bitmap, got %q", a)
+		}
+		st.sackmap, st.bitmap = true, n
+	case strings.HasPrefix(a, "ev="):
+		n, err := strconv.ParseUint(strings.TrimPrefix(a, "ev="), 0, 16)
+		if err != nil {
+			return fmt.Errorf("%s: ev wants a 16-bit entropy, got %q", step, a)
+		}
+		st.ev = uint16(n)
 	case step == "ack" && strings.HasPrefix(a, "int="):
 		if st.tel == nil {
 			st.tel = &sim.Telemetry{}

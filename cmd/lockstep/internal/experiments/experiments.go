@@ -52,7 +52,9 @@ const (
 	scalableFile  = "scalable"
 	sprayingFile  = "spraying"
 	allreduceFile = "allreduce"
+	nsccFile      = "nscc"
 	dcqcnFile     = "dcqcn"
+	hpccDCQCNFile = "hpcc_dcqcn"
 )
 
 // All lists the experiments by name.
@@ -63,8 +65,10 @@ func All() []Experiment {
 		{Name: "scalable", Summary: "Scalable TCP (Kelly, Linux) vs Reno, CUBIC, DCTCP: fairness with 10-1000 flows, a 100 ms flap, a chaotic link", File: scalableFile, Run: scalableExp},
 		{Name: "allreduce", Summary: "ring vs halving-doubling vs double binary tree all-reduce on a rail-optimised fabric and a fat-tree, ECMP vs spraying, with a second job; the ring's busbw against the analytical bound", File: allreduceFile, Run: allreduce},
 		{Name: "dcqcn", Summary: "DCQCN (RoCEv2) on the paper's 40 Gb/s dumbbell: two flows converging to fairness, the queue with 2-16 flows against the paper's fluid model and its fixed point", File: dcqcnFile, Run: dcqcnExp},
+		{Name: "hpcc-dcqcn", Summary: "HPCC vs DCQCN and DCQCN+w on WebSearch at 30% and 50% load on a lossless 100/400 Gb/s leaf-spine: FCT slowdown percentiles by flow size, as the HPCC paper's Fig. 11", File: hpccDCQCNFile, Run: hpccDCQCN},
 		{Name: "switch-incast", Summary: "a 64->1 incast with a victim flow under drop-tail, ECN, PFC, trimming, a shared buffer and cut-through; each mechanism's event-rate cost on the k=8 permutation", File: switchIncastFile, Run: switchIncast},
 		{Name: "spraying", Summary: "STrack spraying vs DCTCP and Reno over ECMP on a leaf-spine and a k=8 fat-tree, with a degraded link", File: sprayingFile, Run: spraying},
+		{Name: "nscc", Summary: "Ultra Ethernet's NSCC (four load-balancing policies) vs STrack vs DCTCP on htsim's perm1024 inputs and an incast", File: nsccFile, Run: nsccExp},
 	}
 }
 

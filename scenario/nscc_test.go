@@ -1,0 +1,119 @@
+package scenario
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-sim/lockstep/cc"
+	"github.com/lockstep-sim/lockstep/sim"
+)
+
+// htsim1024 is htsim's perm1024 set-up: its own fat_tree_1024.topo with
+// main_uec.cpp's queue (1 BDP of 4150-byte packets: 43 × 4150) and ECN
+// thresholds (20% and 80% of it, marked on dequeue), trimming.
+const htsim1024 = `topology:
+  type: htsim
+  htsim:
+    file: fat_tree_1024.topo
+    queue: {buffer: 178450, ecn: {mode: red, min: 35690, max: 142760, pmax: 1, on: dequeue}}
+switch: {forwarding: spray, trim: {header: 64}}
+transport:
+  cc: nscc
+  ecn: true
+  mtu: 4150
+workload:
+  - type: flows
+    flows: [{src: 0, dst: 1000, size: 1MB}]
+`
+
+func loadHtsim(t *testing.T, text string) (*Built, error) {
+	t.Helper()
+	return Load("s.yaml", []byte(text), os.DirFS("../examples/htsim"))
+}
+
+// TestNSCC_DerivesHtsimsNumbersFromTheFabric: on htsim's fat_tree_1024,
+// NSCC's network RTT is calculate_rtt's (2 × 6 us + 6 × (4150 + 64 bytes)
+// at 100 Gb/s = 14.02272 us), the NIC rate 100 Gb/s, trimming on, and the
+// per-packet timeout htsim's _min_rto: 15 us + 6 × 178,450 bytes at 100
+// Gb/s = 100.656 us; the recovery is uet and the policy mixed over 64
+// entropies.
+func TestNSCC_DerivesHtsimsNumbersFromTheFabric(t *testing.T) {
+	b, err := loadHtsim(t, htsim1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := b.Fabric.Transport
+	n := tc.CC.NSCC
+	if n == nil || n.NetworkRTT != 14022720*sim.Picosecond || n.LinkRate != 100*sim.GbitPerSecond || !n.Trimming || n.Header != 64 {
+		t.Fatalf("NSCC config %+v: want network RTT 14.02272us, 100Gbps, trimming, header 64", n)
+	}
+	if tc.RTO.Mode != cc.RTOFixed || tc.RTO.Fixed != 100656*sim.Nanosecond || tc.CC.PacketRTO != tc.RTO.Fixed {
+		t.Errorf("rto %+v (packet %v): want fixed 100.656us", tc.RTO, tc.CC.PacketRTO)
+	}
+	if tc.CC.Recovery != "uet" || tc.STrack == nil || tc.STrack.Mode != cc.PathMixed || tc.STrack.Entropies != 64 {
+		t.Errorf("recovery %q, paths %+v: want uet and mixed over 64", tc.CC.Recovery, tc.STrack)
+	}
+	if tc.PDS.AckBytes != 0 {
+		t.Errorf("ack_bytes %d: want 0 (the receivers' default, 16384)", tc.PDS.AckBytes)
+	}
+	// Given values win over the derived ones.
+	b, err = loadHtsim(t, strings.Replace(htsim1024, "mtu: 4150", `mtu: 4150
+  init_cwnd: 20
+  rto: {mode: fixed, value: 50us}
+  nscc: {lb: reps, entropies: 128, network_rtt: 20us, link_rate: 400Gbps, ack_bytes: 8KiB, gamma: 0.5, qa_gate: 2, quick_adapt: false, shuffle: false, nic: fifo}`, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc = b.Fabric.Transport
+	n = tc.CC.NSCC
+	if n.NetworkRTT != 20*sim.Microsecond || n.LinkRate != 400*sim.GbitPerSecond || n.Gamma != 0.5 || n.QAGate != 2 ||
+		n.QuickAdapt || n.InitCwnd != 20 || tc.RTO.Fixed != 50*sim.Microsecond || tc.STrack.Mode != cc.PathREPS ||
+		tc.STrack.Entropies != 128 || !tc.STrack.NoShuffle || tc.PDS.AckBytes != 8192 || !tc.PDS.FIFONIC {
+		t.Errorf("given values not applied: %+v %+v %+v", n, tc.STrack, tc.RTO)
+	}
+}
+
+// TestNSCC_RefusesWhatItCannotUse: the section without cc nscc, another
+// recovery, no ECN, transport.options, an adaptive RTO, unknown policies,
+// a non-power-of-two entropy count.
+func TestNSCC_RefusesWhatItCannotUse(t *testing.T) {
+	for _, c := range []struct{ edit, field string }{
+		{"cc: reno\n  nscc: {lb: bitmap}", "transport.nscc"},
+		{"cc: nscc\n  recovery: sack", "transport.recovery"},
+		{"cc: nscc\n  options: {gamma: '0.5'}", "transport.options"},
+		{"cc: nscc\n  rto: {min: 1ms}", "transport.rto"},
+		{"cc: nscc\n  nscc: {lb: zigzag}", "transport.nscc.lb"},
+		{"cc: nscc\n  nscc: {lb: skip}", "transport.nscc.lb"},
+		{"cc: nscc\n  nscc: {entropies: 100}", "transport.nscc.entropies"},
+		{"cc: nscc\n  nscc: {entropies: 0}", "transport.nscc.entropies"},
+		{"cc: nscc\n  nscc: {gamma: 2}", "transport.nscc"},
+		{"cc: nscc\n  nscc: {qa_gate: 40}", "transport.nscc.qa_gate"},
+		{"cc: nscc\n  nscc: {colour: red}", "transport.nscc.colour"},
+		{"cc: nscc\n  nscc: {nic: smart}", "transport.nscc.nic"},
+	} {
+		_, err := loadHtsim(t, strings.Replace(htsim1024, "cc: nscc", c.edit, 1))
+		if err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%q: want an error naming %s, got %v", c.edit, c.field, err)
+		}
+	}
+	if _, err := loadHtsim(t, strings.Replace(htsim1024, "ecn: true", "ecn: false", 1)); err == nil ||
+		!strings.Contains(err.Error(), "ECN") {
+		t.Errorf("nscc without ECN: want an error, got %v", err)
+	}
+}
+
+// TestNSCC_DiameterOfAFatTree: the derived network RTT follows the
+// fabric: a k=4 fat-tree with 1 us links and no trimming has the same
+// 6-link diameter as htsim's; a dumbbell has 3 links.
+func TestNSCC_DiameterOfAFatTree(t *testing.T) {
+	b, err := load(t, base+"transport: {cc: nscc, ecn: true, mtu: 1500}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// dumbbell: 3 links of 0 delay; 10 Gb/s: 3 × (1500 + 64) bytes.
+	want := 3 * (10 * sim.GbitPerSecond).TxTime(1500+64)
+	if got := b.Fabric.Transport.CC.NSCC.NetworkRTT; got != want || b.Fabric.Transport.CC.NSCC.Trimming {
+		t.Errorf("dumbbell: network RTT %v, want %v, and no trimming", got, want)
+	}
+}
