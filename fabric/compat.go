@@ -27,7 +27,7 @@ func newCompat(cfg Config) (*Fabric, error) {
 		return nil, fmt.Errorf("compat stracksim: link impairments are not part of the profile")
 	}
 	if len(cfg.Tasks) > 0 {
-		return nil, fmt.Errorf("compat stracksim: compute tasks (jobs with tensor or pipeline parallelism) are not part of the profile")
+		return nil, fmt.Errorf("compat stracksim: compute tasks (jobs of collectives) are not part of the profile")
 	}
 	ix, err := topologies.Compile(t)
 	if err != nil {

@@ -2,7 +2,9 @@ package results_test
 
 import (
 	"bytes"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,18 +38,40 @@ func TestCollectives_ReceiverSideCompletion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flows := b.Fabric.Flows
-	last := make([]sim.Time, len(flows)) // latest activation arrival
+	flows, tasks := b.Fabric.Flows, b.Fabric.Tasks
+	last := make([]sim.Time, len(flows))     // latest activation arrival
+	lastTask := make([]sim.Time, len(tasks)) // the same for tasks
+	arrive := func(g int32, at sim.Time) {
+		if g < 0 {
+			k := -1 - g
+			lastTask[k] = max(lastTask[k], at+tasks[k].Delay)
+			return
+		}
+		last[g] = max(last[g], at+flows[g].Delay)
+	}
 	for i := range flows {
 		rec := &r.Records[i]
 		if !rec.Finished {
 			t.Fatalf("flow %d did not finish", i)
 		}
 		for _, g := range flows[i].OnRecvDone() {
-			last[g] = max(last[g], rec.Finish+flows[g].Delay)
+			arrive(g, rec.Finish)
 		}
 		for _, g := range flows[i].OnSendDone() {
-			last[g] = max(last[g], rec.AckedAt+flows[g].Delay)
+			arrive(g, rec.AckedAt)
+		}
+	}
+	// Iteration 1 waits on one compute task per rank, which fires 5us
+	// after the last flow its rank received.
+	if len(tasks) != 4 {
+		t.Fatalf("%d tasks, want one per rank for iteration 1", len(tasks))
+	}
+	for k := range tasks {
+		if got := r.TaskFired[k]; got != lastTask[k] || tasks[k].Delay != 5*sim.Microsecond {
+			t.Errorf("task %d fired at %v, want %v (its last activation + 5us)", k, got, lastTask[k])
+		}
+		for _, g := range tasks[k].Next {
+			arrive(g, r.TaskFired[k])
 		}
 	}
 	waiting := 0
@@ -166,5 +190,80 @@ workload:
 	// leaves compute + forward after iteration 0's end.
 	if got, want := rec[6].StartAt, rows[0].TasksEnd+14*us; got != want {
 		t.Errorf("iteration 1's first activation starts at %v, want %v", got, want)
+	}
+}
+
+// hdYAML is a halving-doubling all-reduce of 4 ranks on one leaf, every
+// flow within its initial window (so ACKs pace nothing); %s is where
+// the impairment goes.
+const hdYAML = `topology:
+  type: leafspine
+  leafspine: {leaves: 1, spines: 1, hosts_per_leaf: 4, host: {rate: 100Gbps, delay: 1us}, fabric: {rate: 100Gbps, delay: 1us}}
+transport: {init_cwnd: 1000}
+%sworkload:
+  - type: collective
+    size: 400KB
+    collective: {op: allreduce, algorithm: halving_doubling}
+`
+
+// TestCollectives_SlowLinkDelaysExactlyTheStepsThatUseIt: h3's uplink
+// slowed to 10 Gb/s, which makes each of h3's sends about 150us longer.
+// Halving-doubling of 4 ranks pairs 0-2 and 1-3, then 0-1 and 2-3 twice,
+// then 0-2 and 1-3, and a rank's send waits on everything it has
+// received. A flow waits on the slow link when it waits, through
+// activations, on a flow h3 sent. By hand, those that do not are the
+// first step's four, the second step's 0->1 (it waits on 2->0), 2->3 (on
+// 0->2) and 3->2 (on 1->3), and the third step's 3->2 (on 1->3 and
+// 2->3): they start when they do on the idle fabric, give or take the
+// few ACKs and packets that now share their links at other times (under
+// 1us), and h3's three of them end later. Every other flow starts at
+// least 100us later, through receiver-side completion.
+func TestCollectives_SlowLinkDelaysExactlyTheStepsThatUseIt(t *testing.T) {
+	run := func(imp string) (*scenario.Built, *runner.Result) {
+		t.Helper()
+		b, err := scenario.Load("hd.yaml", []byte(fmt.Sprintf(hdYAML, imp)), scenario.Dir("."))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := runner.Run(b, runner.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b, r
+	}
+	b, base := run("")
+	_, slow := run("impairments:\n  - {link: [h3, leaf0], direction: forward, schedule: [{at: 0s, rate: 10Gbps}]}\n")
+	flows := b.Fabric.Flows
+	// waits[i]: flow i waits on a flow from h3 (dependencies point to
+	// later flows).
+	waits := make([]bool, len(flows))
+	for i := range flows {
+		for _, g := range append(slices.Clone(flows[i].OnRecvDone()), flows[i].OnSendDone()...) {
+			waits[g] = waits[g] || waits[i] || flows[i].Src == 3
+		}
+	}
+	type pair struct{ src, dst int }
+	var free []pair
+	for i := range flows {
+		f, a, s := &flows[i], &base.Records[i], &slow.Records[i]
+		if !a.Finished || !s.Finished {
+			t.Fatalf("flow %d did not finish", i)
+		}
+		if waits[i] {
+			if s.StartAt < a.StartAt+100*sim.Microsecond {
+				t.Errorf("flow %d (%d->%d) waits on the slow link but starts at %v, idle %v", i, f.Src, f.Dst, s.StartAt, a.StartAt)
+			}
+			continue
+		}
+		free = append(free, pair{f.Src, f.Dst})
+		if s.StartAt < a.StartAt || s.StartAt > a.StartAt+sim.Microsecond {
+			t.Errorf("flow %d (%d->%d) does not wait on the slow link but starts at %v, idle %v", i, f.Src, f.Dst, s.StartAt, a.StartAt)
+		}
+		if f.Src == 3 && s.Finish <= a.Finish {
+			t.Errorf("h3's flow %d ends at %v, idle %v: want later", i, s.Finish, a.Finish)
+		}
+	}
+	if want := []pair{{0, 2}, {1, 3}, {2, 0}, {3, 1}, {0, 1}, {2, 3}, {3, 2}, {3, 2}}; !slices.Equal(free, want) {
+		t.Errorf("flows independent of h3: %v, want %v", free, want)
 	}
 }

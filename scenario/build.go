@@ -1072,8 +1072,10 @@ type CollectiveInstance struct {
 	Start   sim.Time
 	// Phase is, for a job with tensor or pipeline parallelism, which of
 	// its exchanges this is (workloads.PhaseDP, PhaseTP, PhasePP); empty
-	// for a plain job. Tasks are then its iteration's compute tasks
-	// (fabric.Config.Tasks), whose last firing may end the iteration.
+	// for a plain job. Tasks are its iteration's compute tasks
+	// (fabric.Config.Tasks; a plain job's iterations after the first, or
+	// all with stragglers, have one per rank and bucket), whose last
+	// firing may end the iteration.
 	Phase string
 	Tasks workloads.FlowRange
 }
@@ -1083,6 +1085,9 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 	nh := len(topo.Hosts)
 	if len(ws) == 0 {
 		return nil, l.errf("workload", "must list at least one group of flows")
+	}
+	if err := l.jobNames(ws); err != nil {
+		return nil, err
 	}
 	var out []hostsim.FlowSpec
 	for i := range ws {
@@ -1328,6 +1333,34 @@ func (l *loader) impairments(is []Impairment, topo *topologies.Topology) ([]fabr
 	return out, nil
 }
 
+// jobNames checks the collective workloads' job names (given or the
+// default w<index>): each names one job in collectives.csv and jobs.csv
+// (and their plots), so they must differ, and they are CSV fields, so
+// letters, digits, '_', '-' and '.' only.
+func (l *loader) jobNames(ws []Workload) error {
+	seen := map[string]int{}
+	for i := range ws {
+		c := ws[i].Collective
+		if ws[i].Type != "collective" || c == nil {
+			continue
+		}
+		name := c.Job
+		if name == "" {
+			name = fmt.Sprintf("w%d", i)
+		}
+		for _, r := range name {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+				return l.errf(fmt.Sprintf("workload[%d].collective.job", i), "%q: use letters, digits, '_', '-' and '.' only", name)
+			}
+		}
+		if j, dup := seen[name]; dup {
+			return l.errf(fmt.Sprintf("workload[%d].collective.job", i), "%q is workload[%d]'s job too: give each job its own name", name, j)
+		}
+		seen[name] = i
+	}
+	return nil
+}
+
 // shiftIDs renumbers an activation list of a workload group whose flows
 // start at base and whose tasks (hostsim.TaskRef, negative) at taskBase.
 func shiftIDs(ids []int32, base, taskBase int32) []int32 {
@@ -1394,8 +1427,12 @@ func (l *loader) collective(path string, idx int, w *Workload, nh int, base, tas
 			return nil, nil, nil, l.errf(path+".hosts", "rank %d: host %d does not exist (fabric has %d hosts)", r, h, nh)
 		}
 	}
-	if n := collectiveFlows(w, int64(nh)); n > MaxFlows {
-		return nil, nil, nil, l.errf(cp, "makes about %d flows, more than the limit of %d flows", n, MaxFlows)
+	flows, tasks := collectiveCounts(w, int64(nh))
+	if flows > MaxFlows {
+		return nil, nil, nil, l.errf(cp, "makes about %d flows, more than the limit of %d flows", flows, MaxFlows)
+	}
+	if tasks > MaxFlows {
+		return nil, nil, nil, l.errf(cp, "makes about %d compute tasks, more than the limit of %d", tasks, MaxFlows)
 	}
 	iters := c.Iterations
 	if iters == 0 {
@@ -1436,10 +1473,15 @@ func (l *loader) collective(path string, idx int, w *Workload, nh int, base, tas
 	var inst []CollectiveInstance
 	if jf.Instances == nil {
 		for it, r := range jf.Iters {
+			var tasks workloads.FlowRange
+			if it < len(jf.IterTasks) {
+				tasks = workloads.FlowRange{First: taskBase + jf.IterTasks[it].First, Count: jf.IterTasks[it].Count}
+			}
 			inst = append(inst, CollectiveInstance{Job: job, Iteration: it, Op: c.Op, Algorithm: alg, Bytes: int64(w.Size),
-				Hosts: hosts, First: base + r.First, Count: r.Count, Compute: sim.Time(c.Compute), Start: sim.Time(w.Start)})
+				Hosts: hosts, First: base + r.First, Count: r.Count, Compute: sim.Time(c.Compute), Start: sim.Time(w.Start),
+				Tasks: tasks})
 		}
-		return jf.Flows, nil, inst, nil
+		return jf.Flows, jf.Tasks, inst, nil
 	}
 	// A parallel job: every instance of every phase; each carries its
 	// iteration's tasks, whose last firing may end the iteration.

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 
 	"github.com/lockstep-sim/lockstep/topologies"
@@ -19,6 +20,10 @@ const (
 	// EstimatePerFlow covers a flow's spec, sender, receiver and record,
 	// and the workload's list while it is built.
 	EstimatePerFlow = 1600
+	// EstimatePerTask covers a compute task's spec, its activation list
+	// (one or more entries), its counter and firing time, and the
+	// workload's copy while it is built.
+	EstimatePerTask = 128
 )
 
 // Estimate is what a scenario would need in memory, by part, computed
@@ -27,9 +32,11 @@ type Estimate struct {
 	// Fabric is the elements, links and routes (4 B per switch and edge
 	// switch).
 	Fabric int64
-	// Flows and Bytes are per workload entry: its flow count (0 when not
-	// known beforehand: poisson without max_flows, cm) and its bytes.
+	// Flows, Tasks and Bytes are per workload entry: its flow count (0
+	// when not known beforehand: poisson without max_flows, cm), at most
+	// its compute tasks (collectives) and its bytes.
 	Flows []int64
+	Tasks []int64
 	Bytes []int64
 }
 
@@ -37,7 +44,7 @@ type Estimate struct {
 func (e *Estimate) Total() int64 {
 	t := e.Fabric
 	for _, b := range e.Bytes {
-		t += b
+		t = workloads.SatAdd(t, b)
 	}
 	return t
 }
@@ -63,7 +70,7 @@ func EstimateMemory(s *Scenario, topo *topologies.Topology) *Estimate {
 		topologies.RouteBytes(len(topo.Nodes), len(topo.Hosts), int(switches), int(edges))}
 	for i := range s.Workload {
 		w := &s.Workload[i]
-		var n int64
+		var n, tasks int64
 		switch w.Type {
 		case "flows":
 			n = int64(len(w.Flows))
@@ -83,10 +90,11 @@ func EstimateMemory(s *Scenario, topo *topologies.Topology) *Estimate {
 		case "poisson":
 			n = int64(max(w.MaxFlows, 0))
 		case "collective":
-			n = collectiveFlows(w, nh)
+			n, tasks = collectiveCounts(w, nh)
 		}
 		e.Flows = append(e.Flows, n)
-		e.Bytes = append(e.Bytes, EstimatePerFlow*n)
+		e.Tasks = append(e.Tasks, tasks)
+		e.Bytes = append(e.Bytes, workloads.SatAdd(workloads.SatMul(EstimatePerFlow, n), workloads.SatMul(EstimatePerTask, tasks)))
 	}
 	return e
 }
@@ -104,6 +112,12 @@ func (e *Estimate) Check(file string, s *Scenario, limit int64) error {
 			part = b
 			path = fmt.Sprintf("workload[%d]", i)
 			what = fmt.Sprintf("%s makes %d flows, about %s", s.Workload[i].Type, e.Flows[i], gb(b))
+			if e.Tasks[i] > 0 {
+				what = fmt.Sprintf("%s makes %d flows and up to %d compute tasks, about %s", s.Workload[i].Type, e.Flows[i], e.Tasks[i], gb(b))
+			}
+			if e.Flows[i] == math.MaxInt64 || e.Tasks[i] == math.MaxInt64 || b == math.MaxInt64 {
+				what = fmt.Sprintf("%s makes more flows or compute tasks than 64 bits count", s.Workload[i].Type)
+			}
 		}
 	}
 	return &Error{File: file, Path: path, Msg: fmt.Sprintf("%s; the scenario needs about %s in all, more than the %s this machine has",
@@ -126,34 +140,54 @@ func gb(b int64) string {
 // limit). The limit is not part of the scenario or its digest.
 func WithMemoryLimit(limit int64) Edit { return func(s *Scenario) { s.memLimit = limit } }
 
-// collectiveFlows is how many flows a collective workload makes (before
-// it is built; 0 when its settings are invalid, which Build reports).
-func collectiveFlows(w *Workload, nh int64) int64 {
+// collectiveCounts is how many flows a collective workload makes and at
+// most how many compute tasks (before it is built; 0 when its settings are
+// invalid, which Build reports): a plain job's tasks are one per rank,
+// bucket and iteration, a parallel job's workloads.ParallelTasks. Neither
+// overflows.
+func collectiveCounts(w *Workload, nh int64) (flows, tasks int64) {
 	c := w.Collective
 	if c == nil {
-		return 0
+		return 0, 0
 	}
+	r := collectiveRanks(w, nh)
+	if r < 2 {
+		return 0, 0
+	}
+	iters := int64(max(c.Iterations, 1))
+	p := c.Parallel
+	if p == nil {
+		return workloads.SatMul(collectiveSteps(c, r), int64(max(c.Chunks, 1)), iters, int64(max(c.Buckets, 1))),
+			workloads.SatMul(r, iters, int64(max(c.Buckets, 1)))
+	}
+	cfg := parallelConfig(p)
+	if cfg.TP > int(r) || cfg.PP > int(r) {
+		return 0, 0
+	}
+	d := r / int64(cfg.TP*cfg.PP)
+	var dp int64
+	if d >= 2 {
+		dp = workloads.SatMul(collectiveSteps(c, d), int64(max(c.Chunks, 1)))
+	}
+	return max(workloads.ParallelFlows(cfg, int(r), dp, c.Iterations), 0), max(workloads.ParallelTasks(cfg, int(r), c.Iterations), 0)
+}
+
+// parallelConfig is p as workloads takes it (durations aside).
+func parallelConfig(p *Parallel) workloads.ParallelConfig {
+	return workloads.ParallelConfig{TP: max(p.TP, 1), PP: max(p.PP, 1), Microbatches: p.Microbatches, Layers: p.Layers,
+		Schedule: p.Schedule, TPSize: int64(p.TPSize), TPAlgorithm: p.TPAlgorithm, PPSize: int64(p.PPSize)}
+}
+
+// collectiveRanks is how many ranks a collective workload has.
+func collectiveRanks(w *Workload, nh int64) int64 {
 	r := int64(len(w.Hosts))
 	if r == 0 {
-		r = int64(c.Ranks)
+		r = int64(w.Collective.Ranks)
 		if r == 0 {
-			r = nh - int64(c.FirstHost)
+			r = nh - int64(w.Collective.FirstHost)
 		}
 	}
-	if r < 2 {
-		return 0
-	}
-	if p := c.Parallel; p != nil {
-		cfg := workloads.ParallelConfig{TP: max(p.TP, 1), PP: max(p.PP, 1), Microbatches: p.Microbatches, Layers: p.Layers,
-			Schedule: p.Schedule, TPSize: int64(p.TPSize), TPAlgorithm: p.TPAlgorithm, PPSize: int64(p.PPSize)}
-		d := r / int64(cfg.TP*cfg.PP)
-		var dp int64
-		if d >= 2 {
-			dp = collectiveSteps(c, d) * int64(max(c.Chunks, 1))
-		}
-		return max(workloads.ParallelFlows(cfg, int(r), dp, c.Iterations), 0)
-	}
-	return collectiveSteps(c, r) * int64(max(c.Chunks, 1)) * int64(max(c.Iterations, 1)) * int64(max(c.Buckets, 1))
+	return r
 }
 
 // collectiveSteps is how many transfers c's collective of r ranks makes

@@ -45,9 +45,8 @@ type CollectiveConfig struct {
 // CollectiveFlows are the flows of one collective, numbered from 0 (the
 // dependencies refer to these numbers). Starts are the flows that begin
 // the collective (Need counts only their dependencies inside it) and Ends
-// of every rank the flows it receives whose arrival completes its result
-// (a tree's inner rank forwards some of them): when they have arrived the
-// rank holds its result.
+// of every rank the flows it receives: when they have all arrived the
+// rank holds its result and has passed on what it had to forward.
 type CollectiveFlows struct {
 	Flows  []Flow
 	Starts []int32
@@ -138,11 +137,6 @@ type collGen struct {
 	n   int
 	out *CollectiveFlows
 	err error
-	// ends, when an algorithm sets it, lists by rank the flows whose
-	// arrival completes the rank's result (they may activate more
-	// forwarding); otherwise finish takes the flows that activate
-	// nothing on receipt.
-	ends [][]int32
 }
 
 // pieces returns the sizes of size bytes cut into Chunks pieces (the first
@@ -178,11 +172,17 @@ func (g *collGen) transfer(a, b int, size int64, after [][]int32) []int32 {
 	for k, sz := range ps {
 		id := int32(len(*fs))
 		ids[k] = id
-		*fs = append(*fs, Flow{ID: id, Src: g.c.Hosts[a], Dst: g.c.Hosts[b], Size: sz, Start: g.c.Start, Delay: g.c.Delay})
 		var deps []int32
 		if k < len(after) {
 			deps = after[k]
 		}
+		// Delay is the reduction of received data: a piece that waits on
+		// none (only on the pipeline window) reduces nothing.
+		var delay sim.Time
+		if len(deps) > 0 {
+			delay = g.c.Delay
+		}
+		*fs = append(*fs, Flow{ID: id, Src: g.c.Hosts[a], Dst: g.c.Hosts[b], Size: sz, Start: g.c.Start, Delay: delay})
 		for _, d := range deps {
 			(*fs)[d].OnRecvDone = append((*fs)[d].OnRecvDone, id)
 		}
@@ -298,19 +298,9 @@ func (g *collGen) halvingDoubling() {
 			}
 		}
 	}
-	// A rank's result is complete when everything it receives has
-	// arrived; folded ranks get theirs from their partner.
-	g.ends = make([][]int32, n)
-	for r := 0; r < n; r++ {
-		if r < 2*rem && r%2 == 0 {
-			continue
-		}
-		for _, ids := range in[r] {
-			g.ends[r] = append(g.ends[r], ids...)
-		}
-		if r < 2*rem {
-			g.ends[r-1] = g.transfer(r, r-1, g.c.Size, perPiece(g.c.Chunks, in[r]...))
-		}
+	// Folded ranks get the result from their partner.
+	for r := 1; r < 2*rem; r += 2 {
+		g.transfer(r, r-1, g.c.Size, perPiece(g.c.Chunks, in[r]...))
 	}
 }
 
@@ -325,7 +315,6 @@ func (g *collGen) halvingDoubling() {
 // complete when its parent's data (the root: its children's) arrives.
 func (g *collGen) doubleTree() {
 	n := g.n
-	g.ends = make([][]int32, n)
 	halves := [2]int64{(g.c.Size + 1) / 2, g.c.Size / 2}
 	for t, size := range halves {
 		if size == 0 {
@@ -356,7 +345,6 @@ func (g *collGen) doubleTree() {
 		}
 		for _, c := range kids[root] {
 			rootIn = append(rootIn, up[c])
-			g.ends[root] = append(g.ends[root], up[c]...)
 		}
 		down := make([][]int32, n) // by rank: its parent's transfer to it
 		for _, r := range order[1:] {
@@ -365,7 +353,6 @@ func (g *collGen) doubleTree() {
 				deps = [][]int32{down[p]}
 			}
 			down[r] = g.transfer(parent[r], r, size, perPiece(g.c.Chunks, deps...))
-			g.ends[r] = append(g.ends[r], down[r]...)
 		}
 	}
 }
@@ -446,23 +433,19 @@ func (g *collGen) allToAll() {
 	}
 }
 
-// finish lists every rank's end flows: those the algorithm named, or
-// else the flows received there that activate nothing on receipt.
+// finish lists every rank's end flows: every flow it receives. The last
+// step's receipt alone would not do: in a ring or halving-doubling it
+// depends on the sender's earlier receipts, not on the rank's own, and
+// pieces of successive steps share a link and may finish out of order.
 func (g *collGen) finish() {
-	if g.ends != nil {
-		g.out.Ends = g.ends
-		return
-	}
 	rankOf := make(map[int]int, g.n)
 	for r, h := range g.c.Hosts {
 		rankOf[h] = r
 	}
 	for i := range g.out.Flows {
 		f := &g.out.Flows[i]
-		if len(f.OnRecvDone) == 0 {
-			r := rankOf[f.Dst]
-			g.out.Ends[r] = append(g.out.Ends[r], f.ID)
-		}
+		r := rankOf[f.Dst]
+		g.out.Ends[r] = append(g.out.Ends[r], f.ID)
 	}
 }
 
@@ -520,12 +503,16 @@ type JobFlows struct {
 // FlowRange is a contiguous range of flows.
 type FlowRange struct{ First, Count int32 }
 
-// Job expands a job: iteration 0's collective starts at Start plus the
-// rank's compute;
-// iteration i+1's flows from rank r start Compute after rank r has
-// received the last of its data of iteration i (its end flows), so ranks
-// run ahead or behind as the fabric lets them, as they do in a
-// data-parallel job without a global barrier.
+// Job expands a job. Rank r's flows of bucket b of iteration i wait on a
+// compute task on the rank's host (the rank's gradients of that bucket
+// exist): in iteration 0 it fires at Start plus (b+1)/Buckets of the
+// rank's compute; in iteration i+1, that long after every flow rank r
+// received in iteration i (every bucket) has arrived. So ranks run ahead
+// or behind as the fabric lets them, as they do in a data-parallel job
+// without a global barrier, and no rank forwards data reduced with its
+// own before its compute is done. Without stragglers iteration 0 needs no
+// task: every rank's first sends start at the same time, and its later
+// sends wait on others' first sends.
 func Job(j JobConfig, rng *rand.Rand) (*JobFlows, error) {
 	if j.Iterations < 1 {
 		return nil, fmt.Errorf("iterations must be at least 1, got %d", j.Iterations)
@@ -553,22 +540,19 @@ func Job(j JobConfig, rng *rand.Rand) (*JobFlows, error) {
 	if int64(per)*int64(nb)*int64(j.Iterations) > maxFlows {
 		return nil, fmt.Errorf("%d iterations of %d flows is more than the %d flows a list can hold", j.Iterations, per*nb, maxFlows)
 	}
-	rankOf := make(map[int]int, len(c.Hosts))
+	n := len(c.Hosts)
+	rankOf := make(map[int]int, n)
 	for r, h := range c.Hosts {
 		rankOf[h] = r
 	}
-	for r, e := range one.Ends {
-		if len(e) == 0 && j.Iterations > 1 {
-			return nil, fmt.Errorf("rank %d receives nothing, so no iteration can follow", r)
-		}
-	}
-	compute := j.computeTimes(len(c.Hosts), rng)
+	compute := j.computeTimes(n, rng)
+	straggle := j.ComputeMax > j.Compute && rng != nil
 	// bucketAt is when bucket b of a rank's compute is ready: buckets of
 	// the gradients come out evenly through the backward pass.
 	bucketAt := func(d sim.Time, b int) sim.Time { return d * sim.Time(b+1) / sim.Time(nb) }
 	out := &JobFlows{Flows: make([]Flow, 0, per*nb*j.Iterations)}
 	for it := 0; it < j.Iterations; it++ {
-		first := int32(it * nb * per)
+		first, firstTask := int32(it*nb*per), int32(len(out.Tasks))
 		out.Iters = append(out.Iters, FlowRange{First: first, Count: int32(nb * per)})
 		for b := 0; b < nb; b++ {
 			base := first + int32(b*per)
@@ -578,25 +562,44 @@ func Job(j JobConfig, rng *rand.Rand) (*JobFlows, error) {
 				f.OnSendDone = shift(f.OnSendDone, base)
 				out.Flows = append(out.Flows, f)
 			}
-			for _, st := range one.Starts {
-				f := &out.Flows[base+st]
-				r := rankOf[f.Src]
-				if it == 0 {
-					f.Start += bucketAt(compute[0][r], b)
-					continue
+			if it == 0 && !straggle {
+				for _, st := range one.Starts {
+					f := &out.Flows[base+st]
+					f.Start += bucketAt(compute[0][rankOf[f.Src]], b)
 				}
-				// Wait for the rank's last data of every bucket of the
-				// previous iteration.
-				f.Need, f.Delay = int32(nb*len(one.Ends[r])), bucketAt(compute[it][r], b)
-				for pb := 0; pb < nb; pb++ {
-					prev := first - int32(nb*per) + int32(pb*per)
-					for _, e := range one.Ends[r] {
-						pe := &out.Flows[prev+e]
-						pe.OnRecvDone = append(pe.OnRecvDone, base+st)
+				continue
+			}
+			// ready + r is rank r's task for this bucket.
+			ready := int32(len(out.Tasks))
+			for r, h := range c.Hosts {
+				tk := Task{Host: h}
+				if it == 0 {
+					tk.Start = c.Start + bucketAt(compute[0][r], b)
+				} else {
+					// Every flow rank r received in the previous
+					// iteration, every bucket of it.
+					tk.Need, tk.Delay = int32(nb*len(one.Ends[r])), bucketAt(compute[it][r], b)
+					for pb := 0; pb < nb; pb++ {
+						prev := first - int32(nb*per) + int32(pb*per)
+						for _, e := range one.Ends[r] {
+							pe := &out.Flows[prev+e]
+							pe.OnRecvDone = append(pe.OnRecvDone, TaskRef(ready+int32(r)))
+						}
 					}
 				}
+				out.Tasks = append(out.Tasks, tk)
+			}
+			for i := base; i < base+int32(per); i++ {
+				f := &out.Flows[i]
+				tk := &out.Tasks[ready+int32(rankOf[f.Src])]
+				tk.Next = append(tk.Next, i)
+				if f.Need == 0 {
+					f.Delay = 0 // a first send reduces nothing
+				}
+				f.Need++
 			}
 		}
+		out.IterTasks = append(out.IterTasks, FlowRange{First: firstTask, Count: int32(len(out.Tasks)) - firstTask})
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -21,7 +22,8 @@ func hostsN(n int) []int {
 // and on the sender finishing piece k-pipeline of the same step.
 func TestCollective_RingDependencies(t *testing.T) {
 	n, c := 4, 2
-	cf, err := Collective(CollectiveConfig{Op: OpAllReduce, Hosts: hostsN(n), Size: 4000, Chunks: c, Pipeline: 1, Start: sim.Microsecond})
+	cf, err := Collective(CollectiveConfig{Op: OpAllReduce, Hosts: hostsN(n), Size: 4000, Chunks: c, Pipeline: 1, Start: sim.Microsecond,
+		Delay: 3 * sim.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,15 +54,27 @@ func TestCollective_RingDependencies(t *testing.T) {
 				if f.Need != need {
 					t.Errorf("step %d rank %d piece %d: need %d, want %d", s, r, k, f.Need, need)
 				}
+				// The delay is the reduction of what arrived: none in
+				// step 0, where a piece waits only on the window.
+				if want := map[bool]sim.Time{true: 3 * sim.Microsecond, false: 0}[s > 0]; f.Delay != want {
+					t.Errorf("step %d rank %d piece %d: delay %v, want %v", s, r, k, f.Delay, want)
+				}
 			}
 		}
 	}
 	if len(cf.Starts) != n {
 		t.Errorf("%d start flows, want %d", len(cf.Starts), n)
 	}
+	// A rank ends on everything it receives: every step's pieces from
+	// rank r-1.
 	for r, e := range cf.Ends {
-		if len(e) != c {
-			t.Errorf("rank %d ends on %d flows, want %d", r, len(e), c)
+		if len(e) != 2*(n-1)*c {
+			t.Errorf("rank %d ends on %d flows, want %d", r, len(e), 2*(n-1)*c)
+		}
+		for _, x := range e {
+			if cf.Flows[x].Dst != 10+r || cf.Flows[x].Src != 10+(r-1+n)%n {
+				t.Errorf("rank %d ends on flow %d, %d -> %d", r, x, cf.Flows[x].Src, cf.Flows[x].Dst)
+			}
 		}
 	}
 }
@@ -123,32 +137,58 @@ func TestCollective_Shapes(t *testing.T) {
 	}
 }
 
-// TestJob_IterationsChain: iteration i+1's first transfers from a rank
-// wait, Compute long, on every end flow of iteration i received there.
+// TestJob_IterationsChain: a ring all-reduce of 4 ranks, 2 pieces per
+// step both in flight, every transfer 1us, compute 7us. Iteration 0 runs
+// its 6 steps from 7us to 13us. The last step's pieces into rank 2 take
+// 5us instead (12-17us), so rank 2 is ready for iteration 1 at 24us and
+// the others at 20us. By hand, iteration 1: step 0 leaves ranks 0, 1, 3
+// at 20us and rank 2 at 24us; step 1 leaves rank 0 and 1 at 21us (their
+// step-0 data arrived), rank 2 at 24us (rank 1's data arrived at 21us,
+// but rank 2's own gradients exist only at 24us) and rank 3 at 25us
+// (rank 2's step-0 data).
 func TestJob_IterationsChain(t *testing.T) {
+	us := sim.Microsecond
 	cc := CollectiveConfig{Op: OpAllReduce, Hosts: hostsN(4), Size: 4000, Chunks: 2}
 	one, _ := Collective(cc)
-	jf, err := Job(JobConfig{Collective: cc, Iterations: 3, Compute: 7 * sim.Microsecond}, nil)
+	jf, err := Job(JobConfig{Collective: cc, Iterations: 2, Compute: 7 * us}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	per := int32(len(one.Flows))
-	if len(jf.Flows) != 3*int(per) || len(jf.Iters) != 3 || jf.Iters[2].First != 2*per {
+	if len(jf.Flows) != 2*int(per) || len(jf.Iters) != 2 || jf.Iters[1].First != per {
 		t.Fatalf("%d flows, iterations %+v", len(jf.Flows), jf.Iters)
 	}
-	if jf.Flows[0].Start != 7*sim.Microsecond || jf.Flows[0].Need != 0 {
-		t.Errorf("iteration 0 starts at %v with need %d, want 7us and 0", jf.Flows[0].Start, jf.Flows[0].Need)
-	}
-	for _, s := range one.Starts {
-		f := jf.Flows[per+s]
-		r := f.Src - 10
-		if f.Need != int32(len(one.Ends[r])) || f.Delay != 7*sim.Microsecond {
-			t.Errorf("iteration 1 flow %d: need %d delay %v", per+s, f.Need, f.Delay)
+	// id is the flow of piece k of step s at rank r in iteration it.
+	id := func(it, s, r, k int) int32 { return int32(it)*per + int32((s*4+r)*2+k) }
+	start, end, _ := evalTimesBy(t, jf, func(x int32) sim.Time {
+		if x == id(0, 5, 1, 0) || x == id(0, 5, 1, 1) {
+			return 5 * us
 		}
-		for _, e := range one.Ends[r] {
-			if !contains(jf.Flows[e].OnRecvDone, per+s) {
-				t.Errorf("iteration 0 end flow %d does not start iteration 1's flow %d", e, per+s)
+		return us
+	})
+	if got := end[id(0, 5, 0, 0)]; got != 13*us {
+		t.Errorf("iteration 0 ends at %v at rank 1, want 13us", got)
+	}
+	for r, want := range []sim.Time{20, 20, 24, 20} {
+		for k := range 2 {
+			if got := start[id(1, 0, r, k)]; got != want*us {
+				t.Errorf("iteration 1 step 0 rank %d piece %d starts at %v, want %v", r, k, got, want*us)
 			}
+		}
+	}
+	for r, want := range []sim.Time{21, 21, 24, 25} {
+		if got := start[id(1, 1, r, 0)]; got != want*us {
+			t.Errorf("iteration 1 step 1 rank %d starts at %v, want %v", r, got, want*us)
+		}
+	}
+	// Rank r's task of iteration 1 waits on every flow it received.
+	if it := jf.IterTasks[1]; it.Count != 4 {
+		t.Fatalf("iteration 1 has %d tasks, want one per rank", it.Count)
+	}
+	for r := range 4 {
+		tk := jf.Tasks[jf.IterTasks[1].First+int32(r)]
+		if tk.Host != 10+r || tk.Need != 6*2 || tk.Delay != 7*us {
+			t.Errorf("rank %d's task of iteration 1: %+v, want host %d, need 12, delay 7us", r, tk, 10+r)
 		}
 	}
 }
@@ -162,28 +202,41 @@ func TestBusFactor_NCCL(t *testing.T) {
 	}
 }
 
+// TestJob_StragglersDrawnPerRankAndIteration: with compute_max every
+// rank's compute of every iteration is its own draw in [compute,
+// compute_max]; iteration 0's are the times its tasks fire, later ones
+// their delays, and no flow of a rank starts before its task.
 func TestJob_StragglersDrawnPerRankAndIteration(t *testing.T) {
+	us := sim.Microsecond
 	cc := CollectiveConfig{Op: OpAllReduce, Hosts: hostsN(4), Size: 4000}
-	jf, err := Job(JobConfig{Collective: cc, Iterations: 2, Compute: sim.Microsecond, ComputeMax: 50 * sim.Microsecond}, sim.NewRand(1, 2))
+	jf, err := Job(JobConfig{Collective: cc, Iterations: 2, Compute: us, ComputeMax: 50 * us}, sim.NewRand(1, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[sim.Time]bool{}
-	per := len(jf.Flows) / 2
-	for _, f := range jf.Flows[:4] { // iteration 0's first step: one per rank
-		if f.Start < sim.Microsecond || f.Start > 50*sim.Microsecond {
-			t.Errorf("iteration 0 rank start %v outside [1us, 50us]", f.Start)
-		}
-		seen[f.Start] = true
+	if len(jf.Tasks) != 8 || jf.IterTasks[1].First != 4 {
+		t.Fatalf("%d tasks, iterations %+v: want one per rank and iteration", len(jf.Tasks), jf.IterTasks)
 	}
-	for _, f := range jf.Flows[per : per+4] {
-		if f.Delay < sim.Microsecond || f.Delay > 50*sim.Microsecond {
-			t.Errorf("iteration 1 compute %v outside [1us, 50us]", f.Delay)
+	seen := map[sim.Time]bool{}
+	for k, tk := range jf.Tasks {
+		d := tk.Start
+		if k >= 4 {
+			d = tk.Delay
 		}
-		seen[f.Delay] = true
+		if d < us || d > 50*us {
+			t.Errorf("task %d: compute %v outside [1us, 50us]", k, d)
+		}
+		seen[d] = true
 	}
 	if len(seen) < 6 {
 		t.Errorf("%d distinct compute times of 8: not drawn per rank and iteration", len(seen))
+	}
+	start, _, fired := evalTimes(t, jf, us)
+	for k, tk := range jf.Tasks {
+		for _, x := range tk.Next {
+			if jf.Flows[x].Src != tk.Host || start[x] < fired[k] {
+				t.Errorf("flow %d (from %d) starts at %v, before its rank's compute ends at %v", x, jf.Flows[x].Src, start[x], fired[k])
+			}
+		}
 	}
 	if _, err := Job(JobConfig{Collective: cc, Iterations: 1, Compute: 5, ComputeMax: 4}, nil); err == nil {
 		t.Error("compute_max below compute: want an error")
@@ -209,18 +262,37 @@ func TestJob_BucketsOverlapCompute(t *testing.T) {
 		if a, b := jf.Flows[s].Start, jf.Flows[per+s].Start; a != 5*sim.Microsecond || b != 10*sim.Microsecond {
 			t.Errorf("iteration 0 buckets start at %v and %v, want 5us and 10us", a, b)
 		}
-		f := jf.Flows[3*per+s]
-		if r := f.Src - 10; f.Need != int32(2*len(one.Ends[r])) || f.Delay != 10*sim.Microsecond {
-			t.Errorf("iteration 1 bucket 1: need %d delay %v", f.Need, f.Delay)
+	}
+	// Iteration 1: a task per bucket and rank, bucket b's (b+1)/2 of the
+	// compute after the last of every bucket's receipts.
+	us := sim.Microsecond
+	for b := range 2 {
+		for r := range 4 {
+			tk := jf.Tasks[jf.IterTasks[1].First+int32(4*b+r)]
+			if tk.Host != 10+r || tk.Need != int32(2*len(one.Ends[r])) || tk.Delay != sim.Time(5*(b+1))*us {
+				t.Errorf("iteration 1 bucket %d rank %d: task %+v", b, r, tk)
+			}
+		}
+	}
+	// Every transfer 1us: each bucket's 6 ring steps end 6us after it
+	// starts, so iteration 0 ends at 16us and iteration 1's buckets start
+	// at 21us and 26us.
+	start, _, _ := evalTimes(t, jf, us)
+	for _, s := range one.Starts {
+		if a, b := start[2*per+s], start[3*per+s]; a != 21*us || b != 26*us {
+			t.Errorf("iteration 1 buckets start at %v and %v, want 21us and 26us", a, b)
 		}
 	}
 }
 
-// dataReach returns, for every rank, the set of ranks (bits) whose data
-// has reached it when its end flows have arrived: a flow carries its
-// sender's data and the data of every flow whose arrival it waits on
-// (OnRecvDone: data; OnSendDone is the pipeline window, not data).
-func dataReach(t *testing.T, cf *CollectiveFlows, hosts []int) []uint64 {
+// dataReach checks, for every rank, that every flow it receives last
+// (no other flow it receives waits, through the data it carries, on this
+// one) carries, with the rank's own data, the data of every rank (with
+// union: that they do together): a flow carries its sender's data and
+// the data of every flow whose arrival it waits on (OnRecvDone: data;
+// OnSendDone is the pipeline window, not data). It returns how many such
+// last receipts each rank has.
+func dataReach(t *testing.T, cf *CollectiveFlows, hosts []int, union bool, what string) []int {
 	t.Helper()
 	rankOf := map[int]int{}
 	for r, h := range hosts {
@@ -248,19 +320,55 @@ func dataReach(t *testing.T, cf *CollectiveFlows, hosts []int) []uint64 {
 		}
 		return carry[i]
 	}
-	out := make([]uint64, len(hosts))
-	for r, ends := range cf.Ends {
-		out[r] = 1 << r
-		for _, e := range ends {
-			out[r] |= visit(e)
+	// before[x]: a flow that waits on x (transitively) arrives at x's
+	// receiver too.
+	before := make([]bool, len(cf.Flows))
+	var mark func(x int32, r int)
+	seen := make([]int, len(cf.Flows))
+	mark = func(x int32, r int) {
+		for _, d := range in[x] {
+			if seen[d] == r+1 {
+				continue
+			}
+			seen[d] = r + 1
+			if rankOf[cf.Flows[d].Dst] == r {
+				before[d] = true
+			}
+			mark(d, r)
 		}
 	}
-	return out
+	all := uint64(1)<<len(hosts) - 1
+	last := make([]int, len(hosts))
+	for r, ends := range cf.Ends {
+		for _, e := range ends {
+			mark(e, r)
+		}
+		u := uint64(1) << r
+		for _, e := range ends {
+			if before[e] {
+				continue
+			}
+			last[r]++
+			u |= visit(e)
+			if got := visit(e) | 1<<r; !union && got != all {
+				t.Errorf("%s: rank %d's last receipt %d (%d->%d) carries data of %b, want every rank's", what, r, e,
+					cf.Flows[e].Src, cf.Flows[e].Dst, got)
+			}
+		}
+		if u != all {
+			t.Errorf("%s: rank %d's last receipts carry data of %b, want every rank's", what, r, u)
+		}
+	}
+	return last
 }
 
 // TestCollective_EveryRankGetsEveryRanksData: for every allreduce
-// algorithm, rank count (powers of two and not) and chunking, every
-// rank's end flows depend, through the data they carry, on every rank.
+// algorithm, rank count (powers of two and not) and chunking, each of a
+// ring's or tree's last receipts at a rank carries every rank's data (a
+// ring's gather steps, a tree's broadcast); halving-doubling's do
+// together (its last reduce step's receipt holds half the ranks, which
+// the rank adds to what it holds); a rank's end flows are all it
+// receives.
 func TestCollective_EveryRankGetsEveryRanksData(t *testing.T) {
 	for _, alg := range []string{AlgRing, AlgHalvingDoubling, AlgDoubleBinaryTree} {
 		for n := 2; n <= 19; n++ {
@@ -269,14 +377,23 @@ func TestCollective_EveryRankGetsEveryRanksData(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s n=%d: %v", alg, n, err)
 				}
-				all := uint64(1)<<n - 1
-				for r, got := range dataReach(t, cf, hostsN(n)) {
-					if got != all {
-						t.Errorf("%s n=%d chunks=%d: rank %d ends with data of %b, want every rank's", alg, n, chunks, r, got)
+				what := fmt.Sprintf("%s n=%d chunks=%d", alg, n, chunks)
+				for r, k := range dataReach(t, cf, hostsN(n), alg == AlgHalvingDoubling, what) {
+					if k == 0 {
+						t.Errorf("%s: rank %d has no last receipt", what, r)
 					}
-					if len(cf.Ends[r]) == 0 {
-						t.Errorf("%s n=%d: rank %d has no end flows", alg, n, r)
+				}
+				got := 0
+				for r, e := range cf.Ends {
+					for _, x := range e {
+						if cf.Flows[x].Dst != 10+r {
+							t.Errorf("%s: rank %d ends on flow %d to host %d", what, r, x, cf.Flows[x].Dst)
+						}
 					}
+					got += len(e)
+				}
+				if got != len(cf.Flows) {
+					t.Errorf("%s: ranks end on %d flows in all, want every one of the %d", what, got, len(cf.Flows))
 				}
 			}
 		}

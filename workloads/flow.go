@@ -32,6 +32,31 @@ type Flow struct {
 // maxFlows is the longest flow list: IDs are int32.
 const maxFlows = math.MaxInt32
 
+// SatMul is the product of xs (not negative), or math.MaxInt64 when it
+// would overflow: for estimates of sizes that absurd inputs make huge.
+func SatMul(xs ...int64) int64 {
+	p := int64(1)
+	for _, x := range xs {
+		if x == 0 {
+			return 0
+		}
+		if p > math.MaxInt64/x {
+			p = math.MaxInt64
+			continue
+		}
+		p *= x
+	}
+	return p
+}
+
+// SatAdd is a+b (not negative), or math.MaxInt64 when it would overflow.
+func SatAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
 // Explicit validates a hand-written flow list against a fabric of numHosts
 // hosts and returns a copy numbered 0..n-1 in the given order (IDs in the
 // input are ignored). Errors name the flow's index, e.g.

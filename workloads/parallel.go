@@ -122,14 +122,16 @@ func (p *ParallelConfig) check(n int) error {
 	switch {
 	case p.TP < 1 || p.PP < 1:
 		return fmt.Errorf("tp and pp must be at least 1, got %d and %d", p.TP, p.PP)
-	case p.TP*p.PP > n || n%(p.TP*p.PP) != 0:
-		return fmt.Errorf("%d ranks are not a multiple of tp x pp = %d", n, p.TP*p.PP)
+	case p.TP > n || p.PP > n || p.TP*p.PP > n || n%(p.TP*p.PP) != 0:
+		return fmt.Errorf("%d ranks are not a multiple of tp x pp = %d x %d", n, p.TP, p.PP)
 	case p.Microbatches < 1:
 		return fmt.Errorf("microbatches must be at least 1, got %d", p.Microbatches)
 	case p.Layers < 1:
 		return fmt.Errorf("layers must be at least 1, got %d", p.Layers)
 	case p.Forward < 0 || p.Backward < 0:
 		return fmt.Errorf("forward and backward must not be negative")
+	case SatMul(int64(max(p.Forward, p.Backward)), int64(p.Layers), int64(p.Microbatches), 4) >= int64(sim.Never):
+		return fmt.Errorf("layers x microbatches x forward or backward is longer than lockstep's clock (about 106 days)")
 	case p.TP > 1 && p.TPSize <= 0:
 		return fmt.Errorf("tp_size must be positive with tp > 1, got %d", p.TPSize)
 	case p.PP > 1 && p.PPSize <= 0:
@@ -152,7 +154,8 @@ func (p *ParallelConfig) check(n int) error {
 // ParallelFlows is how many flows Job makes for a parallel job of n
 // ranks whose data-parallel collective makes dpFlows flows per instance,
 // over iterations (an upper bound for tree and halving-doubling TP
-// all-reduces), or -1 when p is invalid for n.
+// all-reduces), or -1 when p is invalid for n. It saturates at
+// math.MaxInt64 instead of overflowing.
 func ParallelFlows(p ParallelConfig, n int, dpFlows int64, iterations int) int64 {
 	p = p.withDefaults()
 	if p.check(n) != nil {
@@ -160,14 +163,33 @@ func ParallelFlows(p ParallelConfig, n int, dpFlows int64, iterations int) int64
 	}
 	t, pp, m, l := int64(p.TP), int64(p.PP), int64(p.Microbatches), int64(p.Layers)
 	d := int64(n) / (t * pp)
-	per := 2 * (pp - 1) * m * t * d // pipeline sends, both ways
+	per := SatMul(2, pp-1, m, t, d) // pipeline sends, both ways
 	if t > 1 {
-		per += d * pp * m * 2 * l * 2 * 2 * (t - 1) * t // 4 ring all-reduces per layer and micro-batch
+		// 4 ring all-reduces per layer and micro-batch
+		per = SatAdd(per, SatMul(d, pp, m, 2, l, 2, 2*(t-1)*t))
 	}
 	if d > 1 {
-		per += pp * t * dpFlows
+		per = SatAdd(per, SatMul(pp, t, max(dpFlows, 0)))
 	}
-	return per * int64(max(iterations, 1))
+	return SatMul(per, int64(max(iterations, 1)))
+}
+
+// ParallelTasks is at most how many compute tasks Job makes for a
+// parallel job of n ranks over iterations (-1 when p is invalid for n),
+// saturating at math.MaxInt64: per rank and iteration, a pass has at most
+// one before each TP all-reduce (two per layer) and one for its input,
+// and an iteration at most four more (before the DP all-reduce, at its
+// end, the optimizer step).
+func ParallelTasks(p ParallelConfig, n int, iterations int) int64 {
+	p = p.withDefaults()
+	if p.check(n) != nil {
+		return -1
+	}
+	perPass := int64(2)
+	if p.TP > 1 {
+		perPass = SatAdd(SatMul(2, int64(p.Layers)), 1)
+	}
+	return SatMul(int64(n), int64(max(iterations, 1)), SatAdd(SatMul(2, int64(p.Microbatches), perPass), 4))
 }
 
 // jobGen expands a parallel job. Each rank has a frontier: the flows
@@ -277,10 +299,25 @@ func (g *jobGen) collective(it int, phase string, cfg CollectiveConfig, ranks []
 	rankOf := make(map[int]int, len(ranks))
 	for i, r := range ranks {
 		rankOf[g.hosts[r]] = i
+		if len(g.frontier[r]) > 1 && !g.pending[r] {
+			// A frontier of several flows (the receipts of a TP
+			// all-reduce just before) becomes one task, so that each
+			// send below waits on one activation, not on all of them.
+			g.compute(r, 0)
+		}
+		g.flush(r)
 	}
 	for _, s := range one.Starts {
 		g.out.Flows[base+s].Delay = 0 // it waits on nothing inside the collective
-		g.waitFrontier(ranks[rankOf[g.out.Flows[base+s].Src]], base+s)
+	}
+	// Every send of a rank carries its own data (reduced with what it
+	// received, for all but its first sends), so each waits on the rank's
+	// frontier, not only the first ones: a rank whose compute ends late
+	// must not forward its neighbours' data before it (a ring's rank
+	// r sends step s once it has received step s-1 from r-1 and its own
+	// gradients exist).
+	for x := base; x < base+int32(len(one.Flows)); x++ {
+		g.waitFrontier(ranks[rankOf[g.out.Flows[x].Src]], x)
 	}
 	for i, r := range ranks {
 		g.frontier[r] = shift(one.Ends[i], base)
@@ -339,6 +376,7 @@ func parallelJob(j JobConfig) (*JobFlows, error) {
 	}
 	t, pp, m := p.TP, p.PP, p.Microbatches
 	d := n / (t * pp)
+	var dpFlows int64
 	if d > 1 {
 		dp := c
 		dp.Hosts = c.Hosts[:d]
@@ -346,9 +384,13 @@ func parallelJob(j JobConfig) (*JobFlows, error) {
 		if err != nil {
 			return nil, err
 		}
-		if est := ParallelFlows(p, n, int64(len(one.Flows)), j.Iterations); est > maxFlows {
-			return nil, fmt.Errorf("about %d flows, more than the %d a list can hold", est, maxFlows)
-		}
+		dpFlows = int64(len(one.Flows))
+	}
+	if est := ParallelFlows(p, n, dpFlows, j.Iterations); est > maxFlows {
+		return nil, fmt.Errorf("about %d flows, more than the %d a list can hold", est, maxFlows)
+	}
+	if est := ParallelTasks(p, n, j.Iterations); est > maxFlows {
+		return nil, fmt.Errorf("about %d compute tasks, more than the %d a list can hold", est, maxFlows)
 	}
 	rank := func(s, i, jj int) int { return i + t*(jj+d*s) }
 	g := &jobGen{j: j, out: &JobFlows{}, hosts: c.Hosts,
@@ -417,7 +459,18 @@ func parallelJob(j JobConfig) (*JobFlows, error) {
 					if !ps.forward {
 						half = p.Backward / 2
 					}
-					for l := 0; l < p.Layers; l++ {
+					if t == 1 {
+						// No all-reduce between a pass's layers: one
+						// stretch of compute.
+						dur := p.Forward
+						if !ps.forward {
+							dur = p.Backward
+						}
+						for _, r := range ranks {
+							g.compute(r, dur*sim.Time(p.Layers))
+						}
+					}
+					for l := 0; l < p.Layers && t > 1; l++ {
 						for h := 0; h < 2; h++ {
 							dur := half
 							if h == 1 {
@@ -429,10 +482,8 @@ func parallelJob(j JobConfig) (*JobFlows, error) {
 							for _, r := range ranks {
 								g.compute(r, dur)
 							}
-							if t > 1 {
-								if err := g.collective(it, PhaseTP, tpCfg, ranks); err != nil {
-									return nil, fmt.Errorf("tp all-reduce: %w", err)
-								}
+							if err := g.collective(it, PhaseTP, tpCfg, ranks); err != nil {
+								return nil, fmt.Errorf("tp all-reduce: %w", err)
 							}
 						}
 					}

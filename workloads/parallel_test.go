@@ -11,6 +11,12 @@ import (
 // each flow started and ended and when each task fired.
 func evalTimes(t *testing.T, jf *JobFlows, dur sim.Time) (start, end, fired []sim.Time) {
 	t.Helper()
+	return evalTimesBy(t, jf, func(int32) sim.Time { return dur })
+}
+
+// evalTimesBy is evalTimes with flow i taking dur(i).
+func evalTimesBy(t *testing.T, jf *JobFlows, dur func(i int32) sim.Time) (start, end, fired []sim.Time) {
+	t.Helper()
 	nf, nt := len(jf.Flows), len(jf.Tasks)
 	start, end, fired = make([]sim.Time, nf), make([]sim.Time, nf), make([]sim.Time, nt)
 	got := make([]int32, nf+nt)
@@ -58,7 +64,7 @@ func evalTimes(t *testing.T, jf *JobFlows, dur sim.Time) (start, end, fired []si
 		done++
 		if x >= 0 {
 			start[x] = at[x]
-			end[x] = start[x] + dur
+			end[x] = start[x] + dur(x)
 			activate(end[x], jf.Flows[x].OnRecvDone)
 			activate(end[x], jf.Flows[x].OnSendDone)
 		} else {
@@ -304,6 +310,9 @@ func TestParallelJob_AllShapesRunToTheEnd(t *testing.T) {
 			if got := ParallelFlows(*j.Parallel, c.n, int64(len(mustCollective(t, j.Collective, d).Flows)), 2); alg == AlgRing && got != int64(len(jf.Flows)) {
 				t.Errorf("%+v: ParallelFlows says %d, the job has %d", c, got, len(jf.Flows))
 			}
+			if bound := ParallelTasks(*j.Parallel, c.n, 2); int64(len(jf.Tasks)) > bound || int64(len(jf.Tasks)) < bound/4 {
+				t.Errorf("%+v: %d tasks, ParallelTasks bounds them by %d", c, len(jf.Tasks), bound)
+			}
 		}
 	}
 }
@@ -319,4 +328,72 @@ func mustCollective(t *testing.T, c CollectiveConfig, n int) *CollectiveFlows {
 		t.Fatal(err)
 	}
 	return cf
+}
+
+// TestParallelJob_RankSendsOnlyWhatItHasComputed: a rank's part of a
+// collective is its own data reduced with what it received, so none of
+// its sends in a TP or DP all-reduce may start before its compute ahead
+// of the collective is done, whatever the others have sent it. The
+// activations of TP rank 0 of stage 1 take 50us to arrive (a slow
+// link), the other transfers 1us: rank 0's forward compute starts late,
+// and every flow it sends in its TP all-reduces must wait for it; in a
+// ring, tree or halving-doubling its neighbours' data reach it first.
+func TestParallelJob_RankSendsOnlyWhatItHasComputed(t *testing.T) {
+	us := sim.Microsecond
+	for _, alg := range []string{AlgRing, AlgDoubleBinaryTree, AlgHalvingDoubling} {
+		j := JobConfig{Collective: CollectiveConfig{Op: OpAllReduce, Algorithm: alg, Hosts: hostsN(16), Size: 8000}, Iterations: 1,
+			Parallel: &ParallelConfig{TP: 4, PP: 2, Microbatches: 2, Forward: 10 * us, TPSize: 4000, TPAlgorithm: alg, PPSize: 4000}}
+		jf, err := Job(j, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slowTo := hostsN(16)[8] // TP rank 0 of stage 1, replica 0 (rank 8)
+		dur := func(i int32) sim.Time {
+			if f := jf.Flows[i]; f.Dst == slowTo && f.Src == hostsN(16)[0] {
+				return 50 * us
+			}
+			return us
+		}
+		start, end, _ := evalTimesBy(t, jf, dur)
+		checked := 0
+		for _, in := range jf.Instances {
+			if in.Phase == PhasePP {
+				continue
+			}
+			// The rank's compute before the instance is done when its
+			// first sends (those that wait on nothing inside the
+			// instance) start; every later send of the rank waits on it.
+			ready := map[int]sim.Time{}
+			for x := in.First; x < in.First+in.Count; x++ {
+				f := jf.Flows[x]
+				inside := false
+				for y := in.First; y < in.First+in.Count; y++ {
+					if contains(jf.Flows[y].OnRecvDone, x) || contains(jf.Flows[y].OnSendDone, x) {
+						inside = true
+					}
+				}
+				if !inside {
+					if r, ok := ready[f.Src]; !ok || start[x] < r {
+						ready[f.Src] = start[x]
+					}
+				}
+			}
+			for x := in.First; x < in.First+in.Count; x++ {
+				f := jf.Flows[x]
+				r, ok := ready[f.Src]
+				if !ok {
+					continue // a tree rank inner in both trees: no first send
+				}
+				checked++
+				if start[x] < r {
+					t.Errorf("%s: %s instance of iteration %d: flow %d from host %d starts at %v, before the host's compute ended at %v",
+						alg, in.Phase, in.Iteration, x, f.Src, start[x], r)
+				}
+			}
+		}
+		if checked == 0 {
+			t.Fatalf("%s: nothing checked", alg)
+		}
+		_ = end
+	}
 }

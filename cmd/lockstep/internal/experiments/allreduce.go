@@ -11,7 +11,8 @@ import (
 )
 
 // arFabric is one fabric of the allreduce experiment: 128 NICs at 100
-// Gb/s, the job on the first 64, the background job on the others.
+// Gb/s, the job on half of them, the background job on the other half,
+// interleaved so that the two share the fabric's links.
 type arFabric struct {
 	label, topo string
 	rail        bool
@@ -24,6 +25,24 @@ var arFabrics = []arFabric{
 	{"fat-tree", `  type: fattree
   fattree: {k: 8, host: {rate: 100Gbps, delay: 500ns, buffer: 2MiB, ecn: {mode: step, k: 100KiB}}, agg: {rate: 100Gbps, delay: 1us, buffer: 2MiB, ecn: {mode: step, k: 100KiB}},
             core: {rate: 100Gbps, delay: 1us, buffer: 2MiB, ecn: {mode: step, k: 100KiB}}}`, false},
+}
+
+// hosts places job j's (0: the measured job, 1: the background) ranks.
+// Rail: the jobs take alternate servers (j, j+2, ..), 8 servers each, and
+// ranks go rail by rail over them (rank r on server 2(r mod 8)+j, NIC
+// r/8), so a ring stays on a rail but at its wraps. Fat-tree: alternate
+// hosts (rank r on host 2r+j). Either way each job's ring crosses every
+// leaf (edge switch) and both jobs' crossings share the uplinks.
+func (f arFabric) hosts(ranks, j int) []int {
+	out := make([]int, ranks)
+	for r := range out {
+		if f.rail {
+			out[r] = (2*(r%8)+j)*8 + r/8
+		} else {
+			out[r] = 2*r + j
+		}
+	}
+	return out
 }
 
 // arAlgs are the algorithms with their chunking: a step's transfer in
@@ -43,17 +62,14 @@ type arRow struct {
 
 // arScenario is the YAML of one variant.
 func arScenario(f arFabric, fwd, alg string, chunks, pipe int, size string, ranks int, background bool) string {
-	place := "in_order"
-	if f.rail {
-		place = "rail"
-	}
+	list := func(h []int) string { return strings.Trim(strings.Join(strings.Fields(fmt.Sprint(h)), ", "), "[]") }
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: allreduce-%s-%s-%s\ntopology:\n%s\ntransport: {cc: dctcp, ecn: true, init_cwnd: 64, rto: {min: 1ms}}\nswitch: {forwarding: %s}\nworkload:\n", f.label, fwd, alg, f.topo, fwd)
-	fmt.Fprintf(&b, "  - {type: collective, size: %s, collective: {job: main, op: allreduce, algorithm: %s, ranks: %d, placement: %s, gpus_per_server: 8, chunks: %d, pipeline: %d}}\n",
-		size, alg, ranks, place, chunks, pipe)
+	fmt.Fprintf(&b, "  - {type: collective, size: %s, hosts: [%s], collective: {job: main, op: allreduce, algorithm: %s, chunks: %d, pipeline: %d}}\n",
+		size, list(f.hosts(ranks, 0)), alg, chunks, pipe)
 	if background {
-		fmt.Fprintf(&b, "  - {type: collective, size: %s, collective: {job: background, op: allreduce, ranks: %d, first_host: %d, placement: %s, gpus_per_server: 8, chunks: 4, pipeline: 4}}\n",
-			size, ranks, ranks, place)
+		fmt.Fprintf(&b, "  - {type: collective, size: %s, hosts: [%s], collective: {job: background, op: allreduce, chunks: 4, pipeline: 4}}\n",
+			size, list(f.hosts(ranks, 1)))
 	}
 	return b.String()
 }
@@ -65,7 +81,7 @@ func arScenario(f arFabric, fwd, alg string, chunks, pipe int, size string, rank
 func allreduce(env *Env) error {
 	size, ranks, sizeBytes := "64MB", 64, int64(64_000_000)
 	if env.Quick {
-		size, ranks, sizeBytes = "1MB", 16, 1_000_000
+		size, ranks, sizeBytes = "512KB", 8, 512_000
 	}
 	var rows []arRow
 	for _, f := range arFabrics {
@@ -106,12 +122,15 @@ func arReport(env *Env, rows []arRow, size int64, n int) error {
 	fmt.Fprintf(&md, "`lockstep experiment allreduce` (this file is its output). One all-reduce of %d bytes over %d ranks "+
 		"(NICs at 100 Gb/s; MTU 1500, 64-byte headers and ACKs, DCTCP with an initial window of 64 segments, ECN marking above 100 KiB, a 1 ms minimum RTO) on two fabrics "+
 		"of 128 NICs: a rail-optimised one (16 servers of 8 NICs, each rail a leaf-spine of 4 leaves, the rails joined at "+
-		"4 spines; ranks placed rail by rail) and a k=8 fat-tree (ranks on hosts 0..63 in order). Forwarding is ECMP "+
-		"(per flow) or packet spraying. \"background\" adds a second ring all-reduce of the same size on the other 64 NICs. "+
+		"4 spines; the job on the even servers, its ranks rail by rail: rank r on server 2(r mod 8), NIC r/8) and a k=8 fat-tree "+
+		"(the job on the even hosts, rank r on host 2r). Forwarding is ECMP "+
+		"(per flow) or packet spraying. \"background\" adds a second ring all-reduce of the same size, 4 chunks in flight, on the other "+
+		"%d NICs (the odd servers or hosts, placed the same way), so that the two jobs' rings cross the same leaves' "+
+		"(edge switches') uplinks. "+
 		"Each step of an algorithm is cut into chunks (ring and halving-doubling 16, tree 32), 4 of them in flight per transfer; a step starts "+
 		"when its data has arrived (receiver-side completion). Bus bandwidth is NCCL's: algbw x 2(n-1)/n. The ideal CCT is "+
 		"the longer of the dependency graph's critical path and the busiest NIC's bytes (data, headers, ACKs) at line rate "+
-		"(docs/decisions.md, \"Ideal CCT\").\n\n", size, n)
+		"(docs/decisions.md, \"Ideal CCT\").\n\n", size, n, n)
 	md.WriteString("| fabric | forwarding | algorithm | background | CCT (us) | ideal (us) | algbw (GB/s) | busbw (GB/s) | CCT / ideal |\n|---|---|---|---|---|---|---|---|---|\n")
 	labels := []string{}
 	vals := [][]float64{{}, {}}
