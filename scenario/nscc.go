@@ -17,10 +17,10 @@ import (
 // derived from the fabric are computed as uet-htsim's main_uec.cpp does.
 type NSCC struct {
 	// Load balancing (cc/uetpaths.go).
-	LB         string         `yaml:"lb"`          // oblivious, bitmap, reps, mixed (default)
-	Entropies  int            `yaml:"entropies"`   // default 64, a power of two
-	Shuffle    *bool          `yaml:"shuffle"`     // default true
-	REPSBuffer int            `yaml:"reps_buffer"` // default 8
+	LB         string          `yaml:"lb"`          // oblivious, bitmap, reps, mixed (default)
+	Entropies  int             `yaml:"entropies"`   // default 64, a power of two
+	Shuffle    *bool           `yaml:"shuffle"`     // default true
+	REPSBuffer int             `yaml:"reps_buffer"` // default 8
 	REPSFreeze *yamlx.Duration `yaml:"reps_freeze"` // default 10ms with trimming, else off
 	// Receivers (hostsim/uet.go) and the hosts' NIC (hostsim/uet_nic.go).
 	AckBytes yamlx.Size `yaml:"ack_bytes"` // default 16384
