@@ -114,6 +114,15 @@ type TimedOutPaths interface {
 	TimedOutEntropies() []uint16
 }
 
+// SendStamper is a recovery whose per-packet timers run from when a
+// packet starts serialising on the NIC, not from when the endpoint hands
+// it over (UET: uet-htsim's UecSrc creates a packet's send record and
+// starts its timer in sendNewPacket/sendRtxPacket, which its UecNIC calls
+// when a port is free). The host reports that moment.
+type SendStamper interface {
+	OnSerialise(now sim.Time, seq uint64) SeqState
+}
+
 // ECNReactor is a controller that reads the ECN echo of every ACK in
 // OnAck itself (NSCC's quadrants): the endpoint applies no RFC 3168
 // once-per-window reduction for it.

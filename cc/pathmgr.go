@@ -93,7 +93,7 @@ type PathConfig struct {
 	REPSBuffer int
 	// REPSFreeze: after a timeout PathREPS stops exploring and cycles
 	// through its cached entropies for this long (REPS freezing mode; 0:
-	// off).
+	// off; htsim's is REPSDefaultFreeze, on when switches trim).
 	REPSFreeze sim.Time
 }
 

@@ -29,6 +29,7 @@ type uetSeams struct {
 	nackCtl   NackReactor
 	toCtl     TimeoutReactor
 	toPaths   TimedOutPaths
+	stamp     SendStamper
 	ownTimers bool // the recovery times packets out itself: no RTO
 	ownECN    bool // the controller reads ECE itself (ECNReactor)
 	pds       bool // UET PDS receivers: data packets may request an ACK
@@ -42,14 +43,26 @@ func (ep *Endpoint) initUET() {
 	nackCtl, _ := ep.ctl.(NackReactor)
 	toCtl, _ := ep.ctl.(TimeoutReactor)
 	toPaths, _ := ep.rec.(TimedOutPaths)
+	stamp, _ := ep.rec.(SendStamper)
 	_, ownTimers := ep.rec.(OwnTimeouts)
 	_, pds := ep.rec.(PDSAcker)
 	_, ownECN := ep.ctl.(ECNReactor)
-	if nackRec == nil && nackCtl == nil && toCtl == nil && toPaths == nil && !ownTimers && !pds && !ownECN {
+	if nackRec == nil && nackCtl == nil && toCtl == nil && toPaths == nil && stamp == nil && !ownTimers && !pds && !ownECN {
 		return
 	}
-	ep.uet = &uetSeams{nackRec: nackRec, nackCtl: nackCtl, toCtl: toCtl, toPaths: toPaths,
+	ep.uet = &uetSeams{nackRec: nackRec, nackCtl: nackCtl, toCtl: toCtl, toPaths: toPaths, stamp: stamp,
 		ownTimers: ownTimers, pds: pds, ownECN: ownECN}
+}
+
+// OnSerialise tells a recovery whose timers run from serialisation
+// (SendStamper, UET's) that the data packet at seq started serialising at
+// now. Its deadline can only move later, so a timer the owner armed
+// earlier fires early and is re-armed.
+func (ep *Endpoint) OnSerialise(now sim.Time, seq uint64) {
+	if ep.done || ep.uet == nil || ep.uet.stamp == nil {
+		return
+	}
+	ep.st = ep.uet.stamp.OnSerialise(now, seq)
 }
 
 // ackRequest is htsim's set_ar rule: a retransmission, the flow's last new

@@ -16,9 +16,11 @@ import (
 //
 //   - retransmits a NACKed packet (lowest PSN first, as htsim's rtx queue
 //     is ordered), within the window;
-//   - times every packet out on its own, RTO after it (last) left, and
-//     retransmits it (htsim's one timer on the earliest send time, re-armed
-//     for the next earliest); the RTO is fixed, without back-off, as
+//   - times every packet out on its own, RTO after it (last) started
+//     serialising (OnSerialise; until the host reports it, after it was
+//     handed over), and retransmits it (htsim's one timer on the earliest
+//     send time, re-armed for the next earliest; htsim records a packet
+//     when its NIC lets it send); the RTO is fixed, without back-off, as
 //     htsim's _min_rto;
 //   - infers no loss from holes in the SACK bitmap: with spraying, holes
 //     are mostly reordering (htsim's SLEEK heuristic, which would, is off
@@ -66,6 +68,7 @@ var (
 	_ NackRecovery = (*UETRecovery)(nil)
 	_ OwnTimeouts  = (*UETRecovery)(nil)
 	_ PDSAcker     = (*UETRecovery)(nil)
+	_ SendStamper  = (*UETRecovery)(nil)
 )
 
 // NewUETRecovery returns the recovery of a flow of size bytes whose
@@ -172,6 +175,18 @@ func (r *UETRecovery) OnSent(now sim.Time, seg Segment, _ RTTInfo) SeqState {
 	}
 	r.pipe += seg.Len
 	r.sends.Push(uetSend{at: now, psn: psn})
+	return r.State()
+}
+
+// OnSerialise implements SendStamper: packet seq's timer restarts now,
+// when it starts serialising (a transmission the timers or a NACK already
+// gave up on, or one acknowledged, is left alone).
+func (r *UETRecovery) OnSerialise(now sim.Time, seq uint64) SeqState {
+	psn := int64(seq / uint64(r.MSS))
+	if st := r.at(psn); st != nil && !st.acked && !st.lost && st.sentAt < now {
+		st.sentAt = now
+		r.sends.Push(uetSend{at: now, psn: psn})
+	}
 	return r.State()
 }
 

@@ -184,3 +184,138 @@ func TestUET_PDS_EveryDueTimerAtOnce(t *testing.T) {
 		t.Errorf("deadline %v: still packet 2's, 102us", d)
 	}
 }
+
+// TestUET_PDS_TimerRestartsWhenSerialised: OnSerialise moves a packet's
+// timer to when it started serialising; a packet already acknowledged or
+// presumed lost keeps what it had.
+func TestUET_PDS_TimerRestartsWhenSerialised(t *testing.T) {
+	r := newUET(t, 1000, 10_000, 100*sim.Microsecond)
+	sendAll(r, 0, 3)
+	if d := r.OnSerialise(sim.Microsecond, 0).Deadline; d != 100*sim.Microsecond {
+		t.Fatalf("packet 0 serialised at 1us, packets 1 and 2 not yet: deadline %v, want 100us (theirs)", d)
+	}
+	r.OnSerialise(2*sim.Microsecond, 1000)
+	if d := r.OnSerialise(3*sim.Microsecond, 2000).Deadline; d != 101*sim.Microsecond {
+		t.Fatalf("all three serialised at 1, 2, 3 us: deadline %v, want 101us", d)
+	}
+	r.OnAck(&AckInfo{Ack: 1000, Echo: 0, EchoValid: true, Nack: true})
+	if _, _, ok := r.OnNack(0, 1000); !ok {
+		t.Fatal("NACK of packet 1: want it taken out of the flight")
+	}
+	if d := r.State().Deadline; d != 103*sim.Microsecond {
+		t.Fatalf("packet 0 acknowledged, 1 NACKed: deadline %v, want packet 2's 103us", d)
+	}
+	// The NACKed packet's stale copy and the acknowledged one leave the
+	// timers alone.
+	if d := r.OnSerialise(5*sim.Microsecond, 1000).Deadline; d != 103*sim.Microsecond || r.at(1).sentAt != 2*sim.Microsecond {
+		t.Errorf("serialising a NACKed packet: deadline %v, sent at %v; want 103us and 2us", d, r.at(1).sentAt)
+	}
+	if d := r.OnSerialise(5*sim.Microsecond, 0).Deadline; d != 103*sim.Microsecond {
+		t.Errorf("serialising an acknowledged packet: deadline %v, want 103us", d)
+	}
+}
+
+// TestUET_EndpointPerPacketPathAllocatesNothing: NSCC over UET's recovery
+// with the mixed load balancer, in steady state: sends, their
+// serialisation, ACKs with SACK bitmaps, trim NACKs and their
+// retransmissions, and per-packet timeouts allocate nothing
+// (docs/adding-a-cc-module.md: the per-packet path).
+func TestUET_EndpointPerPacketPathAllocatesNothing(t *testing.T) {
+	const mss = 4086
+	rec := newUET(t, mss, 1<<40, 100*sim.Microsecond)
+	cfg := DefaultNSCCConfig()
+	cfg.Header = 64
+	paths := PathConfig{Mode: PathMixed, Entropies: 128}
+	ep, err := NewEndpoint(EndpointConfig{MSS: mss, Size: 1 << 40, Header: 64, ECN: true,
+		RTO: RTOConfig{Mode: RTOFixed, Fixed: 100 * sim.Microsecond}, Paths: &paths, PathBase: 0x1200},
+		NewNSCC(cfg, mss), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	now := sim.Time(0)
+	var ack Ack
+	round := 0
+	step := func() {
+		round++
+		now += sim.Microsecond
+		ep.BeginSend()
+		for {
+			seg, ok := ep.Next(now)
+			if !ok {
+				break
+			}
+			ep.OnSent(now, seg, rng)
+			ep.OnSerialise(now+100*sim.Nanosecond, seg.Seq)
+		}
+		st := ep.SeqState()
+		// Every round: acknowledge the oldest packet with a bitmap over the
+		// next ones, NACK one in the fabric; every 50th, let timers fire.
+		una := st.Una
+		ack = Ack{Ack: una + mss, Echo: una + 2*mss, EchoValid: true, Nack: true, Bitmap: 0b1,
+			TSecr: now - 13*sim.Microsecond, HasTSecr: true, ECE: round%3 == 0, Entropy: uint16(0x1200 + round%128)}
+		ep.OnAck(now, &ack)
+		ep.OnNack(now, &Nack{Seq: una + 4*mss, Entropy: uint16(0x1200 + round%128), TSecr: now - 20*sim.Microsecond, HasTSecr: true})
+		if round%50 == 0 {
+			now += 200 * sim.Microsecond
+			ep.OnDeadline(now, TimerRecovery)
+		}
+	}
+	for range 2000 { // grow every ring and slice to its steady size
+		step()
+	}
+	// One run of 2000 rounds: AllocsPerRun floors its average, which would
+	// hide an allocation in fewer than every round.
+	if n := testing.AllocsPerRun(1, func() {
+		for range 2000 {
+			step()
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations in 2000 rounds, want 0", n)
+	}
+	if rec.Nacked == 0 || rec.TimedOut == 0 || rec.Retransmissions == 0 {
+		t.Errorf("the loop should NACK, time out and retransmit: %d, %d, %d", rec.Nacked, rec.TimedOut, rec.Retransmissions)
+	}
+}
+
+// TestUET_TimeoutPenalisesTheEntropyItTook: a packet's timeout reaches
+// the bitmap load balancer as a timeout of the entropy that packet took
+// (the maximum penalty, 15), and the controller loses the packet's bytes.
+func TestUET_TimeoutPenalisesTheEntropyItTook(t *testing.T) {
+	const mss = 1000
+	rec := newUET(t, mss, 100*mss, 100*sim.Microsecond)
+	cfg := DefaultNSCCConfig()
+	cfg.InitCwnd = 2
+	paths := PathConfig{Mode: PathBitmap, Entropies: 8, NoShuffle: true}
+	ep, err := NewEndpoint(EndpointConfig{MSS: mss, Size: 100 * mss, ECN: true,
+		RTO: RTOConfig{Mode: RTOFixed, Fixed: 100 * sim.Microsecond}, Paths: &paths, PathBase: 0x40},
+		NewNSCC(cfg, mss), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var evs []uint16
+	for {
+		seg, ok := ep.Next(0)
+		if !ok {
+			break
+		}
+		evs = append(evs, ep.OnSent(0, seg, rng).Entropy)
+	}
+	if len(evs) != 2 || evs[0] != 0x40 || evs[1] != 0x41 {
+		t.Fatalf("sent entropies %#x: want 0x40, 0x41", evs)
+	}
+	// Packet 1 is acknowledged; packet 0 times out.
+	ep.OnAck(13*sim.Microsecond, &Ack{Ack: 0, Echo: mss, EchoValid: true, Nack: true, Bitmap: 1, Entropy: 0x41,
+		TSecr: 0, HasTSecr: true})
+	act := ep.OnDeadline(100*sim.Microsecond, TimerRecovery)
+	if !act.RTO || rec.TimedOut != 1 {
+		t.Fatalf("at 100us: want packet 0 timed out, got %+v (%d)", act, rec.TimedOut)
+	}
+	if pen := ep.PathManager().uet.pen; pen[0] != bitmapMaxPenalty || pen[1] != 0 {
+		t.Errorf("penalties %v: want 15 on entropy 0 (the timed-out packet's), none on 1", pen)
+	}
+	if ep.Controller().(*NSCC).State() != StateTimeoutDecrease {
+		t.Errorf("controller state %v: want timeout-decrease", ep.Controller().(*NSCC).State())
+	}
+}

@@ -44,6 +44,13 @@ const (
 	repsExplore       = 16
 )
 
+// REPSDefaultFreeze is how long REPS stays frozen after a timeout by
+// default: htsim's CircularBufferREPS statics freeze (repsUseFreezing
+// true) for exit_freeze_after = 10^10 ps, and UecMpReps freezes only when
+// the switches trim (main_uec.cpp passes !disable_trim; without trimming
+// a timeout aborts its run). The scenario applies it when switches trim.
+const REPSDefaultFreeze = 10 * sim.Millisecond
+
 // uetPaths is the state of one flow's UET policy.
 type uetPaths struct {
 	mode    PathMode

@@ -43,10 +43,22 @@ func TestUETPaths_ObliviousShufflesEachCycle(t *testing.T) {
 	if same {
 		t.Error("eight cycles in the same order: the mask is not redrawn per cycle")
 	}
-	// Feedback changes nothing.
-	p.OnNack(0, base)
-	p.OnTimeout(0, base)
-	p.OnAck(0, base, true, 10)
+	// Feedback changes nothing: marks, trims and timeouts on one entropy
+	// and the next cycle still uses every entropy once.
+	for range 3 {
+		p.OnNack(0, base)
+		p.OnTimeout(0, base)
+		p.OnAck(0, base, true, 10)
+	}
+	var seen [n]bool
+	for range n {
+		seen[p.Pick(0, rng, false)&(n-1)] = true
+	}
+	for i, ok := range seen {
+		if !ok {
+			t.Errorf("after feedback, entropy %d missing from a cycle", i)
+		}
+	}
 }
 
 // TestUETPaths_BitmapTimeoutPenaltyCaps: a timeout gives the entropy the
@@ -149,5 +161,62 @@ func BenchmarkUETPathsPick(b *testing.B) {
 				p.OnAck(0, ev, i%7 == 0, 40)
 			}
 		})
+	}
+}
+
+// TestUETPaths_BitmapPenaltiesAndTheirSpending: a CE mark costs an entropy
+// 1, a trim in the fabric 4 (UecMpBitmap::processEv); a pick that passes
+// penalised entropies takes a point off the first only (nextEntropy's
+// flag), and a penalised entropy is passed over once per cycle until its
+// penalty is spent.
+func TestUETPaths_BitmapPenaltiesAndTheirSpending(t *testing.T) {
+	p := NewPathManager(PathConfig{Mode: PathBitmap, Entropies: 4, NoShuffle: true}, 0)
+	rng := sim.NewRand(1, 2)
+	p.OnAck(0, 0, true, 10) // CE: 1
+	p.OnNack(0, 1)          // fabric trim: 4
+	if pen := p.uet.pen; pen[0] != 1 || pen[1] != 4 || pen[2] != 0 || pen[3] != 0 {
+		t.Fatalf("penalties %v: want [1 4 0 0]", pen)
+	}
+	if ev := p.Pick(0, rng, false); ev != 2 {
+		t.Fatalf("first pick %d: want 2 (0 and 1 passed over)", ev)
+	}
+	if pen := p.uet.pen; pen[0] != 0 || pen[1] != 4 {
+		t.Fatalf("penalties %v after one pick: want 0's spent and 1's untouched (only the first passed loses a point)", pen)
+	}
+	// From here entropy 1 is the first penalised one each cycle meets: it
+	// is passed over in 4 cycles and used in the 5th.
+	uses := 0
+	for cycle := 0; cycle < 5; cycle++ {
+		for range 3 {
+			if p.Pick(0, rng, false) == 1 {
+				uses++
+				if cycle < 4 {
+					t.Fatalf("entropy 1 used in cycle %d: its penalty of 4 keeps it out for 4", cycle)
+				}
+			}
+		}
+	}
+	if uses == 0 || p.uet.pen[1] != 0 {
+		t.Errorf("entropy 1 used %d times by cycle 5, penalty %d: want used, 0", uses, p.uet.pen[1])
+	}
+}
+
+// TestUETPaths_REPSRecyclesOnlyCleanACKs: REPS caches the entropy of an
+// unmarked ACK only (UecMpReps::processEv: PATH_GOOD); a marked ACK, a
+// fabric trim or a timeout leave nothing to reuse, so the next pick is
+// random.
+func TestUETPaths_REPSRecyclesOnlyCleanACKs(t *testing.T) {
+	p := NewPathManager(PathConfig{Mode: PathREPS, Entropies: 64}, 0)
+	rng := sim.NewRand(5, 6)
+	p.OnAck(0, 7, true, 10)
+	p.OnNack(0, 8)
+	p.OnTimeout(0, 9)
+	p.Pick(0, rng, false)
+	if p.uet.Recycled != 0 || p.uet.Random != 1 {
+		t.Fatalf("after a marked ACK, a trim and a timeout: recycled %d, random %d; want 0 and 1", p.uet.Recycled, p.uet.Random)
+	}
+	p.OnAck(0, 11, false, 10)
+	if ev := p.Pick(0, rng, false); ev != 11 || p.uet.Recycled != 1 {
+		t.Errorf("after a clean ACK of 11: picked %d (recycled %d), want 11 reused", ev, p.uet.Recycled)
 	}
 }

@@ -213,10 +213,12 @@ type Host struct {
 	// events pacing adds: Linux pacing, HPCC's W/T, Swift below one
 	// packet).
 	PaceEvents uint64
-	// TrimNacks counts the trim NACKs the host's receivers sent.
-	TrimNacks   uint64
-	pausedUntil [sim.MaxClasses]sim.Time // by class, for data packets
-	stamp       bool                     // T.Cfg.EndpointDelay: record NIC waits
+	// TrimNacks counts the trim NACKs the host's receivers sent;
+	// LastHopNacks those of UET receivers marked last-hop (uet.go).
+	TrimNacks    uint64
+	LastHopNacks uint64
+	pausedUntil  [sim.MaxClasses]sim.Time // by class, for data packets
+	stamp        bool                     // T.Cfg.EndpointDelay: record NIC waits
 	// Tap, when set, sees every packet the host sends (tx) and receives,
 	// at the time it happens (pcap capture). Nil costs nothing.
 	Tap func(now sim.Time, pkt *sim.Packet, tx bool)
@@ -358,7 +360,12 @@ func (h *Host) transmitFrom(e *sim.Engine, q *sim.PktQueue) {
 	h.busy = true
 	h.stampNIC(e, p)
 	if h.T.Caps.PDSAcks && !h.T.Cfg.PDS.FIFONIC && pkt.Flags&sim.FlagData != 0 {
-		pkt.TSval = e.Now() // sent when it starts serialising (uet_nic.go)
+		// Sent when it starts serialising (uet_nic.go): its send time and
+		// the start of its per-packet timer.
+		pkt.TSval = e.Now()
+		if s := h.T.senders[pkt.Flow]; s != nil {
+			s.ep.OnSerialise(e.Now(), pkt.Seq)
+		}
 	}
 	e.Transmit(h.Link, p)
 }

@@ -44,7 +44,12 @@ func (r *Receiver) onPDSData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	if pkt.Flags&sim.FlagTrimmed != 0 {
 		h.Trimmed++
 		if have {
-			r.sendPDSAck(h, e, pkt, false) // the sender is confused: SACK it
+			// The sender is confused: SACK it. Unlike the other ACKs, this
+			// one leaves the byte count towards the next as it was
+			// (processTrimmed's sack does not clear _accepted_bytes).
+			n := r.pdsBytes
+			r.sendPDSAck(h, e, pkt, false)
+			r.pdsBytes = n
 			return
 		}
 		r.sendPDSNack(h, e, pkt)
@@ -122,6 +127,7 @@ func (r *Receiver) sendPDSNack(h *Host, e *sim.Engine, pkt *sim.Packet) {
 	nack.Entropy, nack.Seq, nack.TSecr = pkt.Entropy, pkt.Seq, pkt.TSval
 	if uint64(pkt.Hops) == pkt.Ack+1 {
 		nack.Bitmap = 1
+		h.LastHopNacks++
 	}
 	h.TrimNacks++
 	h.send(e, a)

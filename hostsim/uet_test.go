@@ -93,6 +93,14 @@ func TestPDS_UecSink_SackBitmapAndDrainedAckRequest(t *testing.T) {
 	if len(x.acks) != 3 || x.acks[2].Ack != 6*rxMSS || x.acks[2].Bitmap != 0 {
 		t.Fatalf("the reorder queue drained: want an ACK of 6000 with an empty bitmap, got %+v", x.acks[len(x.acks)-1])
 	}
+	// Far above the cumulative ACK the bitmap ends at the echoed packet:
+	// hole at 6, packets 7 and 80 arrive, 80 marked (an ACK at once):
+	// base = max(80 − 63, 7) = 17, so 7 is out of it and 80 is bit 63.
+	x.pkt(7, 0, 0, nil)
+	x.pkt(80, sim.FlagCE, 0, nil)
+	if a := x.acks[len(x.acks)-1]; a.Seq != 80*rxMSS || a.Ack != 6*rxMSS || a.Bitmap != 1<<63 {
+		t.Fatalf("echo 80 over a hole at 6: want bitmap 1<<63 (base 17), got %#x (%+v)", a.Bitmap, a)
+	}
 }
 
 // TestPDS_UecSink_NackNamesTrimmedPacket: a trimmed packet the receiver
@@ -213,5 +221,66 @@ func TestPDS_FIFONIC_KeepsOneQueue(t *testing.T) {
 	x.drain(x.e.Now() + sim.Microsecond)
 	if len(x.acks) != 3 || x.acks[1].Seq != 1 || x.acks[2].TSval != 0 {
 		t.Fatalf("want the three in order with their enqueue stamps (0), got %+v", x.acks)
+	}
+}
+
+// TestPDS_PacketTimerRunsFromSerialisation: a UET sender's per-packet
+// timer starts when its packet starts serialising, as uet-htsim's UecSrc
+// records a packet when its NIC lets it send, not when the endpoint hands
+// the window over. The flow's 100 packets are handed to the NIC at t=0 and
+// leave one per 83.2 ns (1040 bytes at 100 Gb/s); once packets 0-9 are
+// acknowledged, the earliest timer is packet 10's: 10 × 83.2 ns + 100 us.
+func TestPDS_PacketTimerRunsFromSerialisation(t *testing.T) {
+	cfg := pdsConfig()
+	cfg.MTU, cfg.Header = rxMSS+40, 40
+	e, err := sim.NewEngine(1, 2, []sim.LinkSpec{{From: 0, To: 1, Rate: 100 * sim.GbitPerSecond}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTransport(cfg, []FlowSpec{{ID: 0, Src: 0, Dst: 1, Size: 100 * rxMSS}}, func(h int) bool { return h == 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &rxHarness{t: t, e: e, h: NewHost(0, 0, 0, tr)}
+	s := tr.Sender(0)
+	s.trySend(x.h, e)
+	if d := s.ep.RecoveryDeadline(); d != 100*sim.Microsecond {
+		t.Fatalf("deadline before the NIC ran: %v, want 100us (packet 0, handed over at 0)", d)
+	}
+	x.drain(20 * sim.Microsecond)
+	if len(x.acks) != 100 {
+		t.Fatalf("%d packets left the NIC by 20us, want all 100", len(x.acks))
+	}
+	tx := (100 * sim.GbitPerSecond).TxTime(rxMSS + 40)
+	for i, p := range x.acks {
+		if p.TSval != sim.Time(i)*tx {
+			t.Fatalf("packet %d: send time %v, want %v", i, p.TSval, sim.Time(i)*tx)
+		}
+	}
+	ack := sim.Packet{Flow: 0, Flags: sim.FlagAck, SrcHost: 1, DstHost: 0, Ack: 10 * rxMSS, Seq: 9 * rxMSS,
+		TSecr: 9 * tx, Entropy: x.acks[9].Entropy}
+	s.onAck(x.h, e, &ack, nil)
+	if d, want := s.ep.RecoveryDeadline(), 10*tx+100*sim.Microsecond; d != want {
+		t.Errorf("deadline after packets 0-9: %v, want packet 10's %v (from its serialisation)", d, want)
+	}
+}
+
+// TestPDS_UecSink_TrimmedDuplicateKeepsTheByteCount: the SACK a trimmed
+// copy of a packet already received gets does not restart the count
+// towards the next coalesced ACK (UecSink::processTrimmed leaves
+// _accepted_bytes alone; processData's ACKs clear it).
+func TestPDS_UecSink_TrimmedDuplicateKeepsTheByteCount(t *testing.T) {
+	x := newRx(t, pdsConfig())
+	x.pkt(0, 0, 0, nil) // forced: the first packet
+	x.pkt(1, 0, 0, nil)
+	x.pkt(2, 0, 0, nil)
+	x.pkt(3, 0, 0, nil) // 3 × 1040 bytes since the last ACK
+	x.pkt(1, 0, 0, func(p *sim.Packet) { p.Flags |= sim.FlagTrimmed; p.Size = 64 })
+	if len(x.acks) != 2 || x.acks[1].Seq != rxMSS || x.acks[1].Flags&sim.FlagTrimmed != 0 {
+		t.Fatalf("a trimmed duplicate: want a SACK naming it, got %d ACKs", len(x.acks))
+	}
+	x.pkt(4, 0, 0, nil) // 4 × 1040 = 4160: an ACK is due
+	if len(x.acks) != 3 || x.acks[2].Seq != 4*rxMSS {
+		t.Fatalf("the 4th packet since the last data ACK: want an ACK naming it, got %d ACKs", len(x.acks))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 
 	"github.com/lockstep-sim/lockstep/cc"
@@ -241,6 +242,9 @@ func Rebuild(file string, effective []byte, files map[string][]byte, digest stri
 // Build builds a parsed (and perhaps edited) scenario; s is kept as the
 // Built's Scenario and must not change afterwards.
 func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
+	if p := nonFinite(reflect.ValueOf(s).Elem()); p != "" {
+		return nil, &Error{File: file, Path: p, Msg: "must be a finite number"}
+	}
 	eff, err := json.Marshal(s)
 	if err != nil {
 		return nil, &Error{File: file, Path: "(scenario)", Msg: fmt.Sprintf("cannot encode: %v", err)}

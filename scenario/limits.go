@@ -43,6 +43,18 @@ const (
 	// packet's serialisation at 100 Gb/s. Finer sampling says nothing new
 	// and multiplies queue_depth.csv (1ps made a run grow to 1.8 GB).
 	MinQueueSample = 100 * sim.Nanosecond
+	// MaxNSCCDelay bounds transport.nscc's durations (network_rtt,
+	// base_rtt, target_qdelay, adjust_period, fast_increase_delay), in
+	// picoseconds: 1 s, 10^5 times a datacenter RTT.
+	MaxNSCCDelay = 1_000_000_000_000
+	// MaxNSCCGain bounds transport.nscc's gains and factors (fi, fi_scale,
+	// eta, alpha, qa_threshold, max_cwnd_bdp): 200 times the largest of
+	// htsim's defaults, and far from overflowing the window's integer
+	// arithmetic.
+	MaxNSCCGain = 1000
+	// MaxPDSAckBytes bounds transport.nscc.ack_bytes: 1 GiB, 65536 times
+	// htsim's 16 KiB, within the receivers' int32 count.
+	MaxPDSAckBytes = 1 << 30
 )
 
 // noZero lists the fields where 0 is never a meaningful setting, with the

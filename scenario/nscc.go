@@ -17,11 +17,11 @@ import (
 // derived from the fabric are computed as uet-htsim's main_uec.cpp does.
 type NSCC struct {
 	// Load balancing (cc/uetpaths.go).
-	LB         string         `yaml:"lb"`          // oblivious, bitmap, reps, mixed (default)
-	Entropies  int            `yaml:"entropies"`   // default 64, a power of two
-	Shuffle    *bool          `yaml:"shuffle"`     // default true
-	REPSBuffer int            `yaml:"reps_buffer"` // default 8
-	REPSFreeze yamlx.Duration `yaml:"reps_freeze"` // default 0: off
+	LB         string          `yaml:"lb"`          // oblivious, bitmap, reps, mixed (default)
+	Entropies  int             `yaml:"entropies"`   // default 64, a power of two
+	Shuffle    *bool           `yaml:"shuffle"`     // default true
+	REPSBuffer int             `yaml:"reps_buffer"` // default 8
+	REPSFreeze *yamlx.Duration `yaml:"reps_freeze"` // default 10ms with trimming, else off
 	// Receivers (hostsim/uet.go) and the hosts' NIC (hostsim/uet_nic.go).
 	AckBytes yamlx.Size `yaml:"ack_bytes"` // default 16384
 	NIC      string     `yaml:"nic"`       // uec (default) or fifo
@@ -84,25 +84,34 @@ func (l *loader) nscc(t *Transport, sw *Switch, topo *topologies.Topology, c *ho
 	if err != nil || !mode.UET() {
 		return l.errf("transport.nscc.lb", "unknown policy %q (known: oblivious, bitmap, reps, mixed)", lb)
 	}
-	pc := cc.PathConfig{Mode: mode, Entropies: 64, REPSBuffer: n.REPSBuffer, REPSFreeze: sim.Time(n.REPSFreeze)}
+	pc := cc.PathConfig{Mode: mode, Entropies: 64, REPSBuffer: n.REPSBuffer}
 	if n.Entropies != 0 {
 		pc.Entropies = n.Entropies
 	}
 	if pc.Entropies < 1 || pc.Entropies > 1<<15 || pc.Entropies&(pc.Entropies-1) != 0 {
 		return l.errf("transport.nscc.entropies", "must be a power of two in [1, 32768], got %d", pc.Entropies)
 	}
-	if n.REPSBuffer < 0 || n.REPSBuffer > MaxCount {
-		return l.errf("transport.nscc.reps_buffer", "must be between 1 and %d, got %d", MaxCount, n.REPSBuffer)
+	if n.REPSBuffer < 0 || n.REPSBuffer > 1<<15 {
+		return l.errf("transport.nscc.reps_buffer", "must be between 1 and %d, got %d", 1<<15, n.REPSBuffer)
 	}
-	if n.REPSFreeze < 0 {
-		return l.errf("transport.nscc.reps_freeze", "must not be negative")
+	// REPS freezes after a timeout by default when switches trim (htsim's
+	// UecMpReps freezes only with trimming; without it, it aborts).
+	if sw.Trim != nil {
+		pc.REPSFreeze = cc.REPSDefaultFreeze
+	}
+	if f := n.REPSFreeze; f != nil {
+		if *f < 0 || *f > MaxNSCCDelay {
+			return l.errf("transport.nscc.reps_freeze", "must be between 0 (off) and %v, got %v", sim.Time(MaxNSCCDelay), sim.Time(*f))
+		}
+		pc.REPSFreeze = sim.Time(*f)
 	}
 	if n.Shuffle != nil {
 		pc.NoShuffle = !*n.Shuffle
 	}
 	c.STrack = &pc
-	if n.AckBytes < 0 || n.AckBytes > MaxBuffer {
-		return l.errf("transport.nscc.ack_bytes", "must be between 1 and %d, got %d", int64(MaxBuffer), int64(n.AckBytes))
+	// The receiver counts bytes towards the next ACK in an int32.
+	if n.AckBytes < 0 || n.AckBytes > MaxPDSAckBytes {
+		return l.errf("transport.nscc.ack_bytes", "must be between 1 and %d, got %d", MaxPDSAckBytes, int64(n.AckBytes))
 	}
 	c.PDS.AckBytes = int64(n.AckBytes)
 	switch n.NIC {
@@ -138,37 +147,60 @@ func (l *loader) nscc(t *Transport, sw *Switch, topo *topologies.Topology, c *ho
 	}{{"base_rtt", n.BaseRTT, &nc.BaseRTT}, {"target_qdelay", n.TargetQDelay, &nc.TargetQDelay},
 		{"adjust_period", n.AdjustPeriod, &nc.AdjustPeriod}}
 	for _, d := range durs {
-		if d.v < 0 {
-			return l.errf("transport.nscc."+d.path, "must not be negative")
+		if d.v < 0 || d.v > MaxNSCCDelay {
+			return l.errf("transport.nscc."+d.path, "must be between 0 and %v, got %v", sim.Time(MaxNSCCDelay), sim.Time(d.v))
 		}
 		*d.p = sim.Time(d.v)
 	}
+	if n.NetworkRTT > MaxNSCCDelay {
+		return l.errf("transport.nscc.network_rtt", "must be at most %v, got %v", sim.Time(MaxNSCCDelay), sim.Time(n.NetworkRTT))
+	}
 	if n.FastIncreaseDelay != nil {
-		if *n.FastIncreaseDelay < 0 {
-			return l.errf("transport.nscc.fast_increase_delay", "must not be negative")
+		if *n.FastIncreaseDelay < 0 || *n.FastIncreaseDelay > MaxNSCCDelay {
+			return l.errf("transport.nscc.fast_increase_delay", "must be between 0 and %v, got %v",
+				sim.Time(MaxNSCCDelay), sim.Time(*n.FastIncreaseDelay))
 		}
 		nc.FastIncreaseDelay = sim.Time(*n.FastIncreaseDelay)
 	}
+	// Each number in its range; open means the bound itself is refused.
 	floats := []struct {
-		path string
-		v    *float64
-		p    *float64
-	}{{"qa_threshold", n.QAThreshold, &nc.QAThreshold}, {"gamma", n.Gamma, &nc.Gamma}, {"max_md", n.MaxMD, &nc.MaxMD},
-		{"fi", n.FI, &nc.FI}, {"fi_scale", n.FIScale, &nc.FIScale}, {"eta", n.Eta, &nc.Eta},
-		{"alpha", n.Alpha, &nc.Alpha}, {"delay_alpha", n.DelayAlpha, &nc.DelayAlpha}}
+		path           string
+		v              *float64
+		p              *float64
+		lo, hi         float64
+		loOpen, hiOpen bool
+	}{{"qa_threshold", n.QAThreshold, &nc.QAThreshold, 0, MaxNSCCGain, false, false},
+		{"gamma", n.Gamma, &nc.Gamma, 0, 1, true, false}, {"max_md", n.MaxMD, &nc.MaxMD, 0, 1, true, true},
+		{"fi", n.FI, &nc.FI, 0, MaxNSCCGain, false, false}, {"fi_scale", n.FIScale, &nc.FIScale, 0, MaxNSCCGain, false, false},
+		{"eta", n.Eta, &nc.Eta, 0, MaxNSCCGain, false, false}, {"alpha", n.Alpha, &nc.Alpha, 0, MaxNSCCGain, false, false},
+		{"delay_alpha", n.DelayAlpha, &nc.DelayAlpha, 0, 1, true, false}}
 	for _, f := range floats {
 		if f.v == nil {
 			continue
 		}
-		if math.IsNaN(*f.v) || math.IsInf(*f.v, 0) {
-			return l.errf("transport.nscc."+f.path, "must be a finite number")
+		v := *f.v
+		if math.IsNaN(v) || v < f.lo || v > f.hi || f.loOpen && v == f.lo || f.hiOpen && v == f.hi {
+			lo, hi := "[", "]"
+			if f.loOpen {
+				lo = "("
+			}
+			if f.hiOpen {
+				hi = ")"
+			}
+			return l.errf("transport.nscc."+f.path, "must be in %s%g, %g%s, got %g", lo, f.lo, f.hi, hi, v)
 		}
-		*f.p = *f.v
+		*f.p = v
 	}
 	if n.MaxCwndBDP != 0 {
+		if math.IsNaN(n.MaxCwndBDP) || n.MaxCwndBDP < 0 || n.MaxCwndBDP > MaxNSCCGain {
+			return l.errf("transport.nscc.max_cwnd_bdp", "must be in (0, %g], got %g", float64(MaxNSCCGain), n.MaxCwndBDP)
+		}
 		nc.MaxWndBDP = n.MaxCwndBDP
 	}
 	if n.AdjustBytes != 0 {
+		if n.AdjustBytes < 1 || n.AdjustBytes > MaxCount {
+			return l.errf("transport.nscc.adjust_bytes", "must be between 1 and %d MTUs, got %d", MaxCount, n.AdjustBytes)
+		}
 		nc.AdjustBytes = int64(n.AdjustBytes)
 	}
 	if n.QAGate != nil {
@@ -185,6 +217,17 @@ func (l *loader) nscc(t *Transport, sw *Switch, topo *topologies.Topology, c *ho
 	}
 	if t.InitCwnd > 0 {
 		nc.InitCwnd = int64(t.InitCwnd) // else the ceiling, as htsim
+	}
+	// The window's ceiling (max_cwnd_bdp BDPs of the base RTT, at most the
+	// network RTT) and the network's BDP stay byte counts a run can hold.
+	rtt := nc.NetworkRTT
+	if nc.BaseRTT != 0 {
+		rtt = nc.BaseRTT
+	}
+	bdp := float64(max(rtt, nc.NetworkRTT)) / float64(sim.Second) * float64(nc.LinkRate) / 8
+	if ceil := nc.MaxWndBDP * bdp; ceil > MaxBuffer || bdp > MaxBuffer {
+		return l.errf("transport.nscc.max_cwnd_bdp", "the window's ceiling, max_cwnd_bdp (%g) × link_rate × RTT (%v), is %.4g bytes: more than %d",
+			nc.MaxWndBDP, max(rtt, nc.NetworkRTT), ceil, int64(MaxBuffer))
 	}
 	if err := nc.Validate(); err != nil {
 		return l.errf("transport.nscc", "%v", err)

@@ -76,7 +76,8 @@ func TestNSCC_DerivesHtsimsNumbersFromTheFabric(t *testing.T) {
 
 // TestNSCC_RefusesWhatItCannotUse: the section without cc nscc, another
 // recovery, no ECN, transport.options, an adaptive RTO, unknown policies,
-// a non-power-of-two entropy count.
+// a non-power-of-two entropy count, and every number out of its range
+// (docs/scenario.md, transport.nscc), each error naming its field.
 func TestNSCC_RefusesWhatItCannotUse(t *testing.T) {
 	for _, c := range []struct{ edit, field string }{
 		{"cc: reno\n  nscc: {lb: bitmap}", "transport.nscc"},
@@ -87,7 +88,30 @@ func TestNSCC_RefusesWhatItCannotUse(t *testing.T) {
 		{"cc: nscc\n  nscc: {lb: skip}", "transport.nscc.lb"},
 		{"cc: nscc\n  nscc: {entropies: 100}", "transport.nscc.entropies"},
 		{"cc: nscc\n  nscc: {entropies: 0}", "transport.nscc.entropies"},
-		{"cc: nscc\n  nscc: {gamma: 2}", "transport.nscc"},
+		{"cc: nscc\n  nscc: {gamma: 2}", "transport.nscc.gamma"},
+		{"cc: nscc\n  nscc: {max_md: 1}", "transport.nscc.max_md"},
+		{"cc: nscc\n  nscc: {delay_alpha: 0}", "transport.nscc.delay_alpha"},
+		{"cc: nscc\n  nscc: {fi: 1e300}", "transport.nscc.fi"},
+		{"cc: nscc\n  nscc: {eta: -1}", "transport.nscc.eta"},
+		{"cc: nscc\n  nscc: {alpha: 1001}", "transport.nscc.alpha"},
+		{"cc: nscc\n  nscc: {fi_scale: 1e9}", "transport.nscc.fi_scale"},
+		{"cc: nscc\n  nscc: {qa_threshold: 1e300}", "transport.nscc.qa_threshold"},
+		{"cc: nscc\n  nscc: {max_cwnd_bdp: -1}", "transport.nscc.max_cwnd_bdp"},
+		{"cc: nscc\n  nscc: {max_cwnd_bdp: 1e300}", "transport.nscc.max_cwnd_bdp"},
+		{"cc: nscc\n  nscc: {max_cwnd_bdp: .inf}", "transport.nscc.max_cwnd_bdp"},
+		{"cc: nscc\n  nscc: {gamma: .inf}", "transport.nscc.gamma"},
+		{"cc: nscc\n  nscc: {max_cwnd_bdp: 900, link_rate: 1000Tbps}", "transport.nscc.max_cwnd_bdp"},
+		{"cc: nscc\n  nscc: {adjust_bytes: -3}", "transport.nscc.adjust_bytes"},
+		{"cc: nscc\n  nscc: {adjust_bytes: 100000000000}", "transport.nscc.adjust_bytes"},
+		{"cc: nscc\n  nscc: {network_rtt: 1000s}", "transport.nscc.network_rtt"},
+		{"cc: nscc\n  nscc: {base_rtt: 2s}", "transport.nscc.base_rtt"},
+		{"cc: nscc\n  nscc: {target_qdelay: 1000s}", "transport.nscc.target_qdelay"},
+		{"cc: nscc\n  nscc: {adjust_period: 100000s}", "transport.nscc.adjust_period"},
+		{"cc: nscc\n  nscc: {fast_increase_delay: 2s}", "transport.nscc.fast_increase_delay"},
+		{"cc: nscc\n  nscc: {reps_buffer: 100000}", "transport.nscc.reps_buffer"},
+		{"cc: nscc\n  nscc: {reps_buffer: 40000}", "transport.nscc.reps_buffer"},
+		{"cc: nscc\n  nscc: {ack_bytes: 4GiB}", "transport.nscc.ack_bytes"},
+		{"cc: nscc\n  nscc: {reps_freeze: 2s}", "transport.nscc.reps_freeze"},
 		{"cc: nscc\n  nscc: {qa_gate: 40}", "transport.nscc.qa_gate"},
 		{"cc: nscc\n  nscc: {colour: red}", "transport.nscc.colour"},
 		{"cc: nscc\n  nscc: {nic: smart}", "transport.nscc.nic"},
@@ -104,16 +128,72 @@ func TestNSCC_RefusesWhatItCannotUse(t *testing.T) {
 }
 
 // TestNSCC_DiameterOfAFatTree: the derived network RTT follows the
-// fabric: a k=4 fat-tree with 1 us links and no trimming has the same
-// 6-link diameter as htsim's; a dumbbell has 3 links.
+// fabric (calculate_rtt): a k=4 fat-tree with 1 us links and no trimming
+// has htsim's 6-link diameter, so 2 × 6 us + 6 × (1500 + 64 bytes) at 100
+// Gb/s, and its target is the network RTT; a dumbbell has 3 links of no
+// delay.
 func TestNSCC_DiameterOfAFatTree(t *testing.T) {
-	b, err := load(t, base+"transport: {cc: nscc, ecn: true, mtu: 1500}\n")
+	const ft = `topology:
+  type: fattree
+  fattree:
+    k: 4
+    host: {rate: 100Gbps, delay: 1us}
+    agg: {rate: 100Gbps, delay: 1us}
+    core: {rate: 100Gbps, delay: 1us}
+transport: {cc: nscc, ecn: true, mtu: 1500}
+workload:
+  - type: flows
+    flows: [{src: 0, dst: 15, size: 1KB}]
+`
+	b, err := load(t, ft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := b.Fabric.Transport.CC.NSCC
+	want := 12*sim.Microsecond + 6*(100*sim.GbitPerSecond).TxTime(1500+64)
+	if n.NetworkRTT != want || want != 12750720*sim.Picosecond || n.Trimming || nsccTarget(n) != want {
+		t.Errorf("k=4 fat-tree: network RTT %v (want %v), trimming %v, target %v (want the RTT)", n.NetworkRTT, want, n.Trimming, nsccTarget(n))
+	}
+	b, err = load(t, base+"transport: {cc: nscc, ecn: true, mtu: 1500}\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// dumbbell: 3 links of 0 delay; 10 Gb/s: 3 × (1500 + 64) bytes.
-	want := 3 * (10 * sim.GbitPerSecond).TxTime(1500+64)
+	want = 3 * (10 * sim.GbitPerSecond).TxTime(1500+64)
 	if got := b.Fabric.Transport.CC.NSCC.NetworkRTT; got != want || b.Fabric.Transport.CC.NSCC.Trimming {
 		t.Errorf("dumbbell: network RTT %v, want %v, and no trimming", got, want)
+	}
+}
+
+// nsccTarget is the target queueing delay NSCC derives from c.
+func nsccTarget(c *cc.NSCCConfig) sim.Time { return cc.NewNSCC(*c, 1000).Target() }
+
+// TestNSCC_REPSFreezesByDefaultWithTrimming: htsim's REPS freezes after a
+// timeout for 10 ms (CircularBufferREPS: repsUseFreezing, exit_freeze_after
+// 10^10 ps) when switches trim; reps_freeze sets the period, 0 turns it
+// off, and without trimming it is off.
+func TestNSCC_REPSFreezesByDefaultWithTrimming(t *testing.T) {
+	for _, c := range []struct {
+		edit string
+		want sim.Time
+	}{
+		{"nscc: {lb: reps}", 10 * sim.Millisecond},
+		{"nscc: {lb: reps, reps_freeze: 0}", 0},
+		{"nscc: {lb: reps, reps_freeze: 50us}", 50 * sim.Microsecond},
+	} {
+		b, err := loadHtsim(t, strings.Replace(htsim1024, "mtu: 4150", "mtu: 4150\n  "+c.edit, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Fabric.Transport.STrack.REPSFreeze; got != c.want {
+			t.Errorf("%s: freeze %v, want %v", c.edit, got, c.want)
+		}
+	}
+	b, err := loadHtsim(t, strings.Replace(strings.Replace(htsim1024, ", trim: {header: 64}", "", 1), "mtu: 4150", "mtu: 4150\n  nscc: {lb: reps}", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Fabric.Transport.STrack.REPSFreeze; got != 0 || b.Fabric.Transport.CC.NSCC.Trimming {
+		t.Errorf("without trimming: freeze %v (want 0), trimming %v", got, b.Fabric.Transport.CC.NSCC.Trimming)
 	}
 }
