@@ -36,7 +36,8 @@ func newExperimentCmd(stdout, stderr io.Writer) *cobra.Command {
 			"the checked-in pages). Without NAME, list the experiments. Experiments (name, page, what):\n" +
 			experimentList(),
 		Example: "  lockstep experiment\n  lockstep experiment multi-loss --seeds 20       # -> out/experiments/multi_loss.md, multi_loss/\n" +
-			"  lockstep experiment multi-loss --docs           # rewrites docs/experiments/multi_loss.md, multi_loss/",
+			"  lockstep experiment multi-loss --docs           # rewrites docs/experiments/multi_loss.md, multi_loss/\n" +
+			"  lockstep experiment nscc --quick                # a smaller run in seconds, to check the pipeline",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -55,10 +56,14 @@ func newExperimentCmd(stdout, stderr io.Writer) *cobra.Command {
 				}
 				out = docsExperimentOut
 			}
+			quick, _ := cmd.Flags().GetBool("quick")
+			if quick && out == docsExperimentOut {
+				return badInput(fmt.Errorf("--quick and --docs: the checked-in pages hold the full runs"))
+			}
 			ex, _ := cmd.Flags().GetString("examples")
 			seeds, _ := cmd.Flags().GetInt("seeds")
 			quiet, _ := cmd.Flags().GetBool("quiet")
-			env := &experiments.Env{Examples: ex, Out: out, Seeds: seeds}
+			env := &experiments.Env{Examples: ex, Out: out, Seeds: seeds, Quick: quick}
 			if !quiet {
 				env.Log = stderr
 			}
@@ -75,5 +80,6 @@ func newExperimentCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().String("examples", "examples", "the examples directory")
 	cmd.Flags().Int("seeds", 0, "seeds for spreads (default: the experiment's)")
 	cmd.Flags().Bool("quiet", false, "no progress lines")
+	cmd.Flags().Bool("quick", false, "smaller runs (fewer seeds, sizes and variants): checks the pipeline in seconds; its numbers are not the page's")
 	return cmd
 }

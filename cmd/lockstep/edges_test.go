@@ -120,7 +120,7 @@ func TestExperiment_ListsAndWritesOutsideTheDocs(t *testing.T) {
 	}
 	dir := t.TempDir()
 	t.Chdir(dir)
-	if code := run([]string{"experiment", "multi-loss", "--examples", examples, "--quiet"}, &stdout, &stderr); code != 0 {
+	if code := run([]string{"experiment", "multi-loss", "--examples", examples, "--quiet", "--quick"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("experiment multi-loss: exit %d: %s", code, stderr.String())
 	}
 	for _, f := range []string{"out/experiments/multi_loss.md", "out/experiments/multi_loss/fct.csv"} {
@@ -135,5 +135,10 @@ func TestExperiment_ListsAndWritesOutsideTheDocs(t *testing.T) {
 	if code := run([]string{"experiment", "multi-loss", "--docs", "--out", "x"}, &stdout, &stderr); code != exitUsage ||
 		!strings.Contains(stderr.String(), "--docs and --out") {
 		t.Errorf("--docs with --out: exit %d %q, want %d naming both", code, stderr.String(), exitUsage)
+	}
+	stderr.Reset()
+	if code := run([]string{"experiment", "multi-loss", "--docs", "--quick"}, &stdout, &stderr); code != exitUsage ||
+		!strings.Contains(stderr.String(), "--quick and --docs") {
+		t.Errorf("--quick with --docs: exit %d %q, want %d naming both", code, stderr.String(), exitUsage)
 	}
 }
