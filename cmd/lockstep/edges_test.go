@@ -17,7 +17,7 @@ import (
 // end), not the stale RTO timer (1 s) the engine drains after the last
 // flow, nor a distributed run's last window.
 func TestRun_LastProgressLineIsTheRunsEnd(t *testing.T) {
-	s := filepath.Join("..", "..", "examples", "fattree-k8-permutation.yaml")
+	s := filepath.Join("..", "..", "examples", "dumbbell.yaml")
 	for _, c := range []struct {
 		name string
 		args []string
