@@ -1440,9 +1440,6 @@ func (l *loader) stormSwitches(s *Scenario, fc *fabric.Config) error {
 	if len(fc.Storms) == 0 {
 		return nil
 	}
-	if s.Compat != "" {
-		return l.errf("impairments", "pfc_storm is not part of the %s profile", s.Compat)
-	}
 	k := 0
 	for i := range s.Impairments {
 		if s.Impairments[i].PFCStorm == nil {
