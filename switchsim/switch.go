@@ -5,8 +5,9 @@
 // packet's entropy value (spraying).
 //
 // Optional mechanisms (Config): up to 8 traffic classes per port with strict
-// priority and DWRR, IEEE 802.1Qbb PFC with PAUSE frames on the wire (and
-// the paused ports a deadlock search needs), a shared buffer with Choudhury-Hahne dynamic
+// priority and DWRR, IEEE 802.1Qbb PFC with PAUSE frames on the wire (the
+// paused ports a deadlock search needs, and a PFC storm watchdog), a
+// shared buffer with Choudhury-Hahne dynamic
 // thresholds, NDP packet trimming, ECN on dequeue, adaptive (per-packet
 // or flowlet) forwarding by local egress occupancy, and cut-through
 // forwarding.
