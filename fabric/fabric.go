@@ -51,6 +51,50 @@ type Config struct {
 	// SwitchTiers, when it has an entry for a switch's tier
 	// (topologies.Node.Tier), gives that switch's mechanisms instead.
 	SwitchTiers map[int]switchsim.Config
+	// Storms are hosts whose receive pipeline stalls (a PFC storm source;
+	// hostsim.Storm).
+	Storms []HostStorm
+}
+
+// HostStorm makes host Host's receive pipeline stall. Zero XOFF, XON (when
+// XOFF is zero too), Headroom and Quanta take the host's switch's PFC
+// values (the headroom derived from the host's link as a switch derives
+// its own), and Lossless that switch's lossless classes.
+type HostStorm struct {
+	Host int
+	hostsim.Storm
+}
+
+// PFCReport reports whether the run reports PFC per port and host
+// (pfc.csv): with a storm source or a storm watchdog.
+func (c *Config) PFCReport() bool {
+	if len(c.Storms) > 0 || c.Switch.PFC.Storm != nil {
+		return true
+	}
+	for _, k := range sortedTiers(c.SwitchTiers) {
+		if c.SwitchTiers[k].PFC.Storm != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// LosslessClasses is the classes some switch runs lossless (bit c: class
+// c), the classes a PAUSE frame may name.
+func (c *Config) LosslessClasses() uint8 {
+	var m uint8
+	for _, k := range append([]int{-1}, sortedTiers(c.SwitchTiers)...) {
+		sc := c.Switch
+		if k >= 0 {
+			sc = c.SwitchTiers[k]
+		}
+		for i, cl := range sc.Classes {
+			if cl.Lossless {
+				m |= 1 << uint(i)
+			}
+		}
+	}
+	return m
 }
 
 // Watchdog is the run's PFC deadlock threshold: the one any switch
@@ -122,7 +166,17 @@ type Fabric struct {
 	gridEnd          sim.Time
 	deadlock         *Deadlock
 	compat           *stracksim.World // the compatibility profile's element, or nil
+	// pfcReport and lossless: Config.PFCReport and LosslessClasses.
+	pfcReport bool
+	lossless  uint8
 }
+
+// PFCReport reports whether the fabric keeps the PFC report's counters
+// (Config.PFCReport): hosts keep per-class PFC counters.
+func (f *Fabric) PFCReport() bool { return f.pfcReport }
+
+// LosslessClasses is Config.LosslessClasses.
+func (f *Fabric) LosslessClasses() uint8 { return f.lossless }
 
 // Deadlock is a PFC deadlock: at At, the ports of Cycle were each paused
 // by the next for at least Threshold while holding packets.
@@ -312,6 +366,17 @@ func New(cfg Config) (*Fabric, error) {
 			return nil, fmt.Errorf("node %d (%s) has no kind", node, t.Nodes[node].Name)
 		}
 	}
+	f.pfcReport, f.lossless = cfg.PFCReport(), cfg.LosslessClasses()
+	if f.pfcReport {
+		for _, h := range f.hosts {
+			if h != nil {
+				h.EnablePFC()
+			}
+		}
+	}
+	if err := f.setStorms(cfg.Storms, swDef, swTiers); err != nil {
+		return nil, err
+	}
 	if f.threshold = cfg.Watchdog(); f.threshold > 0 {
 		f.every = DeadlockGrid(f.threshold)
 	}
@@ -327,6 +392,65 @@ func New(cfg Config) (*Fabric, error) {
 		}
 	}
 	return f, nil
+}
+
+// setStorms gives the storm hosts their stalling receive pipelines, with
+// the defaults of their switches' PFC.
+func (f *Fabric) setStorms(storms []HostStorm, def switchsim.Config, tiers map[int]switchsim.Config) error {
+	t := f.topo
+	seen := map[int]bool{}
+	for _, st := range storms {
+		if st.Host < 0 || st.Host >= len(t.Hosts) {
+			return fmt.Errorf("pfc storm on host %d: the fabric has %d hosts", st.Host, len(t.Hosts))
+		}
+		if seen[st.Host] {
+			return fmt.Errorf("pfc storm on host %d: one per host", st.Host)
+		}
+		seen[st.Host] = true
+		h := f.hosts[st.Host]
+		if h == nil {
+			continue
+		}
+		sw := f.eng.LinkTo(h.Link)
+		sc := def
+		if c, ok := tiers[t.Nodes[sw].Tier]; ok {
+			sc = c
+		}
+		s := st.Storm
+		for i, cl := range sc.Classes {
+			if cl.Lossless {
+				s.Lossless |= 1 << uint(i)
+			}
+		}
+		if s.Lossless == 0 {
+			return fmt.Errorf("pfc storm on %s: its switch %s has no lossless class", t.Nodes[t.Hosts[st.Host]].Name, t.Nodes[sw].Name)
+		}
+		p := sc.PFC
+		if s.XOFF == 0 {
+			s.XOFF, s.XON = p.XOFF, p.XON
+		}
+		if s.Quanta == 0 {
+			s.Quanta = p.Quanta
+			if s.Quanta == 0 {
+				s.Quanta = 0xffff
+			}
+		}
+		if s.Headroom == 0 {
+			s.Headroom = p.Headroom
+		}
+		if s.Headroom == 0 {
+			mtu := p.MTU
+			if mtu == 0 {
+				mtu = 9216
+			}
+			l := f.eng.Links[h.Link]
+			s.Headroom = 2*l.Spec.Rate.BytesIn(l.Spec.Delay) + 2*mtu + sim.PauseFrameSize
+		}
+		if err := h.SetStorm(f.eng, s); err != nil {
+			return fmt.Errorf("pfc storm on %s: %v", t.Nodes[t.Hosts[st.Host]].Name, err)
+		}
+	}
+	return nil
 }
 
 // Deadlock is the PFC deadlock RunUntilBatch found, or nil. The fabric
@@ -532,8 +656,9 @@ type Conservation struct {
 	QueueDrops, LinkLost, NoRoute, Misrouted uint64
 	InQueues, OnWire                         int
 	PoolLive                                 int
-	// CtlCreated counts the PFC PAUSE frames switches made, CtlConsumed
-	// those switches and hosts received.
+	// CtlCreated counts the PFC PAUSE frames switches and hosts made,
+	// CtlConsumed those they received. QueueDrops includes the packets
+	// hosts' receive buffers dropped (hostsim.Storm).
 	CtlCreated, CtlConsumed uint64
 }
 
@@ -560,6 +685,8 @@ func (f *Fabric) Conservation() Conservation {
 		c.Consumed += h.Consumed
 		c.Misrouted += h.Misrouted
 		c.CtlConsumed += h.PausesRecv
+		c.CtlCreated += h.PausesSent()
+		c.QueueDrops += h.RxDrops()
 		c.InQueues += h.Queued()
 	}
 	for _, s := range f.switches {

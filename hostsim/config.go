@@ -6,7 +6,9 @@
 //
 // Modelled: delayed ACKs (RFC 5681 §4.2, Linux quick-ACKs), pacing (Linux
 // tcp_update_pacing_rate), TSO-like bursts (tcp_tso_should_defer) and a
-// receive window; the sending decisions are a cc.Endpoint's. Not modelled
+// receive window; the sending decisions are a cc.Endpoint's. A host may
+// be a PFC storm source: a receive pipeline that stalls behind a buffer
+// with XOFF/XON, whose NIC then sends PAUSE frames (Storm). Not modelled
 // (yet): connection set-up and tear-down, and host processing delay.
 package hostsim
 

@@ -27,6 +27,12 @@ const (
 	// index is above the kind); timerTaskStart a task's own start.
 	timerTask
 	timerTaskStart
+	// The receive pipeline of a host with a Storm (pfcstorm.go): its
+	// stall ends, its head packet is processed, an XOFF is refreshed (the
+	// class is above the kind).
+	timerRxEnd
+	timerRxDrain
+	timerRxRefresh
 )
 
 func timerArg(flow int32, kind int) int64 { return int64(flow)<<8 | int64(kind) }
@@ -192,15 +198,21 @@ type Host struct {
 	ID    sim.ElemID
 	Index int32 // host index in the topology
 	Link  sim.LinkID
-	T     *Transport
+	// busy: the NIC is serialising; stamp: T.Cfg.EndpointDelay, record NIC
+	// waits. Placed here, they fill what was padding.
+	busy, stamp bool
+	T           *Transport
 
-	nic  sim.PktQueue
-	busy bool
+	nic sim.PktQueue
 	// ready holds the rate-based flows waiting for the NIC (paced.go);
 	// nil unless the transport is rate-based.
 	ready *sim.Ring[int32]
 	// ctl: UET hosts' control queue (uet_nic.go); nil for the others.
 	ctl *pdsNIC
+	// pfc is the host's PFC counters, the PAUSE frames its NIC sends and
+	// the receive pipeline of a host with a Storm (pfcstorm.go); nil
+	// unless EnablePFC.
+	pfc *hostPFC
 	// Misrouted counts packets that arrived for another host (dropped).
 	Misrouted uint64
 	// Created counts packets this host put on its NIC; Consumed those it
@@ -218,7 +230,6 @@ type Host struct {
 	TrimNacks    uint64
 	LastHopNacks uint64
 	pausedUntil  [sim.MaxClasses]sim.Time // by class, for data packets
-	stamp        bool                     // T.Cfg.EndpointDelay: record NIC waits
 	// Tap, when set, sees every packet the host sends (tx) and receives,
 	// at the time it happens (pcap capture). Nil costs nothing.
 	Tap func(now sim.Time, pkt *sim.Packet, tx bool)
@@ -264,10 +275,14 @@ func (h *Host) ScheduleTask(e *sim.Engine, k int32) {
 
 // Queued is the number of packets waiting in the NIC queue.
 func (h *Host) Queued() int {
+	n := h.nic.Len()
 	if h.ctl != nil {
-		return h.nic.Len() + h.ctl.q.Len()
+		n += h.ctl.q.Len()
 	}
-	return h.nic.Len()
+	if h.pfc != nil {
+		n += h.pfc.queued()
+	}
+	return n
 }
 
 // OnTimer handles an EvTimer event.
@@ -277,6 +292,15 @@ func (h *Host) OnTimer(e *sim.Engine, ev *sim.Event) {
 	switch kind {
 	case timerPause:
 		h.kick(e)
+		return
+	case timerRxEnd:
+		h.rxNext(e)
+		return
+	case timerRxDrain:
+		h.onRxDrained(e)
+		return
+	case timerRxRefresh:
+		h.onRxRefresh(e, int(flow))
 		return
 	case timerTask:
 		h.T.gotTask[flow]++
@@ -336,6 +360,11 @@ func (h *Host) kick(e *sim.Engine) {
 	if h.busy {
 		return
 	}
+	if h.pfc != nil && h.pfc.pause.Len() > 0 {
+		h.busy = true
+		e.Transmit(h.Link, h.pfc.pause.Pop())
+		return
+	}
 	if h.ctl != nil && h.ctl.q.Len() > 0 && h.controlTurn(e) {
 		h.transmitFrom(e, &h.ctl.q)
 		return
@@ -387,7 +416,19 @@ func (h *Host) onPause(e *sim.Engine, pkt *sim.Packet) {
 		if pkt.Bitmap&(1<<uint(c)) == 0 {
 			continue
 		}
-		until := now + sim.Time(pkt.PauseQuanta(c))*rate.TxTime(64)
+		q := pkt.PauseQuanta(c)
+		until := now + sim.Time(q)*rate.TxTime(64)
+		if h.pfc != nil {
+			k := &h.pfc.cls
+			k[c].PausesRecv++
+			if h.pausedUntil[c] <= now && q > 0 {
+				k[c].pausedTime += h.pausedUntil[c] - k[c].pausedSince
+				k[c].pausedSince = now
+				if k[c].FirstPaused == 0 {
+					k[c].FirstPaused = now
+				}
+			}
+		}
 		h.pausedUntil[c] = until
 		if until > now {
 			wake = min(wake, until)
@@ -439,6 +480,16 @@ func (h *Host) OnArrive(e *sim.Engine, p sim.PktRef) {
 		e.Pool.Free(p)
 		return
 	}
+	if h.pfc != nil && h.pfc.rx != nil && h.stalled(e.Now()) {
+		h.rxAdmit(e, p, pkt)
+		return
+	}
+	h.deliver(e, p, pkt)
+}
+
+// deliver hands packet p, which the NIC received, to its receiver or
+// sender.
+func (h *Host) deliver(e *sim.Engine, p sim.PktRef, pkt *sim.Packet) {
 	if pkt.DstHost != h.Index {
 		h.Misrouted++
 		e.Pool.Free(p)

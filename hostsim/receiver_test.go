@@ -14,6 +14,7 @@ type rxHarness struct {
 	h    *Host
 	r    *Receiver
 	acks []sim.Packet
+	at   []sim.Time // when each of acks reached the sink
 }
 
 const rxMSS = 1000
@@ -57,6 +58,7 @@ func (x *rxHarness) drain(t sim.Time) {
 		switch {
 		case ev.Kind == sim.EvArrive && ev.Dst == 1:
 			x.acks = append(x.acks, *x.e.Pool.Get(ev.Pkt))
+			x.at = append(x.at, ev.At)
 			x.e.Pool.Free(ev.Pkt)
 		case ev.Kind == sim.EvTxDone:
 			x.h.OnTxDone(x.e)

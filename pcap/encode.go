@@ -211,12 +211,13 @@ const (
 var pfcDst = [6]byte{0x01, 0x80, 0xc2, 0x00, 0x00, 0x01}
 
 // encodePause writes a PFC frame: Ethernet to 01-80-C2-00-00-01 from the
-// sending switch's label (02:01 and the element id), Ethertype 0x8808,
+// sending element's label (02:01 and the element id: a switch, or a host
+// whose receive pipeline stalls, hostsim.Storm), Ethertype 0x8808,
 // opcode 0x0101, the class-enable vector and 8 pause times in quanta
 // (802.1Qbb §36.1.3.2). The frame is 60 bytes (64 with the FCS), padded.
 func encodePause(dst []byte, p *sim.Packet) (capLen, origLen int) {
 	copy(dst[0:6], pfcDst[:])
-	// The source label: the switch that sent it is not in the header
+	// The source label: the element that sent it is not in the header
 	// model, so the packet id's creator (its top bits) names it.
 	src := uint32(p.ID >> 40)
 	dst[6], dst[7] = 0x02, 0x01

@@ -30,8 +30,10 @@ type Outputs struct {
 	Ports     []QueueRow
 	// Classes is queues_class.csv (empty without per-class counters).
 	Classes []ClassRow
-	Cwnd    []hostsim.CwndRow
-	Depths  []DepthRow
+	// PFC is pfc.csv (empty unless fabric.Config.PFCReport).
+	PFC    []PFCRow
+	Cwnd   []hostsim.CwndRow
+	Depths []DepthRow
 	// ClassDepths is queue_depth_class.csv (with several classes).
 	ClassDepths []ClassDepthRow
 	Pcaps       []HostPcap // in the scenario's output.pcap order
@@ -253,7 +255,9 @@ func (o *Outputs) mergeSeries(parts []*Part) {
 	var classes []ClassPart
 	var depths []DepthPart
 	var cdepths []ClassDepthPart
+	var pfc []PFCPart
 	for _, r := range parts {
+		pfc = append(pfc, r.PFC...)
 		cdepths = append(cdepths, r.ClassDepths...)
 		ports = append(ports, r.Ports...)
 		classes = append(classes, r.Classes...)
@@ -267,6 +271,10 @@ func (o *Outputs) mergeSeries(parts []*Part) {
 	slices.SortStableFunc(classes, func(a, b ClassPart) int { return cmp.Compare(a.Node, b.Node) })
 	for _, r := range classes {
 		o.Classes = append(o.Classes, r.Row)
+	}
+	slices.SortStableFunc(pfc, func(a, b PFCPart) int { return cmp.Compare(a.Node, b.Node) })
+	for _, r := range pfc {
+		o.PFC = append(o.PFC, r.Row)
 	}
 	slices.SortStableFunc(o.Cwnd, func(a, b hostsim.CwndRow) int {
 		return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.Flow, b.Flow))
@@ -350,7 +358,12 @@ func (o *Outputs) Summary() Summary {
 		s.QueueDrops += q.Dropped
 		s.Marks += q.Marked
 	}
-	s.Drops = s.QueueDrops + s.LinkLost
+	for _, r := range o.Parts {
+		if r != nil {
+			s.NICDrops += r.NICDrops
+		}
+	}
+	s.Drops = s.QueueDrops + s.LinkLost + s.NICDrops
 	return s
 }
 
@@ -397,6 +410,13 @@ func (o *Outputs) WriteDir(dir string, perf Perf, extra any) error {
 	if len(o.Classes) > 0 {
 		if err := WriteFileAtomic(filepath.Join(dir, "queues_class.csv"), func(w io.Writer) error {
 			return WriteClasses(w, o.Classes)
+		}); err != nil {
+			return err
+		}
+	}
+	if len(o.PFC) > 0 {
+		if err := WriteFileAtomic(filepath.Join(dir, "pfc.csv"), func(w io.Writer) error {
+			return WritePFC(w, o.PFC)
 		}); err != nil {
 			return err
 		}

@@ -50,6 +50,12 @@ type ClassPart struct {
 	Row  ClassRow
 }
 
+// PFCPart is a pfc.csv row with its node index.
+type PFCPart struct {
+	Node int
+	Row  PFCRow
+}
+
 // ClassDepthPart is a queue_depth_class.csv row with the switch's node
 // index.
 type ClassDepthPart struct {
@@ -89,6 +95,11 @@ type Part struct {
 	// Classes holds their class queues (queues_class.csv), when the
 	// switches keep per-class counters.
 	Classes []ClassPart
+	// PFC holds the local switch ports' and hosts' pfc.csv rows, in node
+	// order (with fabric.Config.PFCReport); NICDrops sums the local
+	// hosts' receive-buffer drops.
+	PFC      []PFCPart `msgpack:",omitempty"`
+	NICDrops uint64    `msgpack:",omitempty"`
 	// Cwnd is the local senders' cwnd samples (cwnd.csv), in the order
 	// they were taken.
 	Cwnd []hostsim.CwndRow
@@ -131,6 +142,52 @@ type hostCapture struct {
 	c    *pcap.Capture
 }
 
+// pfcRows is the local part of pfc.csv: every switch port and host, in
+// node order, for each class some switch runs lossless.
+func (r *Recorder) pfcRows() []PFCPart {
+	f := r.f
+	t := f.Topology()
+	var rows []PFCPart
+	for node := range f.NumNodes() {
+		s := f.Switch(node)
+		if s == nil {
+			continue
+		}
+		for pi := range s.Ports {
+			pt := &s.Ports[pi]
+			for c := 0; c < pt.NumClasses(); c++ {
+				if f.LosslessClasses()&(1<<uint(c)) == 0 {
+					continue
+				}
+				k := pt.Class(c)
+				rows = append(rows, PFCPart{Node: node, Row: PFCRow{Node: t.Nodes[node].Name, Kind: "switch", Port: pi,
+					Peer: t.Nodes[pt.Peer].Name, Class: c, PausesSent: k.PausesSent, PausesRecv: k.PausesRecv,
+					FirstPauseSent: k.FirstPauseSent, FirstPaused: k.FirstPaused, Paused: pt.PausedTime(c, r.limit),
+					Storms: k.Storms, Restores: k.Restores, Drops: k.StormDrops}})
+			}
+		}
+	}
+	for hi := range f.NumHosts() {
+		h := f.Host(hi)
+		if h == nil {
+			continue
+		}
+		node := t.Hosts[hi]
+		peer := f.Engine().LinkTo(h.Link)
+		for c := 0; c < sim.MaxClasses; c++ {
+			if f.LosslessClasses()&(1<<uint(c)) == 0 {
+				continue
+			}
+			k := h.PFC(c)
+			rows = append(rows, PFCPart{Node: node, Row: PFCRow{Node: t.Nodes[node].Name, Kind: "host", Peer: t.Nodes[peer].Name,
+				Class: c, PausesSent: k.PausesSent, PausesRecv: k.PausesRecv, FirstPauseSent: k.FirstPauseSent,
+				FirstPaused: k.FirstPaused, Paused: h.PausedTime(c, r.limit), Storms: k.Trips, Restores: k.Restores,
+				Drops: k.RxDrops}})
+		}
+	}
+	return rows
+}
+
 // NewRecorder attaches to f, built from b (perhaps one partition of it).
 func NewRecorder(b *scenario.Built, f *fabric.Fabric) *Recorder {
 	r := &Recorder{f: f, digest: b.Digest(), limit: b.Limit()}
@@ -168,7 +225,11 @@ func (r *Recorder) Part(partition int, finish Finish) *Part {
 		h := f.Host(i)
 		if h != nil {
 			p.HostPackets += h.Created
+			p.NICDrops += h.RxDrops()
 		}
+	}
+	if f.PFCReport() {
+		p.PFC = r.pfcRows()
 	}
 	for _, hc := range r.caps {
 		p.Pcaps = append(p.Pcaps, HostPcap{Host: hc.host, Data: hc.c.Bytes()})

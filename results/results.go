@@ -221,6 +221,49 @@ func WriteClasses(w io.Writer, rows []ClassRow) error {
 	return bw.Flush()
 }
 
+// PFCRow is one class of one switch port or host NIC in pfc.csv: how a
+// PFC storm (or any pause) reached it and what the watchdogs did.
+type PFCRow struct {
+	Node  string
+	Kind  string // "switch" or "host"
+	Port  int    // a host's is 0
+	Peer  string
+	Class int
+	// PausesSent, PausesRecv: PAUSE frames (XOFF, refreshes, XON) sent to
+	// and received from Peer for the class.
+	PausesSent, PausesRecv uint64
+	// FirstPauseSent is the first XOFF sent, FirstPaused when Peer first
+	// paused the class (0: never); Paused how long Peer kept it paused.
+	FirstPauseSent, FirstPaused, Paused sim.Time
+	// Storms and Restores: a switch port's storm watchdog found a storm
+	// and honoured PAUSE frames again; a host's NIC watchdog stopped its
+	// PAUSE frames and let them go again.
+	Storms, Restores uint64
+	// Drops: a switch port's packets its watchdog dropped (to and from
+	// Peer); a host's packets its receive buffer dropped.
+	Drops uint64
+}
+
+// PFCHeader is the first line of pfc.csv.
+const PFCHeader = "node,kind,port,peer,class,pauses_sent,pauses_recv,first_pause_sent_ns,first_paused_ns,paused_ns,storms,restores,drops"
+
+// WritePFC writes pfc.csv.
+func WritePFC(w io.Writer, rows []PFCRow) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, PFCHeader)
+	at := func(t sim.Time) string {
+		if t == 0 {
+			return ""
+		}
+		return t.NsString()
+	}
+	for _, r := range rows {
+		fmt.Fprintf(bw, "%s,%s,%d,%s,%d,%d,%d,%s,%s,%s,%d,%d,%d\n", r.Node, r.Kind, r.Port, r.Peer, r.Class, r.PausesSent,
+			r.PausesRecv, at(r.FirstPauseSent), at(r.FirstPaused), r.Paused.NsString(), r.Storms, r.Restores, r.Drops)
+	}
+	return bw.Flush()
+}
+
 // Summary is summary.json. Fields under Perf depend on the machine; all
 // others are a function of the scenario and the seed.
 type Summary struct {
@@ -237,13 +280,16 @@ type Summary struct {
 	FlowsFinished int         `json:"flows_finished"`
 	PacketsSent   uint64      `json:"packets"` // packets put on any wire
 	HostPackets   uint64      `json:"host_packets"`
-	Drops         uint64      `json:"drops"` // queue drops + link losses
+	Drops         uint64      `json:"drops"` // queue drops + link losses + NIC drops
 	QueueDrops    uint64      `json:"queue_drops"`
-	LinkLost      uint64      `json:"link_lost"`
-	Marks         uint64      `json:"ecn_marks"`
-	Retransmits   uint64      `json:"retransmits"`
-	Timeouts      uint64      `json:"timeouts"`
-	StoppedBy     string      `json:"stopped_by"` // "flows-done", "stop_at", "max_time", "no-events", "incomplete"
+	// NICDrops counts the packets hosts' receive buffers dropped (a PFC
+	// storm source's NIC; absent when none).
+	NICDrops    uint64 `json:"nic_drops,omitempty"`
+	LinkLost    uint64 `json:"link_lost"`
+	Marks       uint64 `json:"ecn_marks"`
+	Retransmits uint64 `json:"retransmits"`
+	Timeouts    uint64 `json:"timeouts"`
+	StoppedBy   string `json:"stopped_by"` // "flows-done", "stop_at", "max_time", "no-events", "incomplete"
 	// FCT and Slowdown are percentiles over the finished flows (nearest
 	// rank; absent when no flow finished).
 	FCT      *FCTPercentiles      `json:"fct_ns,omitempty"`

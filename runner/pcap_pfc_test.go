@@ -144,3 +144,66 @@ output:
 		t.Errorf("want every trimmed packet (%d) captured at the receiver and one NACK each, got %d headers and %d NACKs", trimmed, headers, nacks)
 	}
 }
+
+// TestPcap_TsharkDecodesAStormHostsPauseFrames: a host whose receive
+// pipeline stalls (pfc_storm) sends its switch PAUSE frames; its capture
+// shows them as PFC frames from the host (its label 02:01 and element
+// id), the XOFFs with the storm's quanta and the XON when the stall ends.
+// (The sender's first window, 10 segments, goes over the 8 KiB XOFF.)
+func TestPcap_TsharkDecodesAStormHostsPauseFrames(t *testing.T) {
+	tshark := lookTshark(t)
+	r := runYAML(t, `
+topology:
+  type: leafspine
+  leafspine:
+    leaves: 2
+    spines: 1
+    hosts_per_leaf: 2
+    host: {rate: 100Gbps, delay: 1us}
+    fabric: {rate: 100Gbps, delay: 1us}
+switch:
+  classes: [{lossless: true}, {}]
+  pfc: {xoff: 8KiB, xon: 4KiB}
+impairments:
+  - host: h0
+    pfc_storm: {at: 0s, until: 100us, quanta: 2000}
+workload:
+  - type: flows
+    flows: [{src: 2, dst: 0, size: 256KB}]
+output:
+  pcap: {hosts: [0]}
+`)
+	dir := t.TempDir()
+	if err := r.WriteDir(dir, results.Perf{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(tshark, "-n", "-r", filepath.Join(dir, "pcap", "h0.pcap"), "-Y", "macc",
+		"-T", "fields", "-E", "separator=/t", "-e", "eth.src", "-e", "macc.opcode", "-e", "macc.cbfc.enbv",
+		"-e", "macc.cbfc.pause_time.c0")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tshark: %v\n%s", err, stderr.String())
+	}
+	var xoff, xon int
+	for line := range strings.Lines(string(out)) {
+		f := strings.Split(strings.TrimSpace(line), "\t")
+		if len(f) != 4 || f[0] != "02:01:00:00:00:00" || f[1] != "0x0101" || f[2] != "0x0001" {
+			t.Fatalf("PAUSE frame decoded as %q; want one from host 0 (02:01:00:00:00:00), opcode 0x0101, vector 0x0001", line)
+		}
+		switch f[3] {
+		case "2000":
+			xoff++
+		case "0":
+			xon++
+		default:
+			t.Fatalf("pause time %s, want 2000 or 0", f[3])
+		}
+	}
+	sent := r.Fabric.Host(0).PausesSent()
+	t.Logf("host 0 sent %d XOFF and %d XON frames", xoff, xon)
+	if xoff < 2 || xon != 1 || uint64(xoff+xon) != sent {
+		t.Errorf("want XOFFs (refreshed) and one XON, %d in all, got %d and %d", sent, xoff, xon)
+	}
+}

@@ -310,16 +310,19 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 			return nil, err
 		}
 	}
-	imps, err := l.impairments(s.Impairments, topo)
+	imps, storms, err := l.impairments(s.Impairments, topo)
 	if err != nil {
 		return nil, err
 	}
 	b.Fabric = fabric.Config{Topo: topo, Flows: flows, Tasks: tasks, Transport: tc, Forwarding: fwd, Seed: b.seed, Impairments: imps,
-		Compat: compat}
+		Compat: compat, Storms: storms}
 	if b.Fabric.Switch, err = l.switchConfig(&s.Switch, globalMechanisms(&s.Switch), s.Workload); err != nil {
 		return nil, err
 	}
 	if b.Fabric.SwitchTiers, err = l.tierSwitches(s, b.Fabric.Switch); err != nil {
+		return nil, err
+	}
+	if err := l.stormSwitches(s, &b.Fabric); err != nil {
 		return nil, err
 	}
 	if compat != nil && len(b.Fabric.SwitchTiers) > 0 {
@@ -545,6 +548,23 @@ func (l *loader) switchConfig(w *Switch, m mechanisms, ws []Workload) (switchsim
 		}
 		c.PFC = switchsim.PFC{XOFF: int64(p.XOFF), XON: int64(p.XON), Headroom: int64(p.Headroom), MTU: int64(p.MTU),
 			Quanta: uint16(p.Quanta), Watchdog: sim.Time(p.Watchdog)}
+		if w := p.StormWatchdog; w != nil {
+			at := m.pfcAt + ".storm_watchdog"
+			if w.DetectionTime <= 0 || w.DetectionTime > yamlx.Duration(sim.Second) {
+				return c, l.errf(at+".detection_time", "must be a positive duration up to 1s, got %v", sim.Time(w.DetectionTime))
+			}
+			if w.RestorationTime < 0 || w.RestorationTime > yamlx.Duration(sim.Second) {
+				return c, l.errf(at+".restoration_time", "must be a positive duration up to 1s, got %v", sim.Time(w.RestorationTime))
+			}
+			act, err := switchsim.ParseStormAction(w.Action)
+			if err != nil {
+				return c, l.errf(at+".action", "%v", err)
+			}
+			c.PFC.Storm = &switchsim.StormWatchdog{Detect: sim.Time(w.DetectionTime), Restore: sim.Time(w.RestorationTime), Action: act}
+			if c.PFC.Storm.Restore == 0 {
+				c.PFC.Storm.Restore = c.PFC.Storm.Detect
+			}
+		}
 	} else if lossless {
 		return c, l.errf(m.classesAt, "a lossless class needs pfc (%s)", m.pfcAt)
 	}
@@ -1240,17 +1260,26 @@ func (l *loader) workload(ws []Workload, topo *topologies.Topology, seed uint64,
 	return out, nil
 }
 
-func (l *loader) impairments(is []Impairment, topo *topologies.Topology) ([]fabric.LinkImpairment, error) {
+func (l *loader) impairments(is []Impairment, topo *topologies.Topology) ([]fabric.LinkImpairment, []fabric.HostStorm, error) {
 	byName := make(map[string]int, len(topo.Nodes))
 	for i, n := range topo.Nodes {
 		byName[n.Name] = i
 	}
 	var out []fabric.LinkImpairment
+	var storms []fabric.HostStorm
 	for i := range is {
 		im := &is[i]
 		path := fmt.Sprintf("impairments[%d]", i)
+		if im.Host != "" || im.PFCStorm != nil {
+			st, err := l.hostFault(path, im, byName, topo, storms)
+			if err != nil {
+				return nil, nil, err
+			}
+			storms = append(storms, st)
+			continue
+		}
 		if len(im.Link) != 2 {
-			return nil, l.errf(path+".link", "must name the two end nodes, e.g. [left, right]")
+			return nil, nil, l.errf(path+".link", "must name the two end nodes, e.g. [left, right] (or name a host and its fault)")
 		}
 		a, okA := byName[im.Link[0]]
 		b, okB := byName[im.Link[1]]
@@ -1259,7 +1288,7 @@ func (l *loader) impairments(is []Impairment, topo *topologies.Topology) ([]fabr
 			if okA {
 				bad = im.Link[1]
 			}
-			return nil, l.errf(path+".link", "no node named %q", bad)
+			return nil, nil, l.errf(path+".link", "no node named %q", bad)
 		}
 		link := -1
 		for j, tl := range topo.Links {
@@ -1269,7 +1298,7 @@ func (l *loader) impairments(is []Impairment, topo *topologies.Topology) ([]fabr
 			}
 		}
 		if link < 0 {
-			return nil, l.errf(path+".link", "no link between %s and %s", im.Link[0], im.Link[1])
+			return nil, nil, l.errf(path+".link", "no link between %s and %s", im.Link[0], im.Link[1])
 		}
 		fwd := topo.Links[link].A == a // does "forward" run A->B?
 		li := fabric.LinkImpairment{Link: link}
@@ -1281,7 +1310,7 @@ func (l *loader) impairments(is []Impairment, topo *topologies.Topology) ([]fabr
 		case "reverse":
 			li.AtoB, li.BtoA = !fwd, fwd
 		default:
-			return nil, l.errf(path+".direction", "unknown direction %q (known: both, forward, reverse)", im.Direction)
+			return nil, nil, l.errf(path+".direction", "unknown direction %q (known: both, forward, reverse)", im.Direction)
 		}
 		sp := &sim.Impairments{Loss: float64(im.Loss), Jitter: sim.Time(im.Jitter)}
 		if g := im.Gilbert; g != nil {
@@ -1315,7 +1344,7 @@ func (l *loader) impairments(is []Impairment, topo *topologies.Topology) ([]fabr
 				sp.Schedule = append(sp.Schedule, sim.LinkChange{At: sim.Time(c.At), Kind: sim.ChangeLoss, Loss: float64(*c.Loss)})
 			}
 			if n == 0 {
-				return nil, l.errf(cp, "says nothing: set down, rate, delay or loss")
+				return nil, nil, l.errf(cp, "says nothing: set down, rate, delay or loss")
 			}
 		}
 		slices.SortStableFunc(sp.Schedule, func(x, y sim.LinkChange) int {
@@ -1330,7 +1359,121 @@ func (l *loader) impairments(is []Impairment, topo *topologies.Topology) ([]fabr
 		li.Imp = sp
 		out = append(out, li)
 	}
-	return out, nil
+	return out, storms, nil
+}
+
+// hostFault builds impairment im (at path), which names a host: its
+// pfc_storm, the only fault of a host. storms are the ones built so far.
+func (l *loader) hostFault(path string, im *Impairment, byName map[string]int, topo *topologies.Topology,
+	storms []fabric.HostStorm) (fabric.HostStorm, error) {
+	var st fabric.HostStorm
+	switch {
+	case im.Host == "":
+		return st, l.errf(path+".host", "pfc_storm needs the host it stalls")
+	case len(im.Link) > 0:
+		return st, l.errf(path+".link", "an impairment names a link or a host, not both")
+	case im.Direction != "" || im.Loss != 0 || im.Gilbert != nil || im.Jitter != 0 || im.Reorder != nil || len(im.Schedule) > 0:
+		return st, l.errf(path+".host", "a host takes pfc_storm only (loss, jitter, reorder, schedule and direction are a link's)")
+	case im.PFCStorm == nil:
+		return st, l.errf(path+".pfc_storm", "a host impairment needs its fault: pfc_storm")
+	}
+	n, ok := byName[im.Host]
+	if !ok || topo.Nodes[n].Kind != topologies.Host {
+		return st, l.errf(path+".host", "no host named %q", im.Host)
+	}
+	for hi, node := range topo.Hosts {
+		if node == n {
+			st.Host = hi
+		}
+	}
+	for _, o := range storms {
+		if o.Host == st.Host {
+			return st, l.errf(path+".host", "%s has a pfc_storm already", im.Host)
+		}
+	}
+	p := im.PFCStorm
+	at := path + ".pfc_storm"
+	st.At, st.Until = sim.Time(p.At), sim.Never
+	if p.At < 0 || p.At > yamlx.Duration(MaxStormTime) {
+		return st, l.errf(at+".at", "must be 0 to %v, got %v", MaxStormTime, sim.Time(p.At))
+	}
+	if p.Until != 0 {
+		if p.Until <= p.At || p.Until > yamlx.Duration(MaxStormTime) {
+			return st, l.errf(at+".until", "must be after at (%v) and at most %v, got %v", sim.Time(p.At), MaxStormTime, sim.Time(p.Until))
+		}
+		st.Until = sim.Time(p.Until)
+	}
+	if p.Drain < 0 {
+		return st, l.errf(at+".drain", "must not be negative, got %v", sim.Bandwidth(p.Drain))
+	}
+	st.Drain = sim.Bandwidth(p.Drain)
+	if p.XOFF < 0 || p.XOFF > MaxBuffer {
+		return st, l.errf(at+".xoff", "must be 1 byte to 1TiB, got %d", int64(p.XOFF))
+	}
+	if p.XON != nil && (p.XOFF == 0 || *p.XON < 0 || *p.XON > p.XOFF) {
+		return st, l.errf(at+".xon", "needs xoff, and 0 <= xon <= xoff, got xon %d, xoff %d", int64(*p.XON), int64(p.XOFF))
+	}
+	st.XOFF = int64(p.XOFF)
+	if p.XON != nil {
+		st.XON = int64(*p.XON)
+	} else if p.XOFF > 0 {
+		st.XON = st.XOFF / 2
+	}
+	if p.Headroom < 0 || p.Headroom > MaxBuffer {
+		return st, l.errf(at+".headroom", "must be 1 byte to 1TiB, got %d", int64(p.Headroom))
+	}
+	st.Headroom = int64(p.Headroom)
+	if p.Quanta < 0 || p.Quanta > 0xffff {
+		return st, l.errf(at+".quanta", "must be 1..65535, got %d", p.Quanta)
+	}
+	st.Quanta = uint16(p.Quanta)
+	if p.NICWatchdog < 0 || p.NICWatchdog > yamlx.Duration(MaxStormTime) {
+		return st, l.errf(at+".nic_watchdog", "must be a positive duration up to %v, got %v", MaxStormTime, sim.Time(p.NICWatchdog))
+	}
+	st.Watchdog = sim.Time(p.NICWatchdog)
+	return st, nil
+}
+
+// stormSwitches checks that every pfc_storm host's switch runs PFC (the
+// host pauses its lossless classes) and gives the errors a file and path.
+func (l *loader) stormSwitches(s *Scenario, fc *fabric.Config) error {
+	if len(fc.Storms) == 0 {
+		return nil
+	}
+	k := 0
+	for i := range s.Impairments {
+		if s.Impairments[i].PFCStorm == nil {
+			continue
+		}
+		st := fc.Storms[k]
+		k++
+		node := fc.Topo.Hosts[st.Host]
+		sc := fc.Switch
+		for _, lk := range fc.Topo.Links {
+			peer := -1
+			switch node {
+			case lk.A:
+				peer = lk.B
+			case lk.B:
+				peer = lk.A
+			}
+			if peer < 0 {
+				continue
+			}
+			if c, ok := fc.SwitchTiers[fc.Topo.Nodes[peer].Tier]; ok {
+				sc = c
+			}
+			break
+		}
+		lossless := false
+		for _, c := range sc.Classes {
+			lossless = lossless || c.Lossless
+		}
+		if !lossless {
+			return l.errf(fmt.Sprintf("impairments[%d].pfc_storm", i), "host %s's switch has no lossless class: set switch.classes and switch.pfc", s.Impairments[i].Host)
+		}
+	}
+	return nil
 }
 
 // jobNames checks the collective workloads' job names (given or the

@@ -52,6 +52,10 @@ const (
 	// htsim's defaults, and far from overflowing the window's integer
 	// arithmetic.
 	MaxNSCCGain = 1000
+	// MaxStormTime bounds a pfc_storm's times (at, until, nic_watchdog):
+	// an hour of virtual time, far beyond any run, and far from
+	// overflowing picoseconds.
+	MaxStormTime = 3600 * sim.Second
 	// MaxPDSAckBytes bounds transport.nscc.ack_bytes: 1 GiB, 65536 times
 	// htsim's 16 KiB, within the receivers' int32 count.
 	MaxPDSAckBytes = 1 << 30
@@ -97,6 +101,12 @@ var noZero = map[string]string{
 	"output.cwnd.interval":                        "leave it out to record every change",
 	"output.queues.interval":                      "give the sampling period",
 	"placement.partitions":                        "leave it out for --partitions, else 2",
+	"impairments[].pfc_storm.until":               "leave it out for a stall to the end of the run",
+	"impairments[].pfc_storm.xoff":                "leave it out for the host's switch's",
+	"impairments[].pfc_storm.headroom":            "leave it out for the host's switch's",
+	"impairments[].pfc_storm.quanta":              "leave it out for the host's switch's",
+	"impairments[].pfc_storm.nic_watchdog":        "leave it out for no NIC watchdog",
+	"switch.pfc.storm_watchdog.restoration_time":  "leave it out for the detection time",
 	"workload[].size":                             "a flow has at least one byte",
 	"workload[].flows[].size":                     "a flow has at least one byte",
 	"workload[].n":                                "give the number of senders",

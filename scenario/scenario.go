@@ -341,6 +341,18 @@ type PFC struct {
 	MTU      yamlx.Size     `yaml:"mtu"`
 	Quanta   int            `yaml:"quanta"`
 	Watchdog yamlx.Duration `yaml:"watchdog"`
+	// StormWatchdog: every port's PFC storm watchdog (off unless given).
+	StormWatchdog *StormWatchdog `yaml:"storm_watchdog" json:",omitempty"`
+}
+
+// StormWatchdog is the switches' PFC storm watchdog: a class queue paused
+// without a break for DetectionTime while holding packets stops honouring
+// PAUSE frames (and with action drop discards the class's packets to and
+// from the peer) until none came for RestorationTime.
+type StormWatchdog struct {
+	DetectionTime   yamlx.Duration `yaml:"detection_time" lockstep:"required"`
+	RestorationTime yamlx.Duration `yaml:"restoration_time"` // default: DetectionTime
+	Action          string         `yaml:"action"`           // drop (default) or forward
 }
 
 // SharedBuffer is a switch-wide buffer pool.
@@ -445,10 +457,16 @@ type FlowEntry struct {
 	Start yamlx.Duration `yaml:"start"`
 }
 
-// Impairment attaches faults to the link between two named nodes.
+// Impairment attaches faults to the link between two named nodes, or
+// (Host) to a host.
 type Impairment struct {
 	// Link names its two end nodes, e.g. [left, right].
-	Link []string `yaml:"link" lockstep:"required"`
+	Link []string `yaml:"link"`
+	// Host names a host; its faults: PFCStorm.
+	Host string `yaml:"host" json:",omitempty"`
+	// PFCStorm stalls the host's receive pipeline: its PFC-capable NIC
+	// pauses its switch while the receive buffer is full.
+	PFCStorm *PFCStorm `yaml:"pfc_storm" json:",omitempty"`
 	// Direction: both (default), forward (from Link[0] to Link[1]) or reverse.
 	Direction string            `yaml:"direction"`
 	Loss      yamlx.Probability `yaml:"loss"`
@@ -456,6 +474,22 @@ type Impairment struct {
 	Jitter    yamlx.Duration    `yaml:"jitter"`
 	Reorder   *Reorder          `yaml:"reorder"`
 	Schedule  []Change          `yaml:"schedule"`
+}
+
+// PFCStorm is a host whose NIC's receive pipeline stalls (a PFC storm
+// source, Guo et al. SIGCOMM 2016 §4.3): from At to Until it drains its
+// receive buffer at Drain (0: not at all), and it sends PAUSE frames for
+// the lossless classes above XOFF. XOFF, XON, Headroom and Quanta default
+// to the host's switch's PFC settings.
+type PFCStorm struct {
+	At          yamlx.Duration `yaml:"at"`
+	Until       yamlx.Duration `yaml:"until"` // default: to the end of the run
+	Drain       yamlx.Rate     `yaml:"drain"`
+	XOFF        yamlx.Size     `yaml:"xoff"`
+	XON         *yamlx.Size    `yaml:"xon"`
+	Headroom    yamlx.Size     `yaml:"headroom"`
+	Quanta      int            `yaml:"quanta"`
+	NICWatchdog yamlx.Duration `yaml:"nic_watchdog"`
 }
 
 // Gilbert is the Gilbert-Elliott bursty loss model.

@@ -101,6 +101,56 @@ type PFC struct {
 	// long while holding packets is a PFC deadlock, which stops the run
 	// (sim.FindDeadlock; the runner and the barrier search). 0: none.
 	Watchdog sim.Time
+	// Storm is the PFC storm watchdog of every port (nil: none;
+	// pfcstorm.go). A pointer keeps the switch small without it.
+	Storm *StormWatchdog
+}
+
+// StormWatchdog is the PFC watchdog switches ship against PAUSE storms
+// (Guo et al., "RDMA over Commodity Ethernet at Scale", SIGCOMM 2016,
+// §4.3; SONiC's pfcwd; Juniper's and Arista's "PFC watchdog"): an egress
+// class queue that its peer has kept paused without a break for Detect
+// while it holds packets is in a storm; the port then stops honouring
+// PAUSE frames for that class (and, with StormDrop, discards the class's
+// packets to and from the peer) until no PAUSE frame for the class has
+// arrived for Restore.
+type StormWatchdog struct {
+	Detect, Restore sim.Time
+	Action          StormAction
+}
+
+// StormAction is what a port does while its watchdog mitigates a storm.
+type StormAction uint8
+
+const (
+	// StormDrop discards the class's packets queued for the peer, arriving
+	// for it and arriving from it (SONiC's "drop", Guo et al.'s switch
+	// watchdog). The zero StormAction means "not set" (Drop).
+	StormDrop StormAction = 1 + iota
+	// StormForward sends the class's packets to the peer, paused or not
+	// (SONiC's "forward").
+	StormForward
+)
+
+func (a StormAction) String() string {
+	switch a {
+	case StormDrop:
+		return "drop"
+	case StormForward:
+		return "forward"
+	}
+	return "invalid"
+}
+
+// ParseStormAction maps a scenario name to a StormAction.
+func ParseStormAction(s string) (StormAction, error) {
+	switch s {
+	case "drop", "":
+		return StormDrop, nil
+	case "forward":
+		return StormForward, nil
+	}
+	return 0, fmt.Errorf("unknown storm action %q (known: drop, forward)", s)
 }
 
 // Shared is a switch-wide buffer pool.
@@ -145,6 +195,9 @@ func (c *Config) Check() error {
 		}
 		if p.Headroom < 0 || p.MTU < 0 || p.Watchdog < 0 {
 			return fmt.Errorf("pfc: headroom, mtu and watchdog must not be negative")
+		}
+		if w := p.Storm; w != nil && (w.Detect <= 0 || w.Restore <= 0 || w.Action > StormForward) {
+			return fmt.Errorf("pfc: storm watchdog: want a positive detect and restore and an action, got %+v", *w)
 		}
 	}
 	if c.Shared.Size < 0 || c.Shared.Reserved < 0 {

@@ -13,6 +13,17 @@ import (
 // serialised and propagated), sent before any queued data at the next
 // frame boundary, and consumed by the peer.
 
+// firstOf is the earlier of two times of an event, 0 meaning "not yet".
+func firstOf(a, b sim.Time) sim.Time {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
+}
+
 // pauseTime is the time q quanta last on the link of port i.
 func (s *Switch) pauseTime(e *sim.Engine, i int, q uint16) sim.Time {
 	// Per quantum: q × 512 bits at once would overflow TxTime.
@@ -30,9 +41,11 @@ func (s *Switch) sendPause(e *sim.Engine, in, c int, q uint16) {
 	pkt.SetPauseQuanta(c, q)
 	s.CtlCreated++
 	pt := &s.Ports[in]
-	pt.cc[c].PausesSent++
+	k := &pt.cc[c]
+	k.PausesSent++
 	idx := in*s.nc + c
 	if q > 0 {
+		k.FirstPauseSent = firstOf(k.FirstPauseSent, e.Now())
 		at := e.Now() + max(1, s.pauseTime(e, in, q)/2)
 		s.refreshAt[idx] = at
 		e.Schedule(s.ID, at, timerPFC<<timerShift|int64(idx), sim.NoPacket)
@@ -52,7 +65,8 @@ func (s *Switch) refresh(e *sim.Engine, idx int) {
 }
 
 // onPause applies a PAUSE frame that arrived by port j: the classes it
-// enables stop (or resume, for quanta 0) on port j's egress.
+// enables stop (or resume, for quanta 0) on port j's egress. A class
+// whose storm watchdog mitigates a storm counts the frame and ignores it.
 func (s *Switch) onPause(e *sim.Engine, j int, pkt *sim.Packet) {
 	if j < 0 {
 		return
@@ -60,12 +74,20 @@ func (s *Switch) onPause(e *sim.Engine, j int, pkt *sim.Packet) {
 	pt := &s.Ports[j]
 	now := e.Now()
 	wake := sim.Never
+	watch := s.cfg.PFC.Storm != nil
 	for c := 0; c < s.nc; c++ {
 		if pkt.Bitmap&(1<<uint(c)) == 0 {
 			continue
 		}
 		cq := &pt.cx[c]
-		pt.cc[c].PausesRecv++
+		k := &pt.cc[c]
+		k.PausesRecv++
+		if watch {
+			cq.lastRx = now
+			if cq.storm {
+				continue
+			}
+		}
 		q := pkt.PauseQuanta(c)
 		until := now + s.pauseTime(e, j, q)
 		if cq.pausedUntil <= now {
@@ -74,6 +96,10 @@ func (s *Switch) onPause(e *sim.Engine, j int, pkt *sim.Packet) {
 			}
 			cq.pausedTime += cq.pausedUntil - cq.pausedSince
 			cq.pausedSince = now
+			k.FirstPaused = firstOf(k.FirstPaused, now)
+			if watch {
+				s.armStormCheck(e, j, c, now+s.cfg.PFC.Storm.Detect)
+			}
 		}
 		cq.pausedUntil = until
 		if q > 0 {

@@ -5,8 +5,9 @@
 // packet's entropy value (spraying).
 //
 // Optional mechanisms (Config): up to 8 traffic classes per port with strict
-// priority and DWRR, IEEE 802.1Qbb PFC with PAUSE frames on the wire (and
-// the paused ports a deadlock search needs), a shared buffer with Choudhury-Hahne dynamic
+// priority and DWRR, IEEE 802.1Qbb PFC with PAUSE frames on the wire (the
+// paused ports a deadlock search needs, and a PFC storm watchdog), a
+// shared buffer with Choudhury-Hahne dynamic
 // thresholds, NDP packet trimming, ECN on dequeue, adaptive (per-packet
 // or flowlet) forwarding by local egress occupancy, and cut-through
 // forwarding.
@@ -99,6 +100,15 @@ type ClassCounters struct {
 	// (beyond its reserve; with a shared buffer).
 	SharedPeak int64
 	PeakBytes  int64
+	// FirstPauseSent is when the port first sent an XOFF for the class,
+	// FirstPaused when its peer first paused the class (0: never; no
+	// PAUSE frame is sent or received at time 0).
+	FirstPauseSent, FirstPaused sim.Time
+	// Storms counts the PFC storms the watchdog detected on the class
+	// queue, Restores the times it honoured PAUSE frames again;
+	// StormDrops the packets its drop action discarded (to and from the
+	// peer; counted in Dropped too).
+	Storms, Restores, StormDrops uint64
 }
 
 // classQ is one class queue of a port.
@@ -124,6 +134,12 @@ type classX struct {
 	// The current or last pause interval [pausedSince, pausedUntil).
 	pausedSince, pausedUntil sim.Time
 	pausedTime               sim.Time // closed pause intervals
+	// PFC storm watchdog (pfcstorm.go): storm while it mitigates one;
+	// checkAt and restoreAt the times of its pending timers (0: none);
+	// lastRx when the last PAUSE frame for the class arrived.
+	storm              bool
+	checkAt, restoreAt sim.Time
+	lastRx             sim.Time
 }
 
 // Port is an output port: queues in front of a link direction.
@@ -208,17 +224,26 @@ func (p *Port) Totals() ClassCounters {
 		t.CutThrough += k.CutThrough
 		t.SharedPeak = max(t.SharedPeak, k.SharedPeak)
 		t.PeakBytes = max(t.PeakBytes, k.PeakBytes)
+		t.FirstPauseSent = firstOf(t.FirstPauseSent, k.FirstPauseSent)
+		t.FirstPaused = firstOf(t.FirstPaused, k.FirstPaused)
+		t.Storms += k.Storms
+		t.Restores += k.Restores
+		t.StormDrops += k.StormDrops
 	}
 	return t
 }
 
 // Switch is one switch element.
 type Switch struct {
-	ID      sim.ElemID
-	Node    int // topology node index
-	Ports   []Port
-	Mode    Forwarding
-	NoRoute uint64 // packets with no route (dropped)
+	ID sim.ElemID
+	// storming counts the class queues whose storm watchdog drops
+	// (StormDrop) at the moment: while it is 0, admission skips the check.
+	// Placed here, it fills what was padding.
+	storming int32
+	Node     int // topology node index
+	Ports    []Port
+	Mode     Forwarding
+	NoRoute  uint64 // packets with no route (dropped)
 	// CtlCreated counts the PAUSE frames the switch made; CtlConsumed those
 	// it received (the conservation check).
 	CtlCreated, CtlConsumed uint64
@@ -233,6 +258,7 @@ type Switch struct {
 	alpha    [sim.MaxClasses]float64
 	strict   [sim.MaxClasses]bool
 	weighted bool // some class is DWRR
+	sampling bool // a sample timer is pending
 	// PFC ingress accounting by [ingress port * nc + class].
 	ing       []int64
 	xoff      []bool
@@ -249,7 +275,6 @@ type Switch struct {
 	// ClassSamples, with several classes, records each class queue's
 	// occupancy at the same times (queue_depth_class.csv).
 	ClassSamples []ClassSample
-	sampling     bool    // a sample timer is pending
 	lastDepth    []int64 // last recorded occupancy per port
 	lastClass    []int64 // and per port and class
 }
@@ -269,6 +294,10 @@ const (
 	timerShift       = 40
 	timerWake  int64 = 1 // a port's pause may have expired: Arg low bits = port
 	timerPFC   int64 = 2 // refresh an XOFF: low bits = ingress port * nc + class
+	// The storm watchdog's detection and restoration checks: low bits =
+	// egress port * nc + class (pfcstorm.go).
+	timerStorm   int64 = 3
+	timerRestore int64 = 4
 )
 
 // QueueSample is one port's occupancy at one time.
@@ -332,6 +361,11 @@ func (s *Switch) Configure(e *sim.Engine, c *Config) error {
 		}
 		if s.cfg.PFC.MTU == 0 {
 			s.cfg.PFC.MTU = 9216
+		}
+		if w := s.cfg.PFC.Storm; w != nil && w.Action == 0 {
+			d := *w
+			d.Action = StormDrop
+			s.cfg.PFC.Storm = &d
 		}
 		if len(s.Ports) > 1<<15 {
 			return fmt.Errorf("pfc: at most %d ports, got %d", 1<<15, len(s.Ports))
@@ -443,6 +477,9 @@ func (s *Switch) classOf(pkt *sim.Packet) int {
 // admission) and starts the transmitter if it is idle.
 func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet, in int) {
 	c := s.classOf(pkt)
+	if s.storming > 0 && s.stormDrop(e, pt, p, c, in) {
+		return
+	}
 	cq := &pt.cls[c]
 	size := int64(pkt.Size)
 	occ := pt.Occupancy()
@@ -706,19 +743,27 @@ func (s *Switch) OnTxDone(e *sim.Engine, port int) {
 	pt := &s.Ports[port]
 	if c := int(pt.svcClass); c >= 0 {
 		s.addOcc(&pt.cls[c], c, -pt.inService)
-		if pt.svcIn >= 0 && s.lossless[c] && s.ing != nil {
-			idx := int(pt.svcIn)*s.nc + c
-			s.ing[idx] -= pt.inService
-			if s.xoff[idx] && s.ing[idx] <= s.cfg.PFC.XON {
-				s.xoff[idx] = false
-				s.sendPause(e, int(pt.svcIn), c, 0)
-			}
-		}
+		s.release(e, int(pt.svcIn), c, pt.inService)
 	}
 	pt.busy = false
 	pt.inService = 0
 	pt.svcClass = -1
 	s.kick(e, pt)
+}
+
+// release returns n bytes of class c that entered by port in (-1: not
+// accounted) to PFC's ingress accounting, and sends the XON when the
+// counter comes down to XON.
+func (s *Switch) release(e *sim.Engine, in, c int, n int64) {
+	if in < 0 || !s.lossless[c] || s.ing == nil {
+		return
+	}
+	idx := in*s.nc + c
+	s.ing[idx] -= n
+	if s.xoff[idx] && s.ing[idx] <= s.cfg.PFC.XON {
+		s.xoff[idx] = false
+		s.sendPause(e, in, c, 0)
+	}
 }
 
 // kick starts the next packet of an idle port: PAUSE frames first, then
@@ -849,6 +894,10 @@ func (s *Switch) OnTimer(e *sim.Engine, arg int64) {
 		s.kick(e, &s.Ports[arg&(1<<timerShift-1)])
 	case timerPFC:
 		s.refresh(e, int(arg&(1<<timerShift-1)))
+	case timerStorm:
+		s.stormCheck(e, int(arg&(1<<timerShift-1)))
+	case timerRestore:
+		s.stormRestore(e, int(arg&(1<<timerShift-1)))
 	default:
 		s.sample(e)
 	}

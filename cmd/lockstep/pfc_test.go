@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -226,5 +227,82 @@ func TestRunDistributed_CutThroughAndTiersSameFiles(t *testing.T) {
 	}
 	if d := string(readOut(t, single, "queue_depth_class.csv")); !strings.HasPrefix(d, "time_ns,switch,port,class,depth_bytes\n") || strings.Count(d, "\n") < 10 {
 		t.Errorf("queue_depth_class.csv: %.200s", d)
+	}
+}
+
+// stormYAML is a PFC storm: host 0's receive pipeline stalls from 0 to
+// 500us, with the switches' storm watchdog (forward: host 0's NIC drops
+// what its ToR sends through the pause) and host 0 captured.
+const stormYAML = `
+topology:
+  type: leafspine
+  leafspine:
+    leaves: 3
+    spines: 2
+    hosts_per_leaf: 4
+    host: {rate: 100Gbps, delay: 1us}
+    fabric: {rate: 100Gbps, delay: 1us}
+transport: {mtu: 4096, rto: {min: 1ms, initial: 2ms}}
+switch:
+  classes: [{lossless: true}, {}]
+  pfc: {xoff: 32KiB, xon: 16KiB, storm_watchdog: {detection_time: 100us, restoration_time: 200us, action: forward}}
+impairments:
+  - host: h0
+    pfc_storm: {at: 0s, until: 500us, nic_watchdog: 1ms}
+workload:
+  - type: incast
+    dst: 0
+    senders: [4, 5, 8, 9]
+    size: 256KB
+  - type: flows
+    flows: [{src: 6, dst: 10, size: 2MB}]
+output:
+  pcap: {hosts: [0]}
+`
+
+// TestRunDistributed_PFCStormSameFiles: a PFC storm (the host's PAUSE
+// frames cross cut links) and the watchdog write the same files, pfc.csv
+// and the storm host's capture included, in one process, in 2 and 3
+// partitions in memory and in 2 over NATS.
+func TestRunDistributed_PFCStormSameFiles(t *testing.T) {
+	requireWired(t)
+	dir := write(t, map[string]string{"s.yaml": stormYAML})
+	s := filepath.Join(dir, "s.yaml")
+	single := filepath.Join(dir, "single")
+	runCLI(t, "run", s, "--out", single, "--quiet", "--partitions", "1")
+	pfc := string(readOut(t, single, "pfc.csv"))
+	if !strings.HasPrefix(pfc, "node,kind,port,peer,class,") || !strings.Contains(pfc, "\nh0,host,0,leaf0,0,") ||
+		!regexp.MustCompile(`\nleaf0,switch,0,h0,0,0,[1-9][0-9]*,,[0-9.]+,[0-9.]+,1,1,0\n`).MatchString(pfc) {
+		t.Fatalf("pfc.csv: %.300s", pfc)
+	}
+	type drops struct {
+		Drops    uint64 `json:"drops"`
+		NICDrops uint64 `json:"nic_drops"`
+	}
+	summary := func(dir string) drops {
+		var d drops
+		if err := json.Unmarshal(readOut(t, dir, "summary.json"), &d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	want := summary(single)
+	if want.NICDrops == 0 || want.Drops < want.NICDrops {
+		t.Fatalf("summary.json: want NIC drops counted in the drops, got %+v", want)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"2 partitions, memory", []string{"run", s, "--partitions", "2", "--transport", "memory"}},
+		{"3 partitions, memory", []string{"run", s, "--partitions", "3", "--transport", "memory"}},
+		{"2 partitions over NATS", []string{"run", s, "--partitions", "2"}},
+	} {
+		out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_"))
+		runCLI(t, append(c.args, "--out", out, "--quiet")...)
+		sameFiles(t, c.name, single, out)
+		if got := summary(out); got != want {
+			t.Errorf("%s: summary.json drops %+v, want %+v", c.name, got, want)
+		}
 	}
 }

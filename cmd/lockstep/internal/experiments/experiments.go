@@ -67,6 +67,7 @@ func All() []Experiment {
 		{Name: "dcqcn", Summary: "DCQCN (RoCEv2) on the paper's 40 Gb/s dumbbell: two flows converging to fairness, the queue with 2-16 flows against the paper's fluid model and its fixed point", File: dcqcnFile, Run: dcqcnExp},
 		{Name: "hpcc-dcqcn", Summary: "HPCC vs DCQCN and DCQCN+w on WebSearch at 30% and 50% load on a lossless 100/400 Gb/s leaf-spine: FCT slowdown percentiles by flow size, as the HPCC paper's Fig. 11", File: hpccDCQCNFile, Run: hpccDCQCN},
 		{Name: "switch-incast", Summary: "a 64->1 incast with a victim flow under drop-tail, ECN, PFC, trimming, a shared buffer and cut-through; each mechanism's event-rate cost on the k=8 permutation", File: switchIncastFile, Run: switchIncast},
+		{Name: "pfc-storm", Summary: "a NIC whose receive pipeline stalls storms the fabric with PAUSE frames (Guo et al. 2016): victim goodput, PAUSE frames per tier and the spread's timing, with the switches' PFC watchdog (drop, forward, ToRs only) and the NIC's", File: pfcStormFile, Run: pfcStorm},
 		{Name: "spraying", Summary: "STrack spraying vs DCTCP and Reno over ECMP on a leaf-spine and a k=8 fat-tree, with a degraded link", File: sprayingFile, Run: spraying},
 		{Name: "nscc", Summary: "Ultra Ethernet's NSCC (four load-balancing policies) vs STrack vs DCTCP on htsim's perm1024 inputs and an incast", File: nsccFile, Run: nsccExp},
 	}
