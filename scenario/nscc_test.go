@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -195,5 +196,33 @@ func TestNSCC_REPSFreezesByDefaultWithTrimming(t *testing.T) {
 	}
 	if got := b.Fabric.Transport.STrack.REPSFreeze; got != 0 || b.Fabric.Transport.CC.NSCC.Trimming {
 		t.Errorf("without trimming: freeze %v (want 0), trimming %v", got, b.Fabric.Transport.CC.NSCC.Trimming)
+	}
+}
+
+// TestExamples_HtsimScenariosLoad: every scenario in examples/htsim (the
+// perm1024 runs on htsim's own files) loads, with its 1024 hosts and 1024
+// flows of 2 MB, and STrack's run sprays over 128 entropies.
+func TestExamples_HtsimScenariosLoad(t *testing.T) {
+	files, _ := filepath.Glob("../examples/htsim/*.yaml")
+	if len(files) < 2 {
+		t.Fatalf("examples/htsim: %d scenarios, want at least perm1024-nscc and perm1024-strack", len(files))
+	}
+	for _, f := range files {
+		b, err := LoadFile(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if n := b.Topo.NumHosts(); n != 1024 {
+			t.Errorf("%s: %d hosts, want 1024", f, n)
+		}
+		if n := len(b.Fabric.Flows); n != 1024 || b.Fabric.Flows[0].Size != 2000000 {
+			t.Errorf("%s: %d flows, want 1024 of 2,000,000 bytes", f, n)
+		}
+		if strings.HasSuffix(f, "perm1024-strack.yaml") {
+			if st := b.Fabric.Transport.STrack; b.Fabric.Transport.CC.CC != "strack" || st == nil || st.Entropies != 128 {
+				t.Errorf("%s: cc %q, paths %+v: want strack over 128 entropies", f, b.Fabric.Transport.CC.CC, st)
+			}
+		}
 	}
 }
