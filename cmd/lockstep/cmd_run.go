@@ -94,9 +94,11 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		return badInput(err)
 	}
 	var f *fabric.Fabric
+	var building time.Time // when building f began: the run's setup and wall time count from there
 	switch {
 	case cut != nil && cut.pl == nil:
 		// One partition, in this process.
+		building = time.Now()
 		if f, err = runner.Prepare(b); err != nil {
 			return badInput(err)
 		}
@@ -178,7 +180,7 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		}
 		opt.ProgressEvery = 1 << 14
 	}
-	res, perf, err := execute(b, f, cut.info, out, opt, func(r *runner.Result) {
+	res, perf, err := execute(b, f, building, cut.info, out, opt, func(r *runner.Result) {
 		if show {
 			fmt.Fprintln(stderr)
 		}
@@ -220,10 +222,15 @@ var testObserveDelay time.Duration
 // execute runs b in this process and writes its outputs into out (which
 // exists): what `lockstep run` does once the scenario is loaded, and what
 // `lockstep sweep` does for every run, so a sweep's run is the run alone.
-// before, if set, sees the result before it is written.
-func execute(b *scenario.Built, f *fabric.Fabric, cut *partition.DefaultCut, out string, opt runner.Options,
+// before, if set, sees the result before it is written. If the caller
+// built f, building is when it began: perf's setup and wall seconds count
+// from there (from now if it is zero).
+func execute(b *scenario.Built, f *fabric.Fabric, building time.Time, cut *partition.DefaultCut, out string, opt runner.Options,
 	before func(*runner.Result)) (*runner.Result, results.Perf, error) {
-	start := time.Now()
+	start := building
+	if start.IsZero() {
+		start = time.Now()
+	}
 	var peakHeap uint64
 	var setup float64
 	progress := opt.Progress

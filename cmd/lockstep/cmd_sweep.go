@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"fmt"
 	"io"
 	"os"
@@ -54,7 +56,7 @@ parameter with error bars. The spec format is in docs/scenario.md
 				parallel = runtime.GOMAXPROCS(0)
 			}
 			opt := sweep.Options{Out: out, Parallel: parallel, Run: func(b *scenario.Built, dir string) error {
-				res, _, err := execute(b, nil, nil, dir, runner.Options{}, nil)
+				res, _, err := execute(b, nil, time.Time{}, nil, dir, runner.Options{}, nil)
 				if err != nil {
 					return err
 				}

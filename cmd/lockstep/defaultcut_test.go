@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstep-sim/lockstep/partition"
 )
@@ -69,4 +70,35 @@ func perfCut(t *testing.T, dir string) partition.DefaultCut {
 		t.Errorf("%s: perf.distributed %s with %d partitions", dir, s.Perf.Distributed, s.Perf.Cut.Partitions)
 	}
 	return s.Perf.Cut
+}
+
+// TestRun_SetupSecondsCountTheBuild: a one-partition run builds its fabric
+// before the output directory exists (so that a fabric it cannot build
+// leaves nothing behind); perf.setup_seconds and wall_seconds still count
+// that build. A hook that takes 100 ms between the build and the run
+// shows up in both (they counted from the run's start, reporting ~0 s of
+// setup for a k=48 fat-tree).
+func TestRun_SetupSecondsCountTheBuild(t *testing.T) {
+	const delay = 100 * time.Millisecond
+	testHook = func(c string) {
+		if c == "run" {
+			time.Sleep(delay) // part of the measured setup, not a wait
+		}
+	}
+	defer func() { testHook = nil }()
+	dir := write(t, map[string]string{"r.yaml": randomYAML})
+	out := filepath.Join(dir, "one")
+	runCLI(t, "run", filepath.Join(dir, "r.yaml"), "--out", out, "--quiet", "--partitions", "1")
+	var s struct {
+		Perf struct {
+			Setup float64 `json:"setup_seconds"`
+			Wall  float64 `json:"wall_seconds"`
+		} `json:"perf"`
+	}
+	if err := json.Unmarshal(readOut(t, out, "summary.json"), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Perf.Setup < delay.Seconds() || s.Perf.Wall < s.Perf.Setup {
+		t.Errorf("perf setup %.3f s, wall %.3f s: want setup >= %.1f s (the build and the hook) and wall >= setup", s.Perf.Setup, s.Perf.Wall, delay.Seconds())
+	}
 }
