@@ -366,7 +366,7 @@ func (e *Engine) Next(horizon Time) (Event, bool) {
 		}
 		return Event{}, false
 	}
-	ev := e.q.pop()
+	ev := *e.q.peek()
 	e.now = ev.At
 	e.cur = ev
 	e.Stats.Events++
@@ -377,8 +377,11 @@ func (e *Engine) Next(horizon Time) (Event, bool) {
 			l := e.Links[ev.Arg]
 			l.wire.Pop()
 			if l.wire.Len() > 0 {
+				// The next packet on the wire takes the place of this
+				// one's event: one sift instead of a pop's and a push's.
 				f := l.wire.Front()
-				e.push(Event{At: f.at, Dst: l.Spec.To, Src: l.Spec.From, Seq: f.seq, Kind: EvArrive, Arg: ev.Arg, Pkt: f.pkt, ring: true})
+				e.q.replaceTop(Event{At: f.at, Dst: ev.Dst, Src: ev.Src, Seq: f.seq, Kind: EvArrive, Arg: ev.Arg, Pkt: f.pkt, ring: true})
+				return ev, true
 			}
 		} else {
 			e.direct--
@@ -388,6 +391,7 @@ func (e *Engine) Next(horizon Time) (Event, bool) {
 	default:
 		panic(fmt.Sprintf("sim: event of kind %d at %v", ev.Kind, ev.At))
 	}
+	e.q.pop()
 	return ev, true
 }
 

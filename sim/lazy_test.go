@@ -2,8 +2,56 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
+
+func TestEventQueue_ReplaceTopKeepsOrder(t *testing.T) {
+	r := NewRand(3, 4)
+	var q eventQueue
+	var ref []Event
+	less := func(a, b Event) int {
+		switch {
+		case a.Before(&b):
+			return -1
+		case b.Before(&a):
+			return 1
+		}
+		return 0
+	}
+	seq := uint64(0)
+	next := func(at Time) Event {
+		seq++
+		return Event{At: at + Time(r.IntN(40)), Dst: ElemID(r.IntN(4)), Src: ElemID(r.IntN(4)), Seq: seq}
+	}
+	var now Time
+	for i := 0; i < 20000; i++ {
+		switch k := r.IntN(3); {
+		case k == 0 || q.Len() == 0:
+			ev := next(now)
+			q.push(ev)
+			ref = append(ref, ev)
+		case k == 1:
+			got := q.pop()
+			slices.SortFunc(ref, less)
+			if less(got, ref[0]) != 0 {
+				t.Fatalf("step %d: pop got %+v, want %+v", i, got, ref[0])
+			}
+			ref = ref[1:]
+			now = got.At
+		default:
+			got := *q.peek()
+			slices.SortFunc(ref, less)
+			if less(got, ref[0]) != 0 {
+				t.Fatalf("step %d: peek got %+v, want %+v", i, got, ref[0])
+			}
+			now = got.At
+			ev := next(now)
+			q.replaceTop(ev)
+			ref[0] = ev
+		}
+	}
+}
 
 // lazyRig: sources 0 and 3 send packets to element 1, which forwards
 // them over link 2 (1 -> 2) from a FIFO queue, with transmit-done events
