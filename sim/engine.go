@@ -191,7 +191,7 @@ func (e *Engine) Transmit(id LinkID, p PktRef) Time {
 // another partition still arrives at least the link's delay after Now()
 // (the lookahead holds).
 func (e *Engine) TransmitFrom(id LinkID, p PktRef, start Time) Time {
-	return e.transmit(id, p, start, false)
+	return e.transmit(id, p, start, e.Pool.Get(p).Size, false)
 }
 
 // TransmitLazy is TransmitFrom with no EvTxDone event (a "lazy" transmit
@@ -208,7 +208,15 @@ func (e *Engine) TransmitFrom(id LinkID, p PktRef, start Time) Time {
 // OnLazyDone). Preconditions: those of TransmitFrom, and the owner
 // applies nothing at the completion but what it can apply later.
 func (e *Engine) TransmitLazy(id LinkID, p PktRef, start Time) Time {
-	return e.transmit(id, p, start, true)
+	return e.transmit(id, p, start, e.Pool.Get(p).Size, true)
+}
+
+// TransmitSize is TransmitFrom (lazy false) or TransmitLazy (lazy true)
+// of a packet whose size the owner knows (it keeps the sizes beside its
+// queue): the engine then does not read the packet, which has often left
+// the cache while it waited. Precondition: size is the packet's Size.
+func (e *Engine) TransmitSize(id LinkID, p PktRef, start Time, size int32, lazy bool) Time {
+	return e.transmit(id, p, start, size, lazy)
 }
 
 // TxPassed reports whether the elided transmit-done of link id
@@ -283,20 +291,19 @@ func (e *Engine) passLazy(horizon Time) {
 // events: after Next returned false, or SetNow).
 var afterAll = Event{Dst: 1<<31 - 1, Src: 1<<31 - 1, Seq: 1<<64 - 1}
 
-func (e *Engine) transmit(id LinkID, p PktRef, start Time, lazy bool) Time {
+func (e *Engine) transmit(id LinkID, p PktRef, start Time, size int32, lazy bool) Time {
 	l := e.Links[id]
 	if l.busyUntil > start || start > e.now {
 		panic(fmt.Sprintf("sim: link %d transmits from %v at %v while busy until %v", id, start, e.now, l.busyUntil))
 	}
 	l.advance(start)
-	pkt := e.Pool.Get(p)
-	end := start + l.rate.TxTime(int(pkt.Size))
+	end := start + l.rate.TxTime(int(size))
 	if end < e.now {
 		panic(fmt.Sprintf("sim: link %d: a transmission from %v ends at %v, before now %v", id, start, end, e.now))
 	}
 	l.busyUntil = end
 	l.TxPackets++
-	l.TxBytes += uint64(pkt.Size)
+	l.TxBytes += uint64(size)
 	e.Stats.Sent++
 	from := l.Spec.From
 	if lazy {
@@ -325,10 +332,11 @@ func (e *Engine) transmit(id LinkID, p PktRef, start Time, lazy bool) Time {
 		e.Pool.Free(p)
 		return end
 	}
-	pkt.Hops++
+	// The packet's Hops counts this link when it arrives (Next), so that
+	// a packet that waited in a queue is not read here.
 	switch {
 	case l.remote:
-		e.export(id, arrive, seq, p, pkt)
+		e.export(id, arrive, seq, p, e.Pool.Get(p))
 	case l.perPacket:
 		e.direct++
 		e.push(Event{At: arrive, Dst: l.Spec.To, Src: from, Seq: seq, Kind: EvArrive, Arg: int64(id), Pkt: p})
@@ -373,6 +381,7 @@ func (e *Engine) Next(horizon Time) (Event, bool) {
 	switch ev.Kind {
 	case EvArrive:
 		e.Stats.Arrivals++
+		e.Pool.Get(ev.Pkt).Hops++
 		if ev.ring {
 			l := e.Links[ev.Arg]
 			l.wire.Pop()

@@ -103,12 +103,13 @@ func (s *Switch) stormRestore(e *sim.Engine, idx int) {
 func (s *Switch) dropQueued(e *sim.Engine, pt *Port, c int) {
 	cq := &pt.cls[c]
 	for cq.q.Len() > 0 {
-		p := cq.q.Pop()
+		qp := cq.q.Pop()
+		p := qp.p
 		in := int16(-1)
 		if s.ing != nil {
 			in = pt.in[c].Pop()
 		}
-		size := int64(e.Pool.Get(p).Size)
+		size := int64(qp.size)
 		cq.q.Bytes -= size
 		pt.queued -= size
 		s.addOcc(cq, c, -size)

@@ -113,8 +113,22 @@ type ClassCounters struct {
 
 // classQ is one class queue of a port.
 type classQ struct {
-	q   sim.PktQueue
+	q   pktQueue
 	occ int64 // queued plus the packet in service, if it is of this class
+}
+
+// pktQueue is a FIFO of packets with their sizes and a byte count: the
+// sizes beside the refs let a port dequeue and transmit a packet without
+// reading it (it has often left the cache while it waited).
+type pktQueue struct {
+	sim.Ring[queued]
+	Bytes int64
+}
+
+// queued is a packet in a class queue and its size on the wire.
+type queued struct {
+	p    sim.PktRef
+	size int32
 }
 
 // portX is the state of a port's optional mechanisms.
@@ -591,7 +605,7 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 		s.start(e, pt, p, c, size, int16(in), at)
 		return
 	}
-	cq.q.Push(p)
+	cq.q.Push(queued{p, int32(size)})
 	if pt.lazy {
 		// The packet waits for the one in service: the completion that
 		// starts it needs its event.
@@ -708,9 +722,8 @@ func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64,
 	pt.busy = true
 	pt.inService = size
 	pt.svcClass = int8(c)
-	pkt := e.Pool.Get(p)
 	pt.svcIn = in
-	if pt.Queue.ECN.Dequeue && pkt.Flags&sim.FlagECT != 0 {
+	if pkt := e.Pool.Get(p); pt.Queue.ECN.Dequeue && pkt.Flags&sim.FlagECT != 0 {
 		// ECN on dequeue (as htsim's UEC queues): the backlog left behind.
 		behind := pt.queued
 		if s.nc > 1 {
@@ -728,18 +741,18 @@ func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64,
 	if pt.portX != nil {
 		pt.cc[c].TxPackets++
 	}
-	if s.cfg.INT.Enabled && pkt.Flags&(sim.FlagData|sim.FlagTrimmed) == sim.FlagData {
-		s.pushINT(e, pt, p, pkt, at)
+	wire := int32(size)
+	if s.cfg.INT.Enabled {
+		if pkt := e.Pool.Get(p); pkt.Flags&(sim.FlagData|sim.FlagTrimmed) == sim.FlagData {
+			s.pushINT(e, pt, p, pkt, at)
+			wire = pkt.Size // with the record
+		}
 	}
-	if pt.portX == nil && pt.cls[0].q.Len() == 0 {
-		// One class, no PFC, shared buffer, trimming or cut-through, and
-		// nothing queued: the completion has nothing to start and only
-		// frees the packet's bytes, which settle does when it is past.
-		pt.lazy = true
-		e.TransmitLazy(pt.Link, p, at)
-		return
-	}
-	e.TransmitFrom(pt.Link, p, at)
+	// One class, no PFC, shared buffer, trimming or cut-through, and
+	// nothing queued: the completion has nothing to start and only frees
+	// the packet's bytes, which settle does when it is past.
+	pt.lazy = pt.portX == nil && pt.cls[0].q.Len() == 0
+	e.TransmitSize(pt.Link, p, at, wire, pt.lazy)
 }
 
 // settle applies the elided completion of port pt's packet in service
@@ -830,12 +843,13 @@ func (s *Switch) kick(e *sim.Engine, pt *Port) {
 		return
 	}
 	cq := &pt.cls[c]
-	p := cq.q.Pop()
+	qp := cq.q.Pop()
+	p := qp.p
 	in := int16(-1)
 	if s.ing != nil {
 		in = pt.in[c].Pop()
 	}
-	size := int64(e.Pool.Get(p).Size)
+	size := int64(qp.size)
 	cq.q.Bytes -= size
 	pt.queued -= size
 	s.start(e, pt, p, c, size, in, e.Now())
@@ -869,7 +883,7 @@ func (s *Switch) pick(e *sim.Engine, pt *Port) int {
 		c := int(pt.rr)
 		cq := &pt.cls[c]
 		if !s.strict[c] && cq.q.Len() > 0 && !s.paused(e, pt, c) {
-			head := int64(e.Pool.Get(*cq.q.Front()).Size)
+			head := int64(cq.q.Front().size)
 			if x := &pt.cx[c]; x.deficit >= head {
 				x.deficit -= head
 				return c
