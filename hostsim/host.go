@@ -233,6 +233,9 @@ type Host struct {
 	TrimNacks    uint64
 	LastHopNacks uint64
 	pausedUntil  [sim.MaxClasses]sim.Time // by class, for data packets
+	// pausedMax is at least every pausedUntil: while it is past, held
+	// need not read the packet.
+	pausedMax sim.Time
 	// Tap, when set, sees every packet the host sends (tx) and receives,
 	// at the time it happens (pcap capture). Nil costs nothing.
 	Tap func(now sim.Time, pkt *sim.Packet, tx bool)
@@ -388,7 +391,7 @@ func (h *Host) kick(e *sim.Engine) {
 		}
 		return
 	}
-	if h.held(e, *h.nic.Front()) {
+	if h.held(e, h.nic.Front().P) {
 		return
 	}
 	h.transmitFrom(e, &h.nic)
@@ -396,12 +399,10 @@ func (h *Host) kick(e *sim.Engine) {
 
 // transmitFrom starts the head packet of q.
 func (h *Host) transmitFrom(e *sim.Engine, q *sim.PktQueue) {
-	p := q.Pop()
-	pkt := e.Pool.Get(p)
-	q.Bytes -= int64(pkt.Size)
+	p, size := q.Take()
 	h.busy = true
 	h.stampNIC(e, p)
-	if h.T.Caps.PDSAcks && !h.T.Cfg.PDS.FIFONIC && pkt.Flags&sim.FlagData != 0 {
+	if pkt := e.Pool.Get(p); h.T.Caps.PDSAcks && !h.T.Cfg.PDS.FIFONIC && pkt.Flags&sim.FlagData != 0 {
 		// Sent when it starts serialising (uet_nic.go): its send time and
 		// the start of its per-packet timer.
 		pkt.TSval = e.Now()
@@ -409,11 +410,9 @@ func (h *Host) transmitFrom(e *sim.Engine, q *sim.PktQueue) {
 			s.ep.OnSerialise(e.Now(), pkt.Seq)
 		}
 	}
-	if q == &h.nic && q.Len() == 0 && h.plainNIC() {
-		h.transmitLazy(e, p)
-		return
-	}
-	e.Transmit(h.Link, p)
+	lazy := q == &h.nic && q.Len() == 0 && h.plainNIC()
+	h.lazy = lazy
+	e.TransmitSize(h.Link, p, e.Now(), size, lazy)
 }
 
 // plainNIC reports whether the NIC's transmit-done does nothing but make
@@ -443,6 +442,9 @@ func (h *Host) LazyDone() { h.lazy, h.busy = false, false }
 // held reports whether packet p must wait for a pause to end. ACKs and
 // NACKs are never held.
 func (h *Host) held(e *sim.Engine, p sim.PktRef) bool {
+	if h.pausedMax <= e.Now() {
+		return false
+	}
 	pkt := e.Pool.Get(p)
 	return pkt.Flags&sim.FlagData != 0 && h.pausedUntil[pkt.Class()] > e.Now()
 }
@@ -471,6 +473,7 @@ func (h *Host) onPause(e *sim.Engine, pkt *sim.Packet) {
 			}
 		}
 		h.pausedUntil[c] = until
+		h.pausedMax = max(h.pausedMax, until)
 		if until > now {
 			wake = min(wake, until)
 		}
@@ -512,8 +515,7 @@ func (h *Host) send(e *sim.Engine, p sim.PktRef) {
 		e.Transmit(h.Link, p)
 		return
 	}
-	h.nic.Push(p)
-	h.nic.Bytes += int64(e.Pool.Get(p).Size)
+	h.nic.Add(p, e.Pool.Get(p).Size)
 	h.kick(e)
 }
 

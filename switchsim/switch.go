@@ -113,22 +113,8 @@ type ClassCounters struct {
 
 // classQ is one class queue of a port.
 type classQ struct {
-	q   pktQueue
+	q   sim.PktQueue
 	occ int64 // queued plus the packet in service, if it is of this class
-}
-
-// pktQueue is a FIFO of packets with their sizes and a byte count: the
-// sizes beside the refs let a port dequeue and transmit a packet without
-// reading it (it has often left the cache while it waited).
-type pktQueue struct {
-	sim.Ring[queued]
-	Bytes int64
-}
-
-// queued is a packet in a class queue and its size on the wire.
-type queued struct {
-	p    sim.PktRef
-	size int32
 }
 
 // portX is the state of a port's optional mechanisms.
@@ -605,7 +591,7 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 		s.start(e, pt, p, c, size, int16(in), at)
 		return
 	}
-	cq.q.Push(queued{p, int32(size)})
+	cq.q.Add(p, int32(size))
 	if pt.lazy {
 		// The packet waits for the one in service: the completion that
 		// starts it needs its event.
@@ -615,7 +601,6 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 	if s.ing != nil {
 		pt.in[c].Push(int16(in))
 	}
-	cq.q.Bytes += size
 	pt.queued += size
 	s.kick(e, pt)
 }
@@ -843,14 +828,12 @@ func (s *Switch) kick(e *sim.Engine, pt *Port) {
 		return
 	}
 	cq := &pt.cls[c]
-	qp := cq.q.Pop()
-	p := qp.p
+	p, sz := cq.q.Take()
 	in := int16(-1)
 	if s.ing != nil {
 		in = pt.in[c].Pop()
 	}
-	size := int64(qp.size)
-	cq.q.Bytes -= size
+	size := int64(sz)
 	pt.queued -= size
 	s.start(e, pt, p, c, size, in, e.Now())
 }
@@ -883,7 +866,7 @@ func (s *Switch) pick(e *sim.Engine, pt *Port) int {
 		c := int(pt.rr)
 		cq := &pt.cls[c]
 		if !s.strict[c] && cq.q.Len() > 0 && !s.paused(e, pt, c) {
-			head := int64(cq.q.Front().size)
+			head := int64(cq.q.Front().Size)
 			if x := &pt.cx[c]; x.deficit >= head {
 				x.deficit -= head
 				return c
