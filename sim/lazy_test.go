@@ -201,3 +201,65 @@ func TestTransmitLazy_SameAsEvents(t *testing.T) {
 		t.Fatalf("lazy peak queue %d, more than with events (%d)", gs.PeakQueue, ws.PeakQueue)
 	}
 }
+
+// BenchmarkTransmitLazy is the per-packet core path of a port with an
+// empty queue: transmit with an elided transmit-done, deliver, free, and
+// find the completion past (TxPassed) before the next packet. It must not
+// allocate.
+//
+//	go test ./sim -run - -bench TransmitLazy -benchmem
+func BenchmarkTransmitLazy(b *testing.B) {
+	e, _ := NewEngine(1, 2, []LinkSpec{{From: 0, To: 1, Rate: 100 * GbitPerSecond, Delay: Microsecond}}, nil)
+	pending := false
+	step := func() {
+		if pending && !e.TxPassed(0) {
+			panic("the previous completion is not past")
+		}
+		p := e.Pool.Alloc()
+		e.Pool.Get(p).Size = 1500
+		e.TransmitLazy(0, p, e.Now())
+		pending = true
+		for {
+			ev, ok := e.Next(Never)
+			if !ok {
+				break
+			}
+			e.Pool.Free(ev.Pkt) // only arrivals: no transmit-done events
+		}
+	}
+	for range 64 { // warm up pool, ring and heap
+		step()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		step()
+	}
+}
+
+func TestTransmitLazy_DoesNotAllocate(t *testing.T) {
+	e, _ := NewEngine(1, 2, []LinkSpec{{From: 0, To: 1, Rate: 100 * GbitPerSecond, Delay: Microsecond}}, nil)
+	step := func() {
+		p := e.Pool.Alloc()
+		e.Pool.Get(p).Size = 1500
+		e.TransmitLazy(0, p, e.Now())
+		for {
+			ev, ok := e.Next(Never)
+			if !ok {
+				break
+			}
+			if ev.Kind != EvArrive {
+				t.Fatalf("event of kind %d: a lazy transmit has no transmit-done", ev.Kind)
+			}
+			e.Pool.Free(ev.Pkt)
+		}
+		if !e.TxPassed(0) {
+			t.Fatal("the completion is not past after the arrival")
+		}
+	}
+	for range 64 {
+		step()
+	}
+	if allocs := testing.AllocsPerRun(100, step); allocs != 0 {
+		t.Fatalf("%.1f allocations per lazy transmit, want 0", allocs)
+	}
+}
