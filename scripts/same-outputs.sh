@@ -6,7 +6,10 @@
 # flags when the old binary refuses them: stracksim); every file but
 # summary.json must be byte-identical (cmp), and summary.json identical
 # once its perf, build and wall-time fields are removed. A few scenarios
-# also run NEW with --partitions 2 against OLD with --partitions 1.
+# also run NEW with --partitions 2 against OLD with --partitions 1 (all
+# but summary.json's extra.distributed, which a run in one partition does
+# not have) and against OLD with --partitions 2 (extra.distributed too,
+# without its timings: windows, batches, events per node).
 #
 #   scripts/same-outputs.sh /tmp/lockstep-main bin/lockstep
 #
@@ -23,15 +26,24 @@ fail=0
 ran=0
 flags="--cwnd --queues 10us"
 
-# strip prints summary.json without its perf, build and wall-time fields.
+# strip FILE [MODE] prints summary.json without its perf, build and
+# wall-time fields; MODE nodist also drops extra.distributed, MODE dist
+# keeps it without its timings.
 strip() {
-	python3 - "$1" <<'EOF'
+	python3 - "$1" "${2:-}" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
+mode = sys.argv[2]
+if mode == "nodist" and isinstance(d.get("extra"), dict):
+    d["extra"].pop("distributed", None)
+    if not d["extra"]:
+        del d["extra"]
+timing = ("second", "wait", "wall")
 def drop(x):
     if isinstance(x, dict):
         return {k: drop(v) for k, v in x.items()
-                if k not in ("perf", "build") and "wall" not in k}
+                if k not in ("perf", "build") and "wall" not in k
+                and not (mode == "dist" and any(t in k for t in timing))}
     if isinstance(x, list):
         return [drop(v) for v in x]
     return x
@@ -48,9 +60,10 @@ run() {
 	echo $?
 }
 
-# compare NAME A B: the two output directories hold the same outputs.
+# compare NAME A B [MODE]: the two output directories hold the same
+# outputs (MODE: strip's).
 compare() {
-	local name=$1 a=$2 b=$3 bad=0
+	local name=$1 a=$2 b=$3 mode=${4:-} bad=0
 	local fa fb
 	fa=$(cd "$a" && find . -type f ! -name summary.json | sort)
 	fb=$(cd "$b" && find . -type f ! -name summary.json | sort)
@@ -65,7 +78,7 @@ compare() {
 			bad=1
 		fi
 	done
-	if ! diff <(strip "$a/summary.json") <(strip "$b/summary.json") >"$out/$name.summary.diff"; then
+	if ! diff <(strip "$a/summary.json" "$mode") <(strip "$b/summary.json" "$mode") >"$out/$name.summary.diff"; then
 		echo "DIFF $name: summary.json (see $out/$name.summary.diff)"
 		bad=1
 	fi
@@ -99,7 +112,7 @@ for s in $scenarios; do
 	compare "$name" "$out/$name.old" "$out/$name.new" || fail=1
 done
 
-# NEW cut in two against OLD in one partition.
+# NEW cut in two against OLD in one partition, and against OLD cut in two.
 for n in dumbbell fattree-k8-permutation spraying-fattree dcqcn hpcc nscc-fattree; do
 	rb=$(run "$new" "examples/$n.yaml" "$out/$n.new-p2" 2)
 	if [ "$rb" != 0 ] && [ ! -f "$out/$n.new-p2/summary.json" ]; then
@@ -108,7 +121,10 @@ for n in dumbbell fattree-k8-permutation spraying-fattree dcqcn hpcc nscc-fattre
 		continue
 	fi
 	ran=$((ran + 1))
-	compare "$n-p2" "$out/$n.old" "$out/$n.new-p2" || fail=1
+	compare "$n-p2-vs-p1" "$out/$n.old" "$out/$n.new-p2" nodist || fail=1
+	ra=$(run "$old" "examples/$n.yaml" "$out/$n.old-p2" 2)
+	ran=$((ran + 1))
+	compare "$n-p2-vs-p2" "$out/$n.old-p2" "$out/$n.new-p2" dist || fail=1
 done
 
 echo "$ran comparisons in $out: $([ $fail = 0 ] && echo all the same || echo SOME DIFFER)"

@@ -404,12 +404,24 @@ func (e *Engine) Next(horizon Time) (Event, bool) {
 	return ev, true
 }
 
-// NextEventTime is the time of the earliest pending event, or Never.
+// NextEventTime is the time of the earliest pending event, or Never. An
+// elided transmit-done (TransmitLazy) counts as the event it stands for,
+// so that a partition reports, and a run stops, as with the events: it
+// is exact after Next returned false (the end of a window), which passed
+// those before the horizon.
 func (e *Engine) NextEventTime() Time {
-	if e.q.Len() == 0 {
-		return Never
+	t := Never
+	if e.q.Len() > 0 {
+		t = e.q.peek().At
 	}
-	return e.q.peek().At
+	if e.lazy > 0 {
+		for _, l := range e.Links {
+			if l != nil && l.lazySeq != 0 && l.busyUntil < t {
+				t = l.busyUntil
+			}
+		}
+	}
+	return t
 }
 
 // SetNow moves the clock forward to t when no event is due before it (the

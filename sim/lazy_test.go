@@ -174,7 +174,7 @@ func (x *lazyRig) run(n int) ([]string, Stats) {
 				e.Pool.Free(ev.Pkt)
 			}
 		}
-		x.trace = append(x.trace, fmt.Sprintf("window %v now %v events %d", horizon, e.Now(), e.Stats.Events))
+		x.trace = append(x.trace, fmt.Sprintf("window %v now %v events %d next %v", horizon, e.Now(), e.Stats.Events, e.NextEventTime()))
 	}
 	return x.trace, e.Stats
 }
@@ -182,7 +182,8 @@ func (x *lazyRig) run(n int) ([]string, Stats) {
 // TestTransmitLazy_SameAsEvents: eliding transmit-dones changes neither
 // the order of the other events (their keys included), nor when packets
 // start (the ties at exactly the completion time resolve as the event's
-// key would), nor the events counted, nor the clock at each window's end.
+// key would), nor the events counted, nor the clock and the next event's
+// time at each window's end.
 func TestTransmitLazy_SameAsEvents(t *testing.T) {
 	want, ws := newLazyRig(t, false).run(3000)
 	got, gs := newLazyRig(t, true).run(3000)
