@@ -380,6 +380,7 @@ func New(cfg Config) (*Fabric, error) {
 	if f.threshold = cfg.Watchdog(); f.threshold > 0 {
 		f.every = DeadlockGrid(f.threshold)
 	}
+	eng.OnLazyDone = f.lazyDone
 	for i := range cfg.Flows {
 		fl := &cfg.Flows[i]
 		if h := f.hosts[fl.Src]; h != nil {
@@ -617,6 +618,18 @@ func (f *Fabric) LastCompletion() sim.Time {
 		t = max(t, r.AckedAt)
 	}
 	return t
+}
+
+// lazyDone applies the elided transmit-done of link id, which the engine
+// passed at the end of a window (sim.Engine.TransmitLazy), at its owner.
+func (f *Fabric) lazyDone(id sim.LinkID) {
+	from := f.eng.LinkFrom(id)
+	switch f.kind[from] {
+	case kindHost:
+		f.hosts[f.hostOf[from]].LazyDone()
+	case kindSwitch:
+		f.switches[from].LazyDone(f.eng, int(f.linkPort[id]))
+	}
 }
 
 func (f *Fabric) dispatch(ev *sim.Event) {

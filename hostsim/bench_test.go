@@ -57,8 +57,7 @@ func (r *benchRig) advance(d sim.Time) {
 func (r *benchRig) drain() int {
 	n := 0
 	for r.h.nic.Len() > 0 {
-		p := r.h.nic.Pop()
-		r.h.nic.Bytes -= int64(r.e.Pool.Get(p).Size)
+		p, _ := r.h.nic.Take()
 		r.e.Pool.Free(p)
 		n++
 	}

@@ -199,9 +199,12 @@ type Host struct {
 	Index int32 // host index in the topology
 	Link  sim.LinkID
 	// busy: the NIC is serialising; stamp: T.Cfg.EndpointDelay, record NIC
-	// waits. Placed here, they fill what was padding.
-	busy, stamp bool
-	T           *Transport
+	// waits; lazy: the packet being serialised has no transmit-done event
+	// (sim.Engine.TransmitLazy): settle applies its completion once it is
+	// past, and a packet queued behind it materialises the event. Placed
+	// here, they fill what was padding.
+	busy, stamp, lazy bool
+	T                 *Transport
 
 	nic sim.PktQueue
 	// ready holds the rate-based flows waiting for the NIC (paced.go);
@@ -230,6 +233,9 @@ type Host struct {
 	TrimNacks    uint64
 	LastHopNacks uint64
 	pausedUntil  [sim.MaxClasses]sim.Time // by class, for data packets
+	// pausedMax is at least every pausedUntil: while it is past, held
+	// need not read the packet.
+	pausedMax sim.Time
 	// Tap, when set, sees every packet the host sends (tx) and receives,
 	// at the time it happens (pcap capture). Nil costs nothing.
 	Tap func(now sim.Time, pkt *sim.Packet, tx bool)
@@ -357,6 +363,16 @@ func (h *Host) OnTxDone(e *sim.Engine) {
 // a data packet of a class its switch paused (IEEE 802.1Qbb; the NIC has
 // one FIFO, so a paused head holds the packets behind it).
 func (h *Host) kick(e *sim.Engine) {
+	if h.lazy {
+		h.settle(e)
+		if h.lazy {
+			// Still serialising: what is queued waits for the completion,
+			// which needs its event.
+			h.lazy = false
+			e.Materialize(h.Link)
+			return
+		}
+	}
 	if h.busy {
 		return
 	}
@@ -375,7 +391,7 @@ func (h *Host) kick(e *sim.Engine) {
 		}
 		return
 	}
-	if h.held(e, *h.nic.Front()) {
+	if h.held(e, h.nic.Front().P) {
 		return
 	}
 	h.transmitFrom(e, &h.nic)
@@ -383,12 +399,10 @@ func (h *Host) kick(e *sim.Engine) {
 
 // transmitFrom starts the head packet of q.
 func (h *Host) transmitFrom(e *sim.Engine, q *sim.PktQueue) {
-	p := q.Pop()
-	pkt := e.Pool.Get(p)
-	q.Bytes -= int64(pkt.Size)
+	p, size := q.Take()
 	h.busy = true
 	h.stampNIC(e, p)
-	if h.T.Caps.PDSAcks && !h.T.Cfg.PDS.FIFONIC && pkt.Flags&sim.FlagData != 0 {
+	if pkt := e.Pool.Get(p); h.T.Caps.PDSAcks && !h.T.Cfg.PDS.FIFONIC && pkt.Flags&sim.FlagData != 0 {
 		// Sent when it starts serialising (uet_nic.go): its send time and
 		// the start of its per-packet timer.
 		pkt.TSval = e.Now()
@@ -396,12 +410,41 @@ func (h *Host) transmitFrom(e *sim.Engine, q *sim.PktQueue) {
 			s.ep.OnSerialise(e.Now(), pkt.Seq)
 		}
 	}
-	e.Transmit(h.Link, p)
+	lazy := q == &h.nic && q.Len() == 0 && h.plainNIC()
+	h.lazy = lazy
+	e.TransmitSize(h.Link, p, e.Now(), size, lazy)
 }
+
+// plainNIC reports whether the NIC's transmit-done does nothing but make
+// it idle when its queue is empty: no PFC, no UET control queue, no
+// rate-based flows that the completion lets send.
+func (h *Host) plainNIC() bool { return h.pfc == nil && h.ctl == nil && h.ready == nil }
+
+// transmitLazy starts packet p, with an empty queue behind it, with no
+// transmit-done event (plainNIC).
+func (h *Host) transmitLazy(e *sim.Engine, p sim.PktRef) {
+	h.lazy = true
+	e.TransmitLazy(h.Link, p, e.Now())
+}
+
+// settle applies the elided transmit-done of the packet being serialised
+// if it is past: the NIC is idle.
+func (h *Host) settle(e *sim.Engine) {
+	if e.TxPassed(h.Link) {
+		h.lazy, h.busy = false, false
+	}
+}
+
+// LazyDone applies the elided transmit-done the engine passed at the end
+// of a window (sim.Engine.OnLazyDone).
+func (h *Host) LazyDone() { h.lazy, h.busy = false, false }
 
 // held reports whether packet p must wait for a pause to end. ACKs and
 // NACKs are never held.
 func (h *Host) held(e *sim.Engine, p sim.PktRef) bool {
+	if h.pausedMax <= e.Now() {
+		return false
+	}
 	pkt := e.Pool.Get(p)
 	return pkt.Flags&sim.FlagData != 0 && h.pausedUntil[pkt.Class()] > e.Now()
 }
@@ -430,6 +473,7 @@ func (h *Host) onPause(e *sim.Engine, pkt *sim.Packet) {
 			}
 		}
 		h.pausedUntil[c] = until
+		h.pausedMax = max(h.pausedMax, until)
 		if until > now {
 			wake = min(wake, until)
 		}
@@ -458,14 +502,20 @@ func (h *Host) send(e *sim.Engine, p sim.PktRef) {
 		h.sendPDS(e, p)
 		return
 	}
+	if h.lazy {
+		h.settle(e)
+	}
 	if !h.busy && h.nic.Len() == 0 && !h.held(e, p) {
 		h.busy = true
 		h.stampNIC(e, p)
+		if h.plainNIC() {
+			h.transmitLazy(e, p)
+			return
+		}
 		e.Transmit(h.Link, p)
 		return
 	}
-	h.nic.Push(p)
-	h.nic.Bytes += int64(e.Pool.Get(p).Size)
+	h.nic.Add(p, e.Pool.Get(p).Size)
 	h.kick(e)
 }
 

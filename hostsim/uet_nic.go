@@ -28,8 +28,7 @@ func (h *Host) sendPDS(e *sim.Engine, p sim.PktRef) {
 	if pkt.Flags&sim.FlagData == 0 {
 		q = &h.ctl.q
 	}
-	q.Push(p)
-	q.Bytes += int64(pkt.Size)
+	q.Add(p, pkt.Size)
 	h.kick(e)
 }
 
@@ -43,7 +42,7 @@ const (
 // yes when no data can go, else by UecNIC's round (1 data turn in 11).
 // Precondition: a control packet waits.
 func (h *Host) controlTurn(e *sim.Engine) bool {
-	if h.nic.Len() == 0 || h.held(e, *h.nic.Front()) {
+	if h.nic.Len() == 0 || h.held(e, h.nic.Front().P) {
 		return true
 	}
 	c := h.ctl

@@ -52,6 +52,15 @@ type Engine struct {
 	signalsOut int
 	Stats      Stats
 	tels       telArena // telemetry of exported packets
+	// cur is the ordering key of the event being processed (At is now):
+	// TxPassed compares an elided transmit-done with it.
+	cur Event
+	// lazy counts the links with an elided transmit-done pending.
+	lazy int
+	// OnLazyDone, when set, is called when Next passes a window's end with
+	// an elided transmit-done of link id before it (TransmitLazy): the
+	// owner applies its completion, as if TxPassed had returned true.
+	OnLazyDone func(id LinkID)
 }
 
 // NewEngine builds an engine for a fabric of numElems elements and the given
@@ -182,22 +191,127 @@ func (e *Engine) Transmit(id LinkID, p PktRef) Time {
 // another partition still arrives at least the link's delay after Now()
 // (the lookahead holds).
 func (e *Engine) TransmitFrom(id LinkID, p PktRef, start Time) Time {
+	return e.transmit(id, p, start, e.Pool.Get(p).Size, false)
+}
+
+// TransmitLazy is TransmitFrom with no EvTxDone event (a "lazy" transmit
+// done), for an owner whose queue is empty when the packet starts: most
+// completions then have nothing to start, and cost no event. The
+// completion keeps its place in the order of events, the key (end,
+// owner, owner, sequence number) it would have had: before the owner
+// looks at the transmitter again it calls TxPassed, which reports
+// whether that key is before the current event's (then the owner applies
+// the completion itself), and if it must wait for the completion (it
+// queues a packet), Materialize pushes the event with its original key.
+// An elided completion counts in Stats as the event it stands for when it
+// passes (TxPassed, or the end of a window in Next, which calls
+// OnLazyDone). Preconditions: those of TransmitFrom, and the owner
+// applies nothing at the completion but what it can apply later.
+func (e *Engine) TransmitLazy(id LinkID, p PktRef, start Time) Time {
+	return e.transmit(id, p, start, e.Pool.Get(p).Size, true)
+}
+
+// TransmitSize is TransmitFrom (lazy false) or TransmitLazy (lazy true)
+// of a packet whose size the owner knows (it keeps the sizes beside its
+// queue): the engine then does not read the packet, which has often left
+// the cache while it waited. Precondition: size is the packet's Size.
+func (e *Engine) TransmitSize(id LinkID, p PktRef, start Time, size int32, lazy bool) Time {
+	return e.transmit(id, p, start, size, lazy)
+}
+
+// TxPassed reports whether the elided transmit-done of link id
+// (TransmitLazy) is past: ordered before the event being processed (it
+// then counts it and forgets it), or already passed at the end of a
+// window (Next). The owner then applies the completion. It returns false
+// while the completion is ahead. Precondition: the owner's last transmit
+// on id was lazy, and it has not materialised its completion.
+func (e *Engine) TxPassed(id LinkID) bool {
+	l := e.Links[id]
+	if l.lazySeq == 0 {
+		return true
+	}
+	if l.busyUntil > e.now {
+		return false
+	}
+	if l.busyUntil == e.now {
+		from := l.Spec.From
+		done := Event{At: l.busyUntil, Dst: from, Src: from, Seq: l.lazySeq}
+		if !done.Before(&e.cur) {
+			return false
+		}
+	}
+	l.lazySeq = 0
+	e.lazy--
+	e.Stats.Events++
+	e.Stats.Timers++
+	return true
+}
+
+// Materialize pushes the EvTxDone event of link id's elided transmit-done,
+// if one is pending, with the key it would have had. The owner calls it
+// when it queues a packet behind the transmitter (after TxPassed returned
+// false).
+func (e *Engine) Materialize(id LinkID) {
+	l := e.Links[id]
+	if l.lazySeq == 0 {
+		return
+	}
+	from := l.Spec.From
+	e.push(Event{At: l.busyUntil, Dst: from, Src: from, Seq: l.lazySeq, Kind: EvTxDone, Arg: int64(id)})
+	l.lazySeq = 0
+	e.lazy--
+}
+
+// passLazy passes the elided transmit-dones before horizon, when no event
+// before it is left: counts them, moves the clock to the last of them (as
+// their events would have) and tells the owners (OnLazyDone).
+func (e *Engine) passLazy(horizon Time) {
+	for i, l := range e.Links {
+		if l == nil || l.lazySeq == 0 || l.busyUntil >= horizon {
+			continue
+		}
+		l.lazySeq = 0
+		e.lazy--
+		e.Stats.Events++
+		e.Stats.Timers++
+		if l.busyUntil > e.now {
+			e.now = l.busyUntil
+		}
+		if e.OnLazyDone != nil {
+			e.OnLazyDone(LinkID(i))
+		}
+		if e.lazy == 0 {
+			break
+		}
+	}
+	e.cur = afterAll
+}
+
+// afterAll is a current-event key after every event at its time (between
+// events: after Next returned false, or SetNow).
+var afterAll = Event{Dst: 1<<31 - 1, Src: 1<<31 - 1, Seq: 1<<64 - 1}
+
+func (e *Engine) transmit(id LinkID, p PktRef, start Time, size int32, lazy bool) Time {
 	l := e.Links[id]
 	if l.busyUntil > start || start > e.now {
 		panic(fmt.Sprintf("sim: link %d transmits from %v at %v while busy until %v", id, start, e.now, l.busyUntil))
 	}
 	l.advance(start)
-	pkt := e.Pool.Get(p)
-	end := start + l.rate.TxTime(int(pkt.Size))
+	end := start + l.rate.TxTime(int(size))
 	if end < e.now {
 		panic(fmt.Sprintf("sim: link %d: a transmission from %v ends at %v, before now %v", id, start, end, e.now))
 	}
 	l.busyUntil = end
 	l.TxPackets++
-	l.TxBytes += uint64(pkt.Size)
+	l.TxBytes += uint64(size)
 	e.Stats.Sent++
 	from := l.Spec.From
-	e.push(Event{At: end, Dst: from, Src: from, Seq: e.nextSeq(from), Kind: EvTxDone, Arg: int64(id)})
+	if lazy {
+		l.lazySeq = e.nextSeq(from)
+		e.lazy++
+	} else {
+		e.push(Event{At: end, Dst: from, Src: from, Seq: e.nextSeq(from), Kind: EvTxDone, Arg: int64(id)})
+	}
 
 	arrive := end + l.delay
 	lost := false
@@ -218,10 +332,11 @@ func (e *Engine) TransmitFrom(id LinkID, p PktRef, start Time) Time {
 		e.Pool.Free(p)
 		return end
 	}
-	pkt.Hops++
+	// The packet's Hops counts this link when it arrives (Next), so that
+	// a packet that waited in a queue is not read here.
 	switch {
 	case l.remote:
-		e.export(id, arrive, seq, p, pkt)
+		e.export(id, arrive, seq, p, e.Pool.Get(p))
 	case l.perPacket:
 		e.direct++
 		e.push(Event{At: arrive, Dst: l.Spec.To, Src: from, Seq: seq, Kind: EvArrive, Arg: int64(id), Pkt: p})
@@ -254,20 +369,28 @@ func (e *Engine) enqueueWire(id LinkID, l *Link, f inflight) {
 // returns false when there is none.
 func (e *Engine) Next(horizon Time) (Event, bool) {
 	if e.q.Len() == 0 || e.q.peek().At >= horizon {
+		if e.lazy > 0 {
+			e.passLazy(horizon)
+		}
 		return Event{}, false
 	}
-	ev := e.q.pop()
+	ev := *e.q.peek()
 	e.now = ev.At
+	e.cur = ev
 	e.Stats.Events++
 	switch ev.Kind {
 	case EvArrive:
 		e.Stats.Arrivals++
+		e.Pool.Get(ev.Pkt).Hops++
 		if ev.ring {
 			l := e.Links[ev.Arg]
 			l.wire.Pop()
 			if l.wire.Len() > 0 {
+				// The next packet on the wire takes the place of this
+				// one's event: one sift instead of a pop's and a push's.
 				f := l.wire.Front()
-				e.push(Event{At: f.at, Dst: l.Spec.To, Src: l.Spec.From, Seq: f.seq, Kind: EvArrive, Arg: ev.Arg, Pkt: f.pkt, ring: true})
+				e.q.replaceTop(Event{At: f.at, Dst: ev.Dst, Src: ev.Src, Seq: f.seq, Kind: EvArrive, Arg: ev.Arg, Pkt: f.pkt, ring: true})
+				return ev, true
 			}
 		} else {
 			e.direct--
@@ -277,15 +400,28 @@ func (e *Engine) Next(horizon Time) (Event, bool) {
 	default:
 		panic(fmt.Sprintf("sim: event of kind %d at %v", ev.Kind, ev.At))
 	}
+	e.q.pop()
 	return ev, true
 }
 
-// NextEventTime is the time of the earliest pending event, or Never.
+// NextEventTime is the time of the earliest pending event, or Never. An
+// elided transmit-done (TransmitLazy) counts as the event it stands for,
+// so that a partition reports, and a run stops, as with the events: it
+// is exact after Next returned false (the end of a window), which passed
+// those before the horizon.
 func (e *Engine) NextEventTime() Time {
-	if e.q.Len() == 0 {
-		return Never
+	t := Never
+	if e.q.Len() > 0 {
+		t = e.q.peek().At
 	}
-	return e.q.peek().At
+	if e.lazy > 0 {
+		for _, l := range e.Links {
+			if l != nil && l.lazySeq != 0 && l.busyUntil < t {
+				t = l.busyUntil
+			}
+		}
+	}
+	return t
 }
 
 // SetNow moves the clock forward to t when no event is due before it (the
@@ -295,6 +431,7 @@ func (e *Engine) SetNow(t Time) {
 		panic(fmt.Sprintf("sim: SetNow(%v) with now %v and next event %v", t, e.now, e.NextEventTime()))
 	}
 	e.now = t
+	e.cur = afterAll
 }
 
 // Outbox returns the packets sent to other partitions since the last

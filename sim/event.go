@@ -77,30 +77,62 @@ func (q *eventQueue) pop() Event {
 	n := len(q.h) - 1
 	last := q.h[n]
 	q.h = q.h[:n]
-	if n == 0 {
-		return top
+	if n > 0 {
+		q.fillRoot(last)
 	}
-	// Sift down with a hole at the root: the smallest child moves up until
-	// last fits, then last is written once.
+	return top
+}
+
+// replaceTop removes the earliest event and adds ev: one sift instead of
+// a pop's and a push's. Precondition: Len() > 0.
+func (q *eventQueue) replaceTop(ev Event) { q.fillRoot(ev) }
+
+// fillRoot puts x in the heap, whose root is a hole, by Floyd's
+// bottom-up method: the hole moves down to a leaf along the smallest
+// children (no comparison with x on the way: x is the last leaf or a
+// new event, which usually belongs near the bottom), then x sifts up
+// from there.
+func (q *eventQueue) fillRoot(x Event) {
+	h := q.h
+	n := len(h)
 	i := 0
 	for {
 		c := 4*i + 1
-		if c >= n {
-			break
-		}
-		m := c
-		end := min(c+4, n)
-		for j := c + 1; j < end; j++ {
-			if q.h[j].Before(&q.h[m]) {
-				m = j
+		if c+3 < n {
+			m := c
+			if h[c+1].Before(&h[m]) {
+				m = c + 1
 			}
+			if h[c+2].Before(&h[m]) {
+				m = c + 2
+			}
+			if h[c+3].Before(&h[m]) {
+				m = c + 3
+			}
+			h[i] = h[m]
+			i = m
+			continue
 		}
-		if !q.h[m].Before(&last) {
+		if c < n {
+			m := c
+			for j := c + 1; j < n; j++ {
+				if h[j].Before(&h[m]) {
+					m = j
+				}
+			}
+			h[i] = h[m]
+			i = m
+		}
+		// A node with fewer than 4 children has no grandchildren.
+		break
+	}
+	for i > 0 {
+		p := (i - 1) / 4
+		if !x.Before(&h[p]) {
 			break
 		}
-		q.h[i] = q.h[m]
-		i = m
+		h[i] = h[p]
+		i = p
 	}
-	q.h[i] = last
-	return top
+	h[i] = x
 }

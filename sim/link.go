@@ -97,13 +97,16 @@ type Link struct {
 	loss      float64 // independent loss probability in force
 	down      bool
 	geBad     bool
+	perPacket bool // jitter/reordering/delay changes: arrivals scheduled one by one
+	remote    bool // To lives in another partition
 	sched     []LinkChange
 	si        int // next change to apply
 	busyUntil Time
-	rng       *rand.Rand // nil unless impaired
-	perPacket bool       // jitter/reordering/delay changes: arrivals scheduled one by one
-	remote    bool       // To lives in another partition
-	wire      Ring[inflight]
+	// lazySeq is the sequence number of the elided transmit-done of the
+	// packet being serialised (Engine.TransmitLazy); 0: none pending.
+	lazySeq uint64
+	rng     *rand.Rand // nil unless impaired
+	wire    Ring[inflight]
 }
 
 // Rate is the transmit rate in force at the last transmission.

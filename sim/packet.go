@@ -102,7 +102,7 @@ type Packet struct {
 	DstPort uint16
 	Proto   uint8
 	NSack   uint8
-	Hops    uint8
+	Hops    uint8 // links crossed, counted when the packet arrives
 	Flags   Flags
 	Entropy uint16 // per-packet path choice for spraying switches
 	Size    int32  // bytes on the wire, headers included

@@ -49,9 +49,31 @@ func (r *Ring[T]) grow() {
 	r.head = 0
 }
 
-// PktQueue is a FIFO of packets with a byte count: a NIC's transmit queue or
-// a switch port's output queue.
+// PktQueue is a FIFO of packets with their sizes and a byte count: a NIC's
+// transmit queue or a switch port's output queue. The sizes beside the
+// refs let the owner dequeue and transmit a packet without reading it
+// (Engine.TransmitSize): it has often left the cache while it waited.
 type PktQueue struct {
-	Ring[PktRef]
+	Ring[Queued]
 	Bytes int64
+}
+
+// Queued is a packet in a PktQueue and its size on the wire.
+type Queued struct {
+	P    PktRef
+	Size int32
+}
+
+// Add appends packet p of size bytes.
+func (q *PktQueue) Add(p PktRef, size int32) {
+	q.Push(Queued{p, size})
+	q.Bytes += int64(size)
+}
+
+// Take removes the head packet and returns it with its size.
+// Precondition: Len() > 0.
+func (q *PktQueue) Take() (PktRef, int32) {
+	h := q.Pop()
+	q.Bytes -= int64(h.Size)
+	return h.P, h.Size
 }

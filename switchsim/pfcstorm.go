@@ -103,13 +103,12 @@ func (s *Switch) stormRestore(e *sim.Engine, idx int) {
 func (s *Switch) dropQueued(e *sim.Engine, pt *Port, c int) {
 	cq := &pt.cls[c]
 	for cq.q.Len() > 0 {
-		p := cq.q.Pop()
+		p, sz := cq.q.Take()
 		in := int16(-1)
 		if s.ing != nil {
 			in = pt.in[c].Pop()
 		}
-		size := int64(e.Pool.Get(p).Size)
-		cq.q.Bytes -= size
+		size := int64(sz)
 		pt.queued -= size
 		s.addOcc(cq, c, -size)
 		s.release(e, int(in), c, size)

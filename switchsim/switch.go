@@ -160,6 +160,11 @@ type Port struct {
 	// the ingress rate from it). Placed here, it fills what was padding.
 	In   sim.LinkID
 	busy bool
+	// lazy: the packet in service has no transmit-done event (the queue
+	// was empty when it started; sim.Engine.TransmitLazy): settle applies
+	// its completion once it is past, and a packet queued behind it
+	// materialises the event.
+	lazy bool
 }
 
 // Occupancy is the bytes in the buffer: queued plus the one in service.
@@ -451,7 +456,7 @@ func (s *Switch) OnArrive(e *sim.Engine, p sim.PktRef, in int) {
 		}
 		switch s.Mode {
 		case Adaptive:
-			port = s.leastLoaded(next, h)
+			port = s.leastLoaded(e, next, h)
 		case Flowlet:
 			port = s.flowletPort(e, next, h)
 		default:
@@ -476,6 +481,9 @@ func (s *Switch) classOf(pkt *sim.Packet) int {
 // threshold, PFC ingress accounting for lossless classes, trimming, ECN on
 // admission) and starts the transmitter if it is idle.
 func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet, in int) {
+	if pt.lazy {
+		s.settle(e, pt)
+	}
 	c := s.classOf(pkt)
 	if s.storming > 0 && s.stormDrop(e, pt, p, c, in) {
 		return
@@ -583,11 +591,16 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 		s.start(e, pt, p, c, size, int16(in), at)
 		return
 	}
-	cq.q.Push(p)
+	cq.q.Add(p, int32(size))
+	if pt.lazy {
+		// The packet waits for the one in service: the completion that
+		// starts it needs its event.
+		pt.lazy = false
+		e.Materialize(pt.Link)
+	}
 	if s.ing != nil {
 		pt.in[c].Push(int16(in))
 	}
-	cq.q.Bytes += size
 	pt.queued += size
 	s.kick(e, pt)
 }
@@ -694,9 +707,8 @@ func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64,
 	pt.busy = true
 	pt.inService = size
 	pt.svcClass = int8(c)
-	pkt := e.Pool.Get(p)
 	pt.svcIn = in
-	if pt.Queue.ECN.Dequeue && pkt.Flags&sim.FlagECT != 0 {
+	if pkt := e.Pool.Get(p); pt.Queue.ECN.Dequeue && pkt.Flags&sim.FlagECT != 0 {
 		// ECN on dequeue (as htsim's UEC queues): the backlog left behind.
 		behind := pt.queued
 		if s.nc > 1 {
@@ -714,10 +726,36 @@ func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64,
 	if pt.portX != nil {
 		pt.cc[c].TxPackets++
 	}
-	if s.cfg.INT.Enabled && pkt.Flags&(sim.FlagData|sim.FlagTrimmed) == sim.FlagData {
-		s.pushINT(e, pt, p, pkt, at)
+	wire := int32(size)
+	if s.cfg.INT.Enabled {
+		if pkt := e.Pool.Get(p); pkt.Flags&(sim.FlagData|sim.FlagTrimmed) == sim.FlagData {
+			s.pushINT(e, pt, p, pkt, at)
+			wire = pkt.Size // with the record
+		}
 	}
-	e.TransmitFrom(pt.Link, p, at)
+	// One class, no PFC, shared buffer, trimming or cut-through, and
+	// nothing queued: the completion has nothing to start and only frees
+	// the packet's bytes, which settle does when it is past.
+	pt.lazy = pt.portX == nil && pt.cls[0].q.Len() == 0
+	e.TransmitSize(pt.Link, p, at, wire, pt.lazy)
+}
+
+// settle applies the elided completion of port pt's packet in service
+// (start) if it is past; the port's occupancy and idleness are then those
+// its event would have left.
+func (s *Switch) settle(e *sim.Engine, pt *Port) {
+	if e.TxPassed(pt.Link) {
+		pt.lazy = false
+		s.complete(e, pt)
+	}
+}
+
+// LazyDone applies the elided completion of port's packet in service,
+// which the engine passed at the end of a window (sim.Engine.OnLazyDone).
+func (s *Switch) LazyDone(e *sim.Engine, port int) {
+	pt := &s.Ports[port]
+	pt.lazy = false
+	s.complete(e, pt)
 }
 
 // pushINT appends the egress port's INT record to data packet p as it is
@@ -741,6 +779,12 @@ func (s *Switch) pushINT(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 // next one.
 func (s *Switch) OnTxDone(e *sim.Engine, port int) {
 	pt := &s.Ports[port]
+	s.complete(e, pt)
+	s.kick(e, pt)
+}
+
+// complete frees the buffer of the packet that finished; the port is idle.
+func (s *Switch) complete(e *sim.Engine, pt *Port) {
 	if c := int(pt.svcClass); c >= 0 {
 		s.addOcc(&pt.cls[c], c, -pt.inService)
 		s.release(e, int(pt.svcIn), c, pt.inService)
@@ -748,7 +792,6 @@ func (s *Switch) OnTxDone(e *sim.Engine, port int) {
 	pt.busy = false
 	pt.inService = 0
 	pt.svcClass = -1
-	s.kick(e, pt)
 }
 
 // release returns n bytes of class c that entered by port in (-1: not
@@ -785,13 +828,12 @@ func (s *Switch) kick(e *sim.Engine, pt *Port) {
 		return
 	}
 	cq := &pt.cls[c]
-	p := cq.q.Pop()
+	p, sz := cq.q.Take()
 	in := int16(-1)
 	if s.ing != nil {
 		in = pt.in[c].Pop()
 	}
-	size := int64(e.Pool.Get(p).Size)
-	cq.q.Bytes -= size
+	size := int64(sz)
 	pt.queued -= size
 	s.start(e, pt, p, c, size, in, e.Now())
 }
@@ -824,7 +866,7 @@ func (s *Switch) pick(e *sim.Engine, pt *Port) int {
 		c := int(pt.rr)
 		cq := &pt.cls[c]
 		if !s.strict[c] && cq.q.Len() > 0 && !s.paused(e, pt, c) {
-			head := int64(e.Pool.Get(*cq.q.Front()).Size)
+			head := int64(cq.q.Front().Size)
 			if x := &pt.cx[c]; x.deficit >= head {
 				x.deficit -= head
 				return c
@@ -842,8 +884,13 @@ func (s *Switch) pick(e *sim.Engine, pt *Port) int {
 
 // leastLoaded is the port of next with the smallest occupancy, ties broken
 // from a hash-chosen start (adaptive routing by local egress occupancy).
-func (s *Switch) leastLoaded(next []int32, h uint64) int32 {
+func (s *Switch) leastLoaded(e *sim.Engine, next []int32, h uint64) int32 {
 	n := uint64(len(next))
+	for _, p := range next {
+		if pt := &s.Ports[p]; pt.lazy {
+			s.settle(e, pt)
+		}
+	}
 	best := next[h%n]
 	bo := s.Ports[best].Occupancy()
 	for i := uint64(1); i < n; i++ {
@@ -864,7 +911,7 @@ func (s *Switch) flowletPort(e *sim.Engine, next []int32, h uint64) int32 {
 	now := e.Now()
 	if f.key != h || f.port < 0 || now-f.last > s.cfg.FlowletGap {
 		f.key = h
-		f.port = s.leastLoaded(next, h)
+		f.port = s.leastLoaded(e, next, h)
 	}
 	f.last = now
 	return f.port
@@ -914,6 +961,9 @@ func (s *Switch) sample(e *sim.Engine) {
 	}
 	busy := false
 	for i := range s.Ports {
+		if pt := &s.Ports[i]; pt.lazy {
+			s.settle(e, pt)
+		}
 		d := s.Ports[i].Occupancy()
 		if d != s.lastDepth[i] || d > 0 {
 			s.Samples = append(s.Samples, QueueSample{Time: e.Now(), Port: int32(i), Bytes: d})
