@@ -73,7 +73,7 @@ test-slow: ## long soaks and big fabrics (build tag slow)
 bench: ## all benchmarks with allocation counts
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
-bench-scale: build ## fat-tree permutations k = 8..48 in 1, 2, 4 in-memory partitions and 2 node processes: setup s, run s, events/s, peak RSS (about 3 minutes)
+bench-scale: build ## fat-tree permutations k = 8..48 in 1, 2, 4 in-memory partitions and 2 node processes: setup s, run s, events/s, peak RSS (about 30 seconds)
 	scripts/bench-scale.sh bin/lockstep
 
 bench-smoke: ## every benchmark once, briefly (CI)

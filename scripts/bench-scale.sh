@@ -5,7 +5,7 @@
 # in 2 node processes over NATS (--procs --partitions 2); prints setup
 # seconds (one partition only), run seconds, events/s and peak RSS (of the
 # launching process: for node processes, without the children). One run
-# at a time: about 3 minutes on 2 cores. KS, PARTS choose a subset.
+# at a time: about 30 seconds on 2 cores. KS, PARTS choose a subset.
 set -euo pipefail
 BIN=${1:-bin/lockstep}
 KS=${KS:-8 16 24 32 48}
