@@ -750,6 +750,20 @@ func (s *Switch) settle(e *sim.Engine, pt *Port) {
 	}
 }
 
+// Settle applies every port's elided completion that is past, so that
+// the ports' occupancy and counters read as their events would have left
+// them. For readers between events that are not part of the simulation
+// (the live view); the simulation's own readers settle the ports they
+// read. It changes no output: each completion it applies would have been
+// applied, with the same effect, when the port was next used.
+func (s *Switch) Settle(e *sim.Engine) {
+	for i := range s.Ports {
+		if pt := &s.Ports[i]; pt.lazy {
+			s.settle(e, pt)
+		}
+	}
+}
+
 // LazyDone applies the elided completion of port's packet in service,
 // which the engine passed at the end of a window (sim.Engine.OnLazyDone).
 func (s *Switch) LazyDone(e *sim.Engine, port int) {

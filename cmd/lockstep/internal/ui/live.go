@@ -95,6 +95,11 @@ func (l *Live) Observe(f *fabric.Fabric) {
 		l.lastTx = make([]uint64, len(l.ports))
 	}
 	dt := now - l.lastT
+	for node := range f.NumNodes() {
+		if s := f.Switch(node); s != nil {
+			s.Settle(e) // a port whose elided transmit-done has passed is idle
+		}
+	}
 	for i, pr := range l.ports {
 		p := &f.Switch(pr.node).Ports[pr.port]
 		fr.Queue[pr.node] += p.Occupancy()
