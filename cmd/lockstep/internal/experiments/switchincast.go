@@ -322,16 +322,21 @@ take 5.37 ms at line rate.
   drop-tail's by RTO timing only (a P99 dominated by backed-off RTOs moves
   with small changes of when packets are dropped).
 
-Cost: on the k=8 permutation, PFC is the one mechanism with a clear
-price, 10-15% more user CPU for 3% fewer events (ingress accounting per
-packet, per-class pause state, PAUSE frames and their refresh timers).
-Trimming costs a few percent, mostly for its extra events (the trimmed
-headers and their ACKs); the shared buffer and cut-through are within the
-run-to-run spread (±10%) of the plain switch. ECN runs faster than the
-plain switch: with marking, Reno keeps the queues short and loses nothing,
-so there are fewer events (no retransmissions) and a smaller working set;
-the shared buffer also avoids the drops (its event count is the same as
-ECN's: neither run drops a packet). The CPU numbers are medians of 9
-interleaved runs of about half a second on a shared 2-core machine;
-differences under 10% are not significant.
+Cost: on the k=8 permutation the plain switch is the cheapest per event
+because its ports take part in the lazy transmit-done (docs/decisions.md,
+"A faster core"): a packet that starts on an idle port with nothing queued
+behind it gets no completion event. A port with PFC, a shared buffer,
+trimming or cut-through keeps the event, since its completion does more
+than free the packet's bytes (pause accounting, the shared pool that the
+other ports' thresholds read, the trimmed class, the cut-through timing),
+so each of those mechanisms costs 15-30% more user CPU than the plain
+switch in our runs, and PFC 35-45% (ingress accounting per packet, per-class pause
+state, PAUSE frames and their refresh timers, on top). Trimming also has
+extra events (the trimmed headers and their ACKs). ECN runs faster than
+the plain switch: with marking, Reno keeps the queues short and loses
+nothing, so there are fewer events (no retransmissions) and a smaller
+working set; the shared buffer also avoids the drops (its event count is
+the same as ECN's: neither run drops a packet). The CPU numbers are
+medians of 9 interleaved runs of about a third of a second on a 2-core
+machine; differences under 10% are not significant.
 `
