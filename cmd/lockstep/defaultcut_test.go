@@ -75,17 +75,19 @@ func perfCut(t *testing.T, dir string) partition.DefaultCut {
 // TestRun_SetupSecondsCountTheBuild: a one-partition run builds its fabric
 // before the output directory exists (so that a fabric it cannot build
 // leaves nothing behind); perf.setup_seconds and wall_seconds still count
-// that build. A hook that takes 100 ms between the build and the run
-// shows up in both (they counted from the run's start, reporting ~0 s of
-// setup for a k=48 fat-tree).
+// that build. perf's clock is a fake that the hook between the build and
+// the run moves on by 100 ms: both must include it (they counted from the
+// run's start, reporting ~0 s of setup for a k=48 fat-tree).
 func TestRun_SetupSecondsCountTheBuild(t *testing.T) {
-	const delay = 100 * time.Millisecond
+	const step = 100 * time.Millisecond
+	fake := time.Unix(1e9, 0)
+	perfClock = func() time.Time { return fake }
 	testHook = func(c string) {
 		if c == "run" {
-			time.Sleep(delay) // part of the measured setup, not a wait
+			fake = fake.Add(step)
 		}
 	}
-	defer func() { testHook = nil }()
+	defer func() { testHook, perfClock = nil, time.Now }()
 	dir := write(t, map[string]string{"r.yaml": randomYAML})
 	out := filepath.Join(dir, "one")
 	runCLI(t, "run", filepath.Join(dir, "r.yaml"), "--out", out, "--quiet", "--partitions", "1")
@@ -98,7 +100,7 @@ func TestRun_SetupSecondsCountTheBuild(t *testing.T) {
 	if err := json.Unmarshal(readOut(t, out, "summary.json"), &s); err != nil {
 		t.Fatal(err)
 	}
-	if s.Perf.Setup < delay.Seconds() || s.Perf.Wall < s.Perf.Setup {
-		t.Errorf("perf setup %.3f s, wall %.3f s: want setup >= %.1f s (the build and the hook) and wall >= setup", s.Perf.Setup, s.Perf.Wall, delay.Seconds())
+	if s.Perf.Setup != step.Seconds() || s.Perf.Wall != step.Seconds() {
+		t.Errorf("perf setup %.3f s, wall %.3f s: want both %.1f s (the clock moved only between the build and the run)", s.Perf.Setup, s.Perf.Wall, step.Seconds())
 	}
 }
