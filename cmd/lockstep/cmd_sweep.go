@@ -1,14 +1,13 @@
 package main
 
 import (
-	"time"
-
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
