@@ -455,29 +455,22 @@ func parallelJob(j JobConfig) (*JobFlows, error) {
 							g.input(r, grad[jj][s+1][ps.mb]+int32(i))
 						}
 					}
-					half := p.Forward / 2
+					pass := p.Forward // one layer's compute in this pass
 					if !ps.forward {
-						half = p.Backward / 2
+						pass = p.Backward
 					}
 					if t == 1 {
 						// No all-reduce between a pass's layers: one
 						// stretch of compute.
-						dur := p.Forward
-						if !ps.forward {
-							dur = p.Backward
-						}
 						for _, r := range ranks {
-							g.compute(r, dur*sim.Time(p.Layers))
+							g.compute(r, pass*sim.Time(p.Layers))
 						}
 					}
 					for l := 0; l < p.Layers && t > 1; l++ {
 						for h := 0; h < 2; h++ {
-							dur := half
+							dur := pass / 2
 							if h == 1 {
-								dur = p.Forward - half
-								if !ps.forward {
-									dur = p.Backward - half
-								}
+								dur = pass - pass/2
 							}
 							for _, r := range ranks {
 								g.compute(r, dur)
