@@ -426,26 +426,18 @@ func (f *Fabric) setStorms(storms []HostStorm, def switchsim.Config, tiers map[i
 		if s.Lossless == 0 {
 			return fmt.Errorf("pfc storm on %s: its switch %s has no lossless class", t.Nodes[t.Hosts[st.Host]].Name, t.Nodes[sw].Name)
 		}
-		p := sc.PFC
+		p := sc.PFC.WithDefaults()
 		if s.XOFF == 0 {
 			s.XOFF, s.XON = p.XOFF, p.XON
 		}
 		if s.Quanta == 0 {
 			s.Quanta = p.Quanta
-			if s.Quanta == 0 {
-				s.Quanta = 0xffff
-			}
 		}
 		if s.Headroom == 0 {
 			s.Headroom = p.Headroom
 		}
 		if s.Headroom == 0 {
-			mtu := p.MTU
-			if mtu == 0 {
-				mtu = 9216
-			}
-			l := f.eng.Links[h.Link]
-			s.Headroom = 2*l.Spec.Rate.BytesIn(l.Spec.Delay) + 2*mtu + sim.PauseFrameSize
+			s.Headroom = switchsim.DerivedHeadroom(f.eng.Links[h.Link], p.MTU)
 		}
 		if err := h.SetStorm(f.eng, s); err != nil {
 			return fmt.Errorf("pfc storm on %s: %v", t.Nodes[t.Hosts[st.Host]].Name, err)
