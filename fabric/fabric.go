@@ -82,16 +82,20 @@ func (c *Config) PFCReport() bool {
 // LosslessClasses is the classes some switch runs lossless (bit c: class
 // c), the classes a PAUSE frame may name.
 func (c *Config) LosslessClasses() uint8 {
+	m := losslessMask(&c.Switch)
+	for _, k := range sortedTiers(c.SwitchTiers) {
+		sc := c.SwitchTiers[k]
+		m |= losslessMask(&sc)
+	}
+	return m
+}
+
+// losslessMask is the classes sc runs lossless (bit c: class c).
+func losslessMask(sc *switchsim.Config) uint8 {
 	var m uint8
-	for _, k := range append([]int{-1}, sortedTiers(c.SwitchTiers)...) {
-		sc := c.Switch
-		if k >= 0 {
-			sc = c.SwitchTiers[k]
-		}
-		for i, cl := range sc.Classes {
-			if cl.Lossless {
-				m |= 1 << uint(i)
-			}
+	for i, cl := range sc.Classes {
+		if cl.Lossless {
+			m |= 1 << uint(i)
 		}
 	}
 	return m
@@ -418,11 +422,7 @@ func (f *Fabric) setStorms(storms []HostStorm, def switchsim.Config, tiers map[i
 			sc = c
 		}
 		s := st.Storm
-		for i, cl := range sc.Classes {
-			if cl.Lossless {
-				s.Lossless |= 1 << uint(i)
-			}
-		}
+		s.Lossless |= losslessMask(&sc)
 		if s.Lossless == 0 {
 			return fmt.Errorf("pfc storm on %s: its switch %s has no lossless class", t.Nodes[t.Hosts[st.Host]].Name, t.Nodes[sw].Name)
 		}
