@@ -716,13 +716,13 @@ func (f *Fabric) Conservation() Conservation {
 // or tasks of the lists, delays are not negative) and reports whether
 // there are any.
 func checkDeps(flows []hostsim.FlowSpec, tasks []hostsim.TaskSpec) (bool, error) {
-	check := func(what string, list []int32) error {
+	check := func(what string, id int, list []int32) error {
 		for _, g := range list {
 			if g >= 0 && int(g) >= len(flows) {
-				return fmt.Errorf("%s activates flow %d, which does not exist", what, g)
+				return fmt.Errorf("%s %d activates flow %d, which does not exist", what, id, g)
 			}
 			if k := hostsim.TaskIndex(g); g < 0 && int(k) >= len(tasks) {
-				return fmt.Errorf("%s activates task %d, which does not exist", what, k)
+				return fmt.Errorf("%s %d activates task %d, which does not exist", what, id, k)
 			}
 		}
 		return nil
@@ -738,13 +738,13 @@ func checkDeps(flows []hostsim.FlowSpec, tasks []hostsim.TaskSpec) (bool, error)
 		}
 		has = true
 		for _, list := range [2][]int32{f.OnRecvDone(), f.OnSendDone()} {
-			if err := check(fmt.Sprintf("flow %d", f.ID), list); err != nil {
+			if err := check("flow", int(f.ID), list); err != nil {
 				return false, err
 			}
 		}
 	}
 	for k := range tasks {
-		if err := check(fmt.Sprintf("task %d", k), tasks[k].Next); err != nil {
+		if err := check("task", k, tasks[k].Next); err != nil {
 			return false, err
 		}
 	}
