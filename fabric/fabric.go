@@ -82,16 +82,20 @@ func (c *Config) PFCReport() bool {
 // LosslessClasses is the classes some switch runs lossless (bit c: class
 // c), the classes a PAUSE frame may name.
 func (c *Config) LosslessClasses() uint8 {
+	m := losslessMask(&c.Switch)
+	for _, k := range sortedTiers(c.SwitchTiers) {
+		sc := c.SwitchTiers[k]
+		m |= losslessMask(&sc)
+	}
+	return m
+}
+
+// losslessMask is the classes sc runs lossless (bit c: class c).
+func losslessMask(sc *switchsim.Config) uint8 {
 	var m uint8
-	for _, k := range append([]int{-1}, sortedTiers(c.SwitchTiers)...) {
-		sc := c.Switch
-		if k >= 0 {
-			sc = c.SwitchTiers[k]
-		}
-		for i, cl := range sc.Classes {
-			if cl.Lossless {
-				m |= 1 << uint(i)
-			}
+	for i, cl := range sc.Classes {
+		if cl.Lossless {
+			m |= 1 << uint(i)
 		}
 	}
 	return m
@@ -418,34 +422,22 @@ func (f *Fabric) setStorms(storms []HostStorm, def switchsim.Config, tiers map[i
 			sc = c
 		}
 		s := st.Storm
-		for i, cl := range sc.Classes {
-			if cl.Lossless {
-				s.Lossless |= 1 << uint(i)
-			}
-		}
+		s.Lossless |= losslessMask(&sc)
 		if s.Lossless == 0 {
 			return fmt.Errorf("pfc storm on %s: its switch %s has no lossless class", t.Nodes[t.Hosts[st.Host]].Name, t.Nodes[sw].Name)
 		}
-		p := sc.PFC
+		p := sc.PFC.WithDefaults()
 		if s.XOFF == 0 {
 			s.XOFF, s.XON = p.XOFF, p.XON
 		}
 		if s.Quanta == 0 {
 			s.Quanta = p.Quanta
-			if s.Quanta == 0 {
-				s.Quanta = 0xffff
-			}
 		}
 		if s.Headroom == 0 {
 			s.Headroom = p.Headroom
 		}
 		if s.Headroom == 0 {
-			mtu := p.MTU
-			if mtu == 0 {
-				mtu = 9216
-			}
-			l := f.eng.Links[h.Link]
-			s.Headroom = 2*l.Spec.Rate.BytesIn(l.Spec.Delay) + 2*mtu + sim.PauseFrameSize
+			s.Headroom = switchsim.DerivedHeadroom(f.eng.Links[h.Link], p.MTU)
 		}
 		if err := h.SetStorm(f.eng, s); err != nil {
 			return fmt.Errorf("pfc storm on %s: %v", t.Nodes[t.Hosts[st.Host]].Name, err)
@@ -724,13 +716,13 @@ func (f *Fabric) Conservation() Conservation {
 // or tasks of the lists, delays are not negative) and reports whether
 // there are any.
 func checkDeps(flows []hostsim.FlowSpec, tasks []hostsim.TaskSpec) (bool, error) {
-	check := func(what string, list []int32) error {
+	check := func(what string, id int, list []int32) error {
 		for _, g := range list {
 			if g >= 0 && int(g) >= len(flows) {
-				return fmt.Errorf("%s activates flow %d, which does not exist", what, g)
+				return fmt.Errorf("%s %d activates flow %d, which does not exist", what, id, g)
 			}
 			if k := hostsim.TaskIndex(g); g < 0 && int(k) >= len(tasks) {
-				return fmt.Errorf("%s activates task %d, which does not exist", what, k)
+				return fmt.Errorf("%s %d activates task %d, which does not exist", what, id, k)
 			}
 		}
 		return nil
@@ -746,13 +738,13 @@ func checkDeps(flows []hostsim.FlowSpec, tasks []hostsim.TaskSpec) (bool, error)
 		}
 		has = true
 		for _, list := range [2][]int32{f.OnRecvDone(), f.OnSendDone()} {
-			if err := check(fmt.Sprintf("flow %d", f.ID), list); err != nil {
+			if err := check("flow", int(f.ID), list); err != nil {
 				return false, err
 			}
 		}
 	}
 	for k := range tasks {
-		if err := check(fmt.Sprintf("task %d", k), tasks[k].Next); err != nil {
+		if err := check("task", k, tasks[k].Next); err != nil {
 			return false, err
 		}
 	}

@@ -210,7 +210,8 @@ type Host struct {
 	// ready holds the rate-based flows waiting for the NIC (paced.go);
 	// nil unless the transport is rate-based.
 	ready *sim.Ring[int32]
-	// ctl: UET hosts' control queue (uet_nic.go); nil for the others.
+	// ctl: UET hosts' control queue (uet_nic.go), unless PDS.FIFONIC; nil
+	// for the others.
 	ctl *pdsNIC
 	// pfc is the host's PFC counters, the PAUSE frames its NIC sends and
 	// the receive pipeline of a host with a Storm (pfcstorm.go); nil
@@ -246,6 +247,9 @@ func NewHost(id sim.ElemID, index int32, link sim.LinkID, t *Transport) *Host {
 	h := &Host{ID: id, Index: index, Link: link, T: t, stamp: t.Cfg.EndpointDelay}
 	if t.Caps.NICScheduled {
 		h.ready = &sim.Ring[int32]{}
+	}
+	if t.Caps.PDSAcks && !t.Cfg.PDS.FIFONIC {
+		h.ctl = &pdsNIC{}
 	}
 	return h
 }
@@ -402,7 +406,7 @@ func (h *Host) transmitFrom(e *sim.Engine, q *sim.PktQueue) {
 	p, size := q.Take()
 	h.busy = true
 	h.stampNIC(e, p)
-	if pkt := e.Pool.Get(p); h.T.Caps.PDSAcks && !h.T.Cfg.PDS.FIFONIC && pkt.Flags&sim.FlagData != 0 {
+	if pkt := e.Pool.Get(p); h.ctl != nil && pkt.Flags&sim.FlagData != 0 {
 		// Sent when it starts serialising (uet_nic.go): its send time and
 		// the start of its per-packet timer.
 		pkt.TSval = e.Now()
@@ -498,7 +502,7 @@ func (h *Host) send(e *sim.Engine, p sim.PktRef) {
 	if h.Tap != nil {
 		h.Tap(e.Now(), e.Pool.Get(p), true)
 	}
-	if h.T.Caps.PDSAcks && !h.T.Cfg.PDS.FIFONIC {
+	if h.ctl != nil {
 		h.sendPDS(e, p)
 		return
 	}

@@ -19,11 +19,9 @@ type pdsNIC struct {
 }
 
 // sendPDS queues packet p by kind and starts the NIC if it is idle.
+// Precondition: h.ctl != nil.
 func (h *Host) sendPDS(e *sim.Engine, p sim.PktRef) {
 	pkt := e.Pool.Get(p)
-	if h.ctl == nil {
-		h.ctl = &pdsNIC{}
-	}
 	q := &h.nic
 	if pkt.Flags&sim.FlagData == 0 {
 		q = &h.ctl.q

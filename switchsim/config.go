@@ -106,6 +106,24 @@ type PFC struct {
 	Storm *StormWatchdog
 }
 
+// WithDefaults is p with the defaults of a zero MTU (9216) and Quanta
+// (0xffff) filled in, as a switch runs it.
+func (p PFC) WithDefaults() PFC {
+	if p.Quanta == 0 {
+		p.Quanta = 0xffff
+	}
+	if p.MTU == 0 {
+		p.MTU = 9216
+	}
+	return p
+}
+
+// DerivedHeadroom is the PFC headroom of a port that receives by link l
+// when PFC.Headroom is 0: 2 × (rate × delay) + 2 × mtu + one PAUSE frame.
+func DerivedHeadroom(l *sim.Link, mtu int64) int64 {
+	return 2*l.Spec.Rate.BytesIn(l.Spec.Delay) + 2*mtu + sim.PauseFrameSize
+}
+
 // StormWatchdog is the PFC watchdog switches ship against PAUSE storms
 // (Guo et al., "RDMA over Commodity Ethernet at Scale", SIGCOMM 2016,
 // §4.3; SONiC's pfcwd; Juniper's and Arista's "PFC watchdog"): an egress

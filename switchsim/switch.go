@@ -361,12 +361,7 @@ func (s *Switch) Configure(e *sim.Engine, c *Config) error {
 		s.cfg.Trim.Queue = 1024 * int64(s.cfg.Trim.Header)
 	}
 	if c.lossless() {
-		if s.cfg.PFC.Quanta == 0 {
-			s.cfg.PFC.Quanta = 0xffff
-		}
-		if s.cfg.PFC.MTU == 0 {
-			s.cfg.PFC.MTU = 9216
-		}
+		s.cfg.PFC = s.cfg.PFC.WithDefaults()
 		if w := s.cfg.PFC.Storm; w != nil && w.Action == 0 {
 			d := *w
 			d.Action = StormDrop
@@ -384,8 +379,7 @@ func (s *Switch) Configure(e *sim.Engine, c *Config) error {
 				if e == nil {
 					return fmt.Errorf("pfc: a derived headroom needs the links")
 				}
-				l := e.Links[s.Ports[i].Link]
-				h = 2*l.Spec.Rate.BytesIn(l.Spec.Delay) + 2*s.cfg.PFC.MTU + sim.PauseFrameSize
+				h = DerivedHeadroom(e.Links[s.Ports[i].Link], s.cfg.PFC.MTU)
 			}
 			s.headroom[i] = h
 		}
