@@ -296,6 +296,13 @@ func (s *SeqSpace) state(pipe int64, inRecovery bool, deadline sim.Time) SeqStat
 		InRecovery: inRecovery, Deadline: deadline}
 }
 
+// pktLen is the payload of packet idx, the segment at idx×MSS (the
+// per-packet recoveries, STrack's and UET's, index their scoreboards so).
+func (s *SeqSpace) pktLen(idx int64) int64 {
+	start := uint64(idx) * uint64(s.MSS)
+	return int64(min(uint64(s.MSS), s.End-start))
+}
+
 // sent advances Nxt and HighSent past seg when seg was new data.
 func (s *SeqSpace) sent(seg Segment) {
 	if e := seg.Seq + uint64(seg.Len); seg.Seq == s.Nxt {

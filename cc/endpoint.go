@@ -338,10 +338,12 @@ func (ep *Endpoint) paced() bool { return ep.x != nil && ep.x.pacer.Rate() > 0 }
 // (rateObserver: DCQCN), so that the other rate-paced controllers keep
 // their window rows.
 func (ep *Endpoint) RateSample(now sim.Time) RateSample {
-	o, ok := ep.ctl.(rateObserver)
-	if !ok || !ep.RateBased() {
+	// x.observed was found at construction: no type assertion per row for
+	// the flows (window controllers, most of them) that have none.
+	if !ep.RateBased() || !ep.x.observed {
 		return RateSample{}
 	}
+	o := ep.ctl.(rateObserver)
 	return RateSample{Rate: ep.x.pacer.Rate(), TargetRate: o.TargetRate(), Alpha: o.AlphaAt(now)}
 }
 

@@ -183,13 +183,20 @@ func (r *RoCERecovery) skipSacked() {
 func (r *RoCERecovery) markSacked(b sim.SackBlock) int64 {
 	m := uint64(r.MSS)
 	var n int64
-	for i := 0; i < r.sacked.Len(); i++ {
+	// Segments below b.Start are not in it: start at its first segment
+	// rather than scanning the scoreboard from sackBase on every NAK.
+	i := 0
+	if b.Start > r.sackBase {
+		d := b.Start - r.sackBase
+		i = int(min(d/m+min(d%m, 1), uint64(r.sacked.Len())))
+	}
+	for ; i < r.sacked.Len(); i++ {
 		seq := r.sackBase + uint64(i)*m
 		if seq >= b.End {
 			break
 		}
 		l := r.segLen(seq)
-		if seq < b.Start || seq+uint64(l) > b.End || *r.sacked.At(i) {
+		if seq+uint64(l) > b.End || *r.sacked.At(i) {
 			continue
 		}
 		*r.sacked.At(i) = true

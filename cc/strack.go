@@ -59,11 +59,6 @@ func NewStrackRecovery(mss int64, size uint64) *StrackRecovery {
 	return &StrackRecovery{SeqSpace: SeqSpace{MSS: mss, End: size}}
 }
 
-func (r *StrackRecovery) segLen(idx int64) int64 {
-	start := uint64(idx) * uint64(r.MSS)
-	return int64(min(uint64(r.MSS), r.End-start))
-}
-
 // at returns the state of segment idx, or nil when it is below Una or not
 // sent yet.
 func (r *StrackRecovery) at(idx int64) *segState {
@@ -105,7 +100,7 @@ func (r *StrackRecovery) markAcked(idx int64) int64 {
 		return 0
 	}
 	st.acked = true
-	n := r.segLen(idx)
+	n := r.pktLen(idx)
 	if !st.lost {
 		r.pipe -= n
 	} // a lost segment leaves the queue lazily, in Next
@@ -128,7 +123,7 @@ func (r *StrackRecovery) onAck(ai *AckInfo) AckVerdict {
 		idx := int64(ai.Echo / uint64(r.MSS))
 		if st := r.at(idx); st != nil && !st.acked && !st.lost && st.sentAt <= ai.TSecr {
 			st.lost = true
-			r.pipe -= r.segLen(idx)
+			r.pipe -= r.pktLen(idx)
 			r.lost.Push(idx)
 			r.TrimResent++
 		}
@@ -163,7 +158,7 @@ func (r *StrackRecovery) onAck(ai *AckInfo) AckVerdict {
 				continue
 			}
 			st.lost = true
-			r.pipe -= r.segLen(idx)
+			r.pipe -= r.pktLen(idx)
 			r.lost.Push(idx)
 			r.Retransmissions++
 		}
@@ -203,7 +198,7 @@ func (r *StrackRecovery) onRTO(now sim.Time) {
 			continue
 		}
 		if !st.lost {
-			r.pipe -= r.segLen(base + int64(i))
+			r.pipe -= r.pktLen(base + int64(i))
 		}
 		st.lost = true
 		r.lost.Push(base + int64(i))
@@ -221,7 +216,7 @@ func (r *StrackRecovery) Next() (Segment, bool) {
 			r.lost.Pop() // acknowledged meanwhile
 			continue
 		}
-		return Segment{Seq: uint64(idx) * uint64(r.MSS), Len: r.segLen(idx), Retx: true}, true
+		return Segment{Seq: uint64(idx) * uint64(r.MSS), Len: r.pktLen(idx), Retx: true}, true
 	}
 	return r.nextNew()
 }

@@ -235,23 +235,19 @@ func (s *Swift) OnAck(ev *AckEvent) {
 // Swift signal.
 func (s *Swift) OnCongestion(ev *CongestionEvent) {
 	switch ev.Kind {
-	case CongRTO:
-		s.retx++
+	case CongRTO, CongLoss:
+		reset := false
+		if ev.Kind == CongRTO {
+			s.retx++
+			reset = s.retx >= s.cfg.RetxReset
+		} else {
+			s.retx = 0
+		}
 		for _, w := range []*swiftWindow{&s.f, &s.e} {
 			prev := w.cwnd
-			if s.retx >= s.cfg.RetxReset {
+			if reset {
 				w.cwnd = s.cfg.MinCwnd
 			} else if s.canDecrease(w, ev.Now) {
-				w.cwnd *= 1 - s.cfg.MaxMDF
-			}
-			s.clamp(w, prev, ev.Now)
-		}
-		s.state = StateDecrease
-	case CongLoss:
-		s.retx = 0
-		for _, w := range []*swiftWindow{&s.f, &s.e} {
-			prev := w.cwnd
-			if s.canDecrease(w, ev.Now) {
 				w.cwnd *= 1 - s.cfg.MaxMDF
 			}
 			s.clamp(w, prev, ev.Now)

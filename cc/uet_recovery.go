@@ -80,11 +80,6 @@ func NewUETRecovery(mss int64, size uint64, rto sim.Time) (*UETRecovery, error) 
 	return &UETRecovery{SeqSpace: SeqSpace{MSS: mss, End: size}, rto: rto}, nil
 }
 
-func (r *UETRecovery) segLen(psn int64) int64 {
-	start := uint64(psn) * uint64(r.MSS)
-	return int64(min(uint64(r.MSS), r.End-start))
-}
-
 // at is packet psn's state, nil below Una or not sent yet.
 func (r *UETRecovery) at(psn int64) *uetSeg {
 	base := int64(r.Una / uint64(r.MSS))
@@ -102,7 +97,7 @@ func (r *UETRecovery) markAcked(psn int64) int64 {
 		return 0
 	}
 	st.acked = true
-	n := r.segLen(psn)
+	n := r.pktLen(psn)
 	if !st.lost {
 		r.pipe -= n
 	} // a queued retransmission leaves the queue lazily, in Next
@@ -112,7 +107,7 @@ func (r *UETRecovery) markAcked(psn int64) int64 {
 // markLost takes packet psn (outstanding) out of the flight and queues it.
 func (r *UETRecovery) markLost(st *uetSeg, psn int64) int64 {
 	st.lost = true
-	n := r.segLen(psn)
+	n := r.pktLen(psn)
 	r.pipe -= n
 	i := len(r.lost)
 	for i > 0 && r.lost[i-1] > psn {
@@ -279,7 +274,7 @@ func (r *UETRecovery) Next() (Segment, bool) {
 	for len(r.lost) > 0 {
 		psn := r.lost[0]
 		if st := r.at(psn); st != nil && !st.acked && st.lost {
-			return Segment{Seq: uint64(psn) * uint64(r.MSS), Len: r.segLen(psn), Retx: true}, true
+			return Segment{Seq: uint64(psn) * uint64(r.MSS), Len: r.pktLen(psn), Retx: true}, true
 		}
 		r.lost = append(r.lost[:0], r.lost[1:]...)
 	}
