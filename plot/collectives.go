@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 )
 
 // Files and figures of collective workloads (docs/scenario.md, Outputs).
@@ -89,12 +87,10 @@ func byIteration(r *Run, ttl, what string, ss []Series) (*Figure, error) {
 		for j, pt := range s.Points {
 			xys[j] = plotter.XY{X: pt.X, Y: pt.Y}
 		}
-		l, pts, err := plotter.NewLinePoints(xys)
+		l, pts, err := seriesLine(i, xys)
 		if err != nil {
 			return nil, err
 		}
-		l.LineStyle = seriesStyle(i)
-		pts.GlyphStyle = draw.GlyphStyle{Color: palette[i%len(palette)], Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
 		p.Add(l, pts)
 		fig.legend.Add(s.Name, l, pts)
 	}

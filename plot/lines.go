@@ -5,8 +5,6 @@ import (
 	"math"
 
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 )
 
 // LineOptions tunes Lines.
@@ -40,12 +38,10 @@ func Lines(name, title, xlabel, ylabel string, ss []Series, o LineOptions) (*Fig
 		if len(xys) == 0 {
 			continue
 		}
-		l, pts, err := plotter.NewLinePoints(xys)
+		l, pts, err := seriesLine(i, xys)
 		if err != nil {
 			return nil, err
 		}
-		l.LineStyle = seriesStyle(i)
-		pts.GlyphStyle = draw.GlyphStyle{Color: palette[i%len(palette)], Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
 		p.Add(l, pts)
 		fig.legend.Add(s.Name, l, pts)
 	}

@@ -579,6 +579,18 @@ func seriesStyle(i int) draw.LineStyle {
 	}
 }
 
+// seriesLine is series i drawn through xys: a line in seriesStyle(i) with
+// a round marker of its colour at each point.
+func seriesLine(i int, xys plotter.XYs) (*plotter.Line, *plotter.Scatter, error) {
+	l, pts, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return nil, nil, err
+	}
+	l.LineStyle = seriesStyle(i)
+	pts.GlyphStyle = draw.GlyphStyle{Color: palette[i%len(palette)], Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
+	return l, pts, nil
+}
+
 func title(r *Run, what string) string {
 	if r.Title == "" {
 		return what

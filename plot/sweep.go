@@ -120,12 +120,10 @@ func SweepFigure(dir, metric, x string) (*Figure, error) {
 		if len(l.pts.XYs) == 0 {
 			continue
 		}
-		ln, pts, err := plotter.NewLinePoints(l.pts.XYs)
+		ln, pts, err := seriesLine(i, l.pts.XYs)
 		if err != nil {
 			return nil, err
 		}
-		ln.LineStyle = seriesStyle(i)
-		pts.GlyphStyle = draw.GlyphStyle{Color: palette[i%len(palette)], Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
 		eb, err := plotter.NewYErrorBars(l.pts)
 		if err != nil {
 			return nil, err

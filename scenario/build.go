@@ -1449,21 +1449,14 @@ func (l *loader) stormSwitches(s *Scenario, fc *fabric.Config) error {
 		k++
 		node := fc.Topo.Hosts[st.Host]
 		sc := fc.Switch
-		for _, lk := range fc.Topo.Links {
-			peer := -1
-			switch node {
-			case lk.A:
-				peer = lk.B
-			case lk.B:
-				peer = lk.A
-			}
-			if peer < 0 {
-				continue
+		if j := fc.Topo.FirstLink(node); j >= 0 {
+			peer := fc.Topo.Links[j].A
+			if peer == node {
+				peer = fc.Topo.Links[j].B
 			}
 			if c, ok := fc.SwitchTiers[fc.Topo.Nodes[peer].Tier]; ok {
 				sc = c
 			}
-			break
 		}
 		lossless := false
 		for _, c := range sc.Classes {
@@ -1586,13 +1579,12 @@ func (l *loader) collective(path string, idx int, w *Workload, nh int, base, tas
 	jc := workloads.JobConfig{Collective: cfg, Iterations: iters, Compute: sim.Time(c.Compute),
 		ComputeMax: sim.Time(c.ComputeMax), Buckets: c.Buckets}
 	if p := c.Parallel; p != nil {
-		jc.Parallel = &workloads.ParallelConfig{TP: p.TP, PP: p.PP, Microbatches: p.Microbatches, Schedule: p.Schedule,
-			Layers: p.Layers, Forward: sim.Time(p.Forward), Backward: sim.Time(p.Backward), TPSize: int64(p.TPSize),
-			TPAlgorithm: p.TPAlgorithm, PPSize: int64(p.PPSize)}
 		if p.TP < 0 || p.PP < 0 {
 			return nil, nil, nil, l.errf(cp+".parallel", "tp and pp must be at least 1, got %d and %d", p.TP, p.PP)
 		}
-		jc.Parallel.TP, jc.Parallel.PP = max(p.TP, 1), max(p.PP, 1)
+		pc := parallelConfig(p)
+		pc.Forward, pc.Backward = sim.Time(p.Forward), sim.Time(p.Backward)
+		jc.Parallel = &pc
 	}
 	jf, err := workloads.Job(jc, rng)
 	if err != nil {

@@ -172,7 +172,8 @@ func collectiveCounts(w *Workload, nh int64) (flows, tasks int64) {
 	return max(workloads.ParallelFlows(cfg, int(r), dp, c.Iterations), 0), max(workloads.ParallelTasks(cfg, int(r), c.Iterations), 0)
 }
 
-// parallelConfig is p as workloads takes it (durations aside).
+// parallelConfig is p as workloads takes it, durations aside (the
+// estimate needs none; collective adds them).
 func parallelConfig(p *Parallel) workloads.ParallelConfig {
 	return workloads.ParallelConfig{TP: max(p.TP, 1), PP: max(p.PP, 1), Microbatches: p.Microbatches, Layers: p.Layers,
 		Schedule: p.Schedule, TPSize: int64(p.TPSize), TPAlgorithm: p.TPAlgorithm, PPSize: int64(p.PPSize)}

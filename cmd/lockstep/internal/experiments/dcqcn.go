@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/lockstep-sim/lockstep/cc"
-	"github.com/lockstep-sim/lockstep/fabric"
 	"github.com/lockstep-sim/lockstep/internal/yamlx"
 	"github.com/lockstep-sim/lockstep/scenario"
 	"github.com/lockstep-sim/lockstep/sim"
@@ -65,17 +64,13 @@ type dqConv struct {
 
 // dqConvRun runs (a) for one profile.
 func dqConvRun(env *Env, p dqProfile, sc dqScale) (*dqConv, error) {
-	b, err := builtVariant(env, "dcqcn.yaml", func(s *scenario.Scenario) {
+	f, err := fabricVariant(env, "dcqcn.yaml", func(s *scenario.Scenario) {
 		s.Transport.Options = map[string]string{"profile": p.name}
 		s.Workload[0].Flows[0].Size = yamlx.Size(dqLong)
 		s.Workload[0].Flows[1].Size = yamlx.Size(dqLong)
 		s.Workload[0].Flows[1].Start = yamlx.Duration(sc.join)
 		s.Output.Cwnd, s.Output.Queues = nil, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	f, err := fabric.New(b.Fabric)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +145,7 @@ type dqQueue struct {
 // dqQueueRun runs (b) for n flows on a dumbbell of n pairs, all starting at
 // once at line rate.
 func dqQueueRun(env *Env, n int, sc dqScale) (*dqQueue, error) {
-	b, err := builtVariant(env, "dcqcn.yaml", func(s *scenario.Scenario) {
+	f, err := fabricVariant(env, "dcqcn.yaml", func(s *scenario.Scenario) {
 		s.Topology.Dumbbell.Senders, s.Topology.Dumbbell.Receivers = n, n
 		flows := make([]scenario.FlowEntry, n)
 		for i := range flows {
@@ -159,10 +154,6 @@ func dqQueueRun(env *Env, n int, sc dqScale) (*dqQueue, error) {
 		s.Workload[0].Flows = flows
 		s.Output.Cwnd, s.Output.Queues = nil, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	f, err := fabric.New(b.Fabric)
 	if err != nil {
 		return nil, err
 	}

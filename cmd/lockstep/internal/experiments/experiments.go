@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lockstep-sim/lockstep/fabric"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/runner"
 	"github.com/lockstep-sim/lockstep/scenario"
@@ -102,6 +103,16 @@ func builtVariant(env *Env, file string, mutate func(*scenario.Scenario)) (*scen
 		edits = append(edits, mutate)
 	}
 	return scenario.LoadFile(filepath.Join(env.Examples, file), edits...)
+}
+
+// fabricVariant is builtVariant's fabric, for experiments that need
+// nothing else of the built scenario.
+func fabricVariant(env *Env, file string, mutate func(*scenario.Scenario)) (*fabric.Fabric, error) {
+	b, err := builtVariant(env, file, mutate)
+	if err != nil {
+		return nil, err
+	}
+	return fabric.New(b.Fabric)
 }
 
 // fcts returns the FCTs of finished flows in microseconds and the number

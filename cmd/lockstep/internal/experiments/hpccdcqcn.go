@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/lockstep-sim/lockstep/fabric"
 	"github.com/lockstep-sim/lockstep/hostsim"
 	"github.com/lockstep-sim/lockstep/internal/yamlx"
 	"github.com/lockstep-sim/lockstep/plot"
@@ -105,14 +104,10 @@ type hdGroup struct {
 // hdMaxRTT is the largest base RTT of the fabric (the ns-3 simulator's
 // maxRtt): that of a flow between two leaves, as the fabric computes it.
 func hdMaxRTT(env *Env) (sim.Time, error) {
-	b, err := builtVariant(env, "hpcc-websearch.yaml", func(s *scenario.Scenario) {
+	f, err := fabricVariant(env, "hpcc-websearch.yaml", func(s *scenario.Scenario) {
 		s.Workload = []scenario.Workload{{Type: "flows", Flows: []scenario.FlowEntry{
 			{Src: 0, Dst: s.Topology.LeafSpine.Leaves*s.Topology.LeafSpine.HostsPerLeaf - 1, Size: 1000}}}}
 	})
-	if err != nil {
-		return 0, err
-	}
-	f, err := fabric.New(b.Fabric)
 	if err != nil {
 		return 0, err
 	}

@@ -230,15 +230,11 @@ type scFlapRes struct {
 }
 
 func scFlap(env *Env, c scCC, seed uint64, sc scScale) (*scFlapRes, error) {
-	b, err := builtVariant(env, "scalable.yaml", func(s *scenario.Scenario) {
+	f, err := fabricVariant(env, "scalable.yaml", func(s *scenario.Scenario) {
 		scVariant(c, scPairs, scLongFlow, seed)(s)
 		s.Impairments = append(s.Impairments, scenario.Impairment{Link: []string{"left", "right"},
 			Schedule: []scenario.Change{{At: yamlx.Duration(sc.flapAt), Down: yamlx.Duration(scFlapLen)}}})
 	})
-	if err != nil {
-		return nil, err
-	}
-	f, err := fabric.New(b.Fabric)
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +319,7 @@ var scLossSteps = []float64{0.001, 0.003, 0.01}
 
 // scChaos returns the goodput (Mb/s, aggregate) in each loss step.
 func scChaos(env *Env, c scCC, seed uint64, step sim.Time) ([]float64, uint64, error) {
-	b, err := builtVariant(env, "scalable.yaml", func(s *scenario.Scenario) {
+	f, err := fabricVariant(env, "scalable.yaml", func(s *scenario.Scenario) {
 		scVariant(c, scPairs, scLongFlow, seed)(s)
 		s.Topology.Dumbbell.Bottleneck.Delay = yamlx.Duration(5 * sim.Millisecond)
 		var sched []scenario.Change
@@ -337,10 +333,6 @@ func scChaos(env *Env, c scCC, seed uint64, step sim.Time) ([]float64, uint64, e
 			Reorder:  &scenario.Reorder{Prob: 0.05, Delay: yamlx.Duration(sim.Millisecond)},
 			Schedule: sched})
 	})
-	if err != nil {
-		return nil, 0, err
-	}
-	f, err := fabric.New(b.Fabric)
 	if err != nil {
 		return nil, 0, err
 	}
