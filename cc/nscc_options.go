@@ -1,8 +1,6 @@
 package cc
 
 import (
-	"fmt"
-
 	"github.com/lockstep-sim/lockstep/sim"
 )
 
@@ -61,7 +59,7 @@ func nsccOptions(o *options, c *NSCCConfig) error {
 		return err
 	}
 	if g < 0 || g > 30 {
-		return fmt.Errorf("%s option qa_gate: must be in [0, 30], got %d", o.module, g)
+		return o.valueErr("qa_gate", "must be in [0, 30], got %d", g)
 	}
 	c.QAGate = uint(g)
 	return nil

@@ -206,6 +206,7 @@ func TestNSCC_OptionsThroughTheRegistry(t *testing.T) {
 		cfg.Options = map[string]string{k: v}
 		_, err := NewController(cfg)
 		var ue *UnknownOptionError
+		var ve *OptionValueError
 		switch {
 		case err == nil:
 			t.Errorf("%s=%s: want an error", k, v)
@@ -213,6 +214,8 @@ func TestNSCC_OptionsThroughTheRegistry(t *testing.T) {
 			t.Errorf("%s: want an UnknownOptionError, got %v", k, err)
 		case k != "colour" && !strings.Contains(err.Error(), k):
 			t.Errorf("%s=%s: the error should name the option, got %v", k, v, err)
+		case k != "colour" && (!errors.As(err, &ve) || ve.Key != k):
+			t.Errorf("%s=%s: want an OptionValueError for key %s, got %v", k, v, k, err)
 		}
 	}
 }
