@@ -204,6 +204,11 @@ type NodeStatus struct {
 	Window    uint64
 	Events    uint64
 	Now       int64 // virtual time of its last event, ps
+	// Finished says the node accepted the finishing grant (Reason,
+	// barrier.FinishReason) of window Window: in a peer run the leader
+	// learns the end from the nodes if it missed the last reports.
+	Finished bool  `msgpack:",omitempty"`
+	Reason   uint8 `msgpack:",omitempty"`
 }
 
 // Abort says why a run is abandoned. From names the member that sent it

@@ -160,9 +160,12 @@ func TestBatch_ZeroAllocs(t *testing.T) {
 		t.Errorf("encode+decode of a 64-packet batch: %v allocations, want 0", allocs)
 	}
 	rep := &barrier.Report{Node: 1, Window: 9, Sent: []uint32{1, 2, 3}}
-	rb := AppendReport(nil, rep)
-	if allocs := testing.AllocsPerRun(50, func() { rb = AppendReport(rb[:0], rep) }); allocs != 0 {
+	rb := AppendReport(nil, rep, 7)
+	if allocs := testing.AllocsPerRun(50, func() { rb = AppendReport(rb[:0], rep, 7) }); allocs != 0 {
 		t.Errorf("AppendReport: %v allocations, want 0", allocs)
+	}
+	if m, err := Decode(rb); err != nil || m.Busy != 7 || !reflect.DeepEqual(*m.Report, *rep) {
+		t.Errorf("report round trip: %+v busy %d, %v", m.Report, m.Busy, err)
 	}
 }
 

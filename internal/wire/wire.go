@@ -80,7 +80,7 @@ type Resync struct {
 }
 
 // fieldCount is the number of fields after the kind, by kind.
-var fieldCount = [...]int{KindBatch: 5, KindReport: 9, KindGrant: 10, KindResync: 1, KindControl: 2}
+var fieldCount = [...]int{KindBatch: 5, KindReport: 10, KindGrant: 10, KindResync: 1, KindControl: 2}
 
 // packetFields is the number of msgpack values per RemotePacket: the last
 // is its telemetry, an empty array when it has none.
@@ -177,14 +177,17 @@ func appendTelemetry(dst []byte, t *sim.Telemetry) []byte {
 	return dst
 }
 
-// Report encodes r. The result is a fresh slice.
+// Report encodes r (with no busy time). The result is a fresh slice.
 func (e *Encoder) Report(r *barrier.Report) []byte {
-	e.buf = AppendReport(e.buf[:0], r)
+	e.buf = AppendReport(e.buf[:0], r, 0)
 	return bytes.Clone(e.buf)
 }
 
-// AppendReport appends r's encoding to dst.
-func AppendReport(dst []byte, r *barrier.Report) []byte {
+// AppendReport appends r's encoding to dst. busy is the wall-clock time,
+// ns, the node spent on the window it reports (Message.Busy): peers use it
+// to tell load imbalance from network wait. It is statistics only; nothing
+// the run computes depends on it.
+func AppendReport(dst []byte, r *barrier.Report, busy uint64) []byte {
 	dst = appendHeader(dst, KindReport)
 	dst = appendInt(dst, int64(r.Node))
 	dst = appendUint(dst, r.Window)
@@ -197,7 +200,8 @@ func AppendReport(dst []byte, r *barrier.Report) []byte {
 	}
 	dst = appendBool(dst, r.Done)
 	dst = appendInt(dst, int64(r.PausedAt))
-	return appendPausedPorts(dst, r.Paused)
+	dst = appendPausedPorts(dst, r.Paused)
+	return appendUint(dst, busy)
 }
 
 // pausedPortFields is the number of msgpack values per sim.PausedPort.
@@ -281,8 +285,10 @@ func (c *Control) UnmarshalBody(v any) error {
 
 // Message is a decoded message: exactly one field is set, as Kind says.
 type Message struct {
-	Kind    Kind
-	Batch   *Batch
+	Kind  Kind
+	Batch *Batch
+	// Busy is a report's busy time, ns (AppendReport).
+	Busy    uint64
 	Report  *barrier.Report
 	Grant   *barrier.Grant
 	Resync  *Resync
@@ -341,6 +347,7 @@ func DecodeInto(data []byte, m *Message, into *Batch) error {
 		m.Batch = into
 	case KindReport:
 		m.Report = d.report()
+		m.Busy = d.u("busy", math.MaxUint64)
 	case KindGrant:
 		m.Grant = d.grant()
 	case KindResync:
