@@ -386,6 +386,10 @@ func (l *leader) observed(g barrier.Grant) {
 		if !l.finished {
 			l.finished = true
 			l.c.enqueue(Command{Op: OpFinish, Window: g.Window, Reason: uint8(g.Reason)})
+			// At once (l.mu is held here): followers and the
+			// launcher stop waiting.
+			l.wg.Add(1)
+			go func() { defer l.wg.Done(); l.status() }()
 		}
 	case g.Window%l.c.cfg.MarkEvery == 0 || g.Window == 1:
 		data, err := msgpack.Marshal(l.bar.State())

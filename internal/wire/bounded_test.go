@@ -190,7 +190,7 @@ func TestSubjects_SenderIsTheLastToken(t *testing.T) {
 		}
 	}
 	other, _ := NewSubjects("r2")
-	for _, subject := range []string{s.Grant(), s.Prefix() + "report.03", s.Prefix() + "report.-1", s.Prefix() + "report.x",
+	for _, subject := range []string{s.Resync(), s.Prefix() + "report.03", s.Prefix() + "report.-1", s.Prefix() + "report.x",
 		other.Report(1), s.Prefix() + "report.99999999999999999999"} {
 		if n, ok := s.Sender(subject); ok {
 			t.Errorf("Sender(%q) = %d, true; want false", subject, n)
