@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -55,32 +56,14 @@ type Config struct {
 // ErrAborted marks a run that another process abandoned.
 var ErrAborted = errors.New("node: run aborted")
 
-// inbox is an unbounded queue filled by NATS callbacks and drained by the
-// node's loop, so that a slow window never makes NATS drop a message.
-type inbox struct {
-	mu     sync.Mutex
-	msgs   []*nats.Msg // guarded by mu
-	signal chan struct{}
-}
-
-func (q *inbox) push(m *nats.Msg) {
-	q.mu.Lock()
-	q.msgs = append(q.msgs, m)
-	q.mu.Unlock()
-	select {
-	case q.signal <- struct{}{}:
-	default:
-	}
-}
-
-func (q *inbox) take(buf []*nats.Msg) []*nats.Msg {
-	q.mu.Lock()
-	buf = append(buf[:0], q.msgs...)
-	clear(q.msgs)
-	q.msgs = q.msgs[:0]
-	q.mu.Unlock()
-	return buf
-}
+// inboxLen is the capacity of the channel every subscription of a node
+// delivers to. NATS's reader puts a message straight into it (no
+// subscription goroutine, no lock: one hand-off less per message than a
+// callback), and drops it if the channel is full. A node holds at most the
+// messages of the window after the one it runs (each peer's report and
+// batches; peers are never two windows ahead), far below this; a message
+// lost anyway is sent again on the leader's resync request.
+const inboxLen = 1 << 16
 
 // Run is a node process's life (docs/design.md §3, §7): subscribe, fetch the
 // setup from a coordinator, build the partition, then loop: take grants,
@@ -108,7 +91,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	nc := cfg.Conn
-	q := &inbox{signal: make(chan struct{}, 1)}
+	q := make(chan *nats.Msg, inboxLen)
 	var subs []*nats.Subscription
 	defer func() {
 		for _, s := range subs {
@@ -116,11 +99,10 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}()
 	for _, s := range []string{subj.Batches(cfg.Partition), subj.Reports(), subj.Resync(), subj.Abort(), subj.Status()} {
-		sub, err := nc.Subscribe(s, q.push)
+		sub, err := nc.ChanSubscribe(s, q)
 		if err != nil {
 			return fmt.Errorf("node %d: subscribe %s: %w", cfg.Partition, s, err)
 		}
-		_ = sub.SetPendingLimits(-1, -1)
 		subs = append(subs, sub)
 	}
 	if err := nc.FlushTimeout(cfg.RequestTimeout); err != nil {
@@ -258,7 +240,6 @@ func Run(ctx context.Context, cfg Config) error {
 	var busy peerBusy
 	ownBusy := make(map[uint64]time.Duration, 2) // by window, the last two
 
-	rtt := startRTT(nc, every)
 	waitFrom := time.Now()
 	var decodeT time.Duration // since waitFrom
 	nextStatus := waitFrom.Add(every)
@@ -270,17 +251,24 @@ func Run(ctx context.Context, cfg Config) error {
 	for !core.Over() {
 		select {
 		case <-ctx.Done():
-			rtt.median()
 			return fmt.Errorf("node %d: %w", cfg.Partition, context.Cause(ctx))
 		case now := <-hb.C:
 			if err := tick(now); err != nil {
-				rtt.median()
 				return fail(err)
 			}
 			continue
-		case <-q.signal:
+		case msg := <-q:
+			buf = append(buf, msg)
 		}
-		buf = q.take(buf)
+	drain:
+		for len(buf) < inboxLen {
+			select {
+			case msg := <-q:
+				buf = append(buf, msg)
+			default:
+				break drain
+			}
+		}
 		for _, msg := range buf {
 			perf.Messages++
 			t0 := time.Now()
@@ -348,7 +336,6 @@ func Run(ctx context.Context, cfg Config) error {
 						log.Warn("abort rejected", "from", a.From, "err", err)
 						continue
 					}
-					rtt.median()
 					return fail(fmt.Errorf("node %d: %w: %s", cfg.Partition, ErrAborted, a.Reason))
 				case wire.TypeStatus:
 					leaderAt = time.Now()
@@ -383,6 +370,13 @@ func Run(ctx context.Context, cfg Config) error {
 				if err := sendReport(&out.Report, compute+encodeT+publishT); err != nil {
 					return err
 				}
+				// Publish only buffers; the connection's flusher goroutine
+				// writes. Let it run now: if this report completes the
+				// window, the next one is runnable at once, and a node with
+				// one thread (GOMAXPROCS=1, deploy's default for a machine's
+				// share) would otherwise hold its report through a whole
+				// window of compute while its peers wait for it.
+				runtime.Gosched()
 				ownBusy[w] = compute + encodeT + publishT
 				delete(ownBusy, w-2)
 				perf.EncodeSeconds += encodeT.Seconds()
@@ -399,8 +393,8 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 		clear(buf)
+		buf = buf[:0]
 	}
-	perf.RTTMicros = rtt.median()
 	// Say so at once: the leader learns the end from the nodes if it
 	// missed the last reports (a successor elected late in the run).
 	heartbeat()

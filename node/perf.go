@@ -37,19 +37,23 @@ func (p *peerBusy) max(window uint64) time.Duration {
 	return 0
 }
 
-// rttSampler measures the NATS round trip (a PING through the server and
+// RTTSampler measures the NATS round trip (a PING through the server and
 // its PONG: nats.Conn.FlushTimeout) every interval from its own goroutine
 // while the run goes on, so the barrier wait can be set against the
-// network's round trip under the same load.
-type rttSampler struct {
+// network's round trip under the same load. The launcher runs it: it is
+// idle during a run, so its samples are the network's and the server's,
+// not a busy node's scheduling delay.
+type RTTSampler struct {
 	mu      sync.Mutex
 	samples []float64 // µs, guarded by mu
 	stop    chan struct{}
 	done    chan struct{}
+	once    sync.Once
 }
 
-func startRTT(nc *nats.Conn, every time.Duration) *rttSampler {
-	s := &rttSampler{stop: make(chan struct{}), done: make(chan struct{})}
+// StartRTT starts sampling nc's round trip every interval.
+func StartRTT(nc *nats.Conn, every time.Duration) *RTTSampler {
+	s := &RTTSampler{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(every)
@@ -75,10 +79,10 @@ func startRTT(nc *nats.Conn, every time.Duration) *rttSampler {
 	return s
 }
 
-// median stops the sampler and returns the median round trip, µs (0: no
-// sample).
-func (s *rttSampler) median() float64 {
-	close(s.stop)
+// Median stops the sampler (once) and returns the median round trip, µs
+// (0: no sample).
+func (s *RTTSampler) Median() float64 {
+	s.once.Do(func() { close(s.stop) })
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -41,10 +41,7 @@ type NodePerf struct {
 	DecodeSeconds    float64
 	ImbalanceSeconds float64
 	Windows          uint64
-	// RTTMicros is the median NATS round trip (PING/PONG through the
-	// server) sampled during the run, µs (0: not measured).
-	RTTMicros float64
-	Messages  uint64 // NATS messages received (batches, grants, resyncs)
+	Messages         uint64 // NATS messages received (batches, grants, resyncs)
 	// Rejected counts messages dropped because they did not come from
 	// the member they claim (or did not decode).
 	Rejected uint64

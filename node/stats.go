@@ -1,8 +1,6 @@
 package node
 
 import (
-	"slices"
-
 	"github.com/lockstep-sim/lockstep/partition"
 	"github.com/lockstep-sim/lockstep/sim"
 )
@@ -39,8 +37,8 @@ type Stats struct {
 	WindowsPerSec     float64 `json:"windows_per_second"`   // wall-clock
 	// Wall-clock, per window and mean over nodes: where a window's time
 	// goes (NodePerf), the barrier wait net of load imbalance, and the
-	// median NATS round trip the nodes measured during the run (0 in
-	// memory).
+	// median NATS round trip the launcher measured during the run (0 in
+	// memory; set by the caller, see RTTSampler).
 	Window        WindowSplit `json:"window_us"`
 	MeanNetWaitUs float64     `json:"mean_net_wait_us"`
 	NATSRTTUs     float64     `json:"nats_rtt_us"`
@@ -101,7 +99,6 @@ type NodeStats struct {
 	PublishSeconds   float64 `json:"publish_seconds"`
 	DecodeSeconds    float64 `json:"decode_seconds"`
 	ImbalanceSeconds float64 `json:"imbalance_seconds"`
-	RTTMicros        float64 `json:"nats_rtt_us"`
 }
 
 // RunStats gathers the distributed statistics of a run cut by pl that
@@ -123,7 +120,6 @@ func RunStats(pl *partition.Placement, rs []*PartResult, end sim.Time, wall floa
 	}
 	var wait float64
 	var split WindowSplit
-	var rtts []float64
 	var lastEvent sim.Time
 	for _, r := range rs {
 		p := &r.Part
@@ -134,7 +130,7 @@ func RunStats(pl *partition.Placement, rs []*PartResult, end sim.Time, wall floa
 			WallSeconds: r.Perf.WallSeconds, RunSeconds: r.Perf.RunSeconds, WaitSeconds: r.Perf.WaitSeconds,
 			MaxWaitMs: r.Perf.MaxWait * 1e3, Rejected: r.Perf.Rejected,
 			ComputeSeconds: r.Perf.ComputeSeconds, EncodeSeconds: r.Perf.EncodeSeconds, PublishSeconds: r.Perf.PublishSeconds,
-			DecodeSeconds: r.Perf.DecodeSeconds, ImbalanceSeconds: r.Perf.ImbalanceSeconds, RTTMicros: r.Perf.RTTMicros}
+			DecodeSeconds: r.Perf.DecodeSeconds, ImbalanceSeconds: r.Perf.ImbalanceSeconds}
 		if w := r.Perf.WallSeconds; w > 0 {
 			ns.EventsPerSec = float64(p.Stats.Events) / w
 			ns.WindowsPerSec = float64(c.Windows) / w
@@ -150,14 +146,7 @@ func RunStats(pl *partition.Placement, rs []*PartResult, end sim.Time, wall floa
 		split.Decode += r.Perf.DecodeSeconds
 		split.WaitImbalance += r.Perf.ImbalanceSeconds
 		split.WaitNet += max(0, r.Perf.WaitSeconds-r.Perf.ImbalanceSeconds)
-		if r.Perf.RTTMicros > 0 {
-			rtts = append(rtts, r.Perf.RTTMicros)
-		}
 		s.PerNode = append(s.PerNode, ns)
-	}
-	if len(rtts) > 0 {
-		slices.Sort(rtts)
-		s.NATSRTTUs = rtts[len(rtts)/2]
 	}
 	s.LastEventNs = lastEvent.NsString()
 	if s.Windows > 0 {
