@@ -5,7 +5,9 @@
 # CONTAINERS=1, in P node containers of the lockstep image (one NATS and
 # one coordinator container on a private Docker network; `make image`
 # first), alternating the modes REPS times. Per run it prints the wall
-# seconds, the speed-up over 1 partition, the efficiency (speed-up / P),
+# seconds (end to end, from the command or the first container started),
+# the run seconds (without start-up: the slowest node's setup-to-finish
+# time), the speed-up over 1 partition (wall), the efficiency (speed-up / P),
 # the windows and the mean cost of a window by part (µs: compute, encode,
 # publish, decode, waiting on slower partitions, waiting on the network
 # and barrier) with the NATS round trip measured in the same run; the
@@ -66,7 +68,7 @@ containers() {
   net=""
 }
 
-printf '%-28s %-10s %3s %7s %7s %5s %6s %8s %6s %6s %6s %6s %6s %6s\n' scenario mode rep wall_s speedup eff windows compute enc pub dec imbal net rtt
+printf '%-28s %-10s %3s %7s %7s %7s %5s %6s %8s %6s %6s %6s %6s %6s %6s\n' scenario mode rep wall_s run_s speedup eff windows compute enc pub dec imbal net rtt
 for s in $SCENARIOS; do
   name=$(basename "$s" .yaml)
   for r in $(seq "$REPS"); do
@@ -87,12 +89,20 @@ f, name, mode, rep, wall, walls, P = sys.argv[1:]
 wall, P = float(wall), int(P)
 one = [float(l.split()[3]) for l in open(walls) if l.split()[0] == name and l.split()[1] == "1"]
 base = sorted(one)[len(one) // 2] if one else wall
-d = json.load(open(f)).get("extra", {}).get("distributed", {})
+j = json.load(open(f))
+d = j.get("extra", {}).get("distributed", {})
 w = d.get("window_us", {})
+# run_s: the run without process or container start-up: the slowest
+# node's wall time (setup fetch to finish), or in one partition the wall
+# time less the setup.
+if d.get("per_node") and d["per_node"][0].get("wall_seconds"):
+    run = max(n["wall_seconds"] for n in d["per_node"])
+else:
+    run = j["perf"]["wall_seconds"] - j["perf"].get("setup_seconds", 0)
 sp = base / wall
 eff = sp / (1 if mode == "1" else P)
 g = lambda k: "%6.0f" % w[k] if k in w else "     -"
-print("%-28s %-10s %3s %7.2f %7.2f %5.2f %6s %8s %6s %6s %6s %6s %6s %6s" % (name[:28], mode, rep, wall, sp, eff,
+print("%-28s %-10s %3s %7.2f %7.2f %7.2f %5.2f %6s %8s %6s %6s %6s %6s %6s %6s" % (name[:28], mode, rep, wall, run, sp, eff,
       d.get("windows", "-"), g("compute"), g("encode"), g("publish"), g("decode"), g("wait_imbalance"), g("wait_net"),
       "%6.0f" % d["nats_rtt_us"] if d.get("nats_rtt_us") else "     -"))
 PY
