@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 # tools/go.mod or tools/go.sum change.
 GOLANGCI_LINT ?= bin/golangci-lint
 
-.PHONY: help build run deps test test-race test-slow bench bench-smoke bench-scale fuzz verify fmt vet lint tidy-check ci image test-cluster
+.PHONY: help build run deps test test-race test-slow bench bench-smoke bench-scale bench-dist fuzz verify fmt vet lint tidy-check ci image test-cluster
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -75,6 +75,9 @@ bench: ## all benchmarks with allocation counts
 
 bench-scale: build ## fat-tree permutations k = 8..48 in 1, 2, 4 in-memory partitions and 2 node processes: setup s, run s, events/s, peak RSS (about 30 seconds)
 	scripts/bench-scale.sh bin/lockstep
+
+bench-dist: build ## a distributed run's cost: 1 partition, P in memory, P processes (CONTAINERS=1: P containers, after make image); per-window split, speed-up, efficiency (about 40 s)
+	scripts/bench-dist.sh bin/lockstep
 
 bench-smoke: ## every benchmark once, briefly (CI)
 	$(GO) test -run '^$$' -bench . -benchtime 100x $(PKGS)

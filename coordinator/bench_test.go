@@ -2,6 +2,7 @@ package coordinator_test
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,16 +74,17 @@ func BenchmarkNATSRequestReply(b *testing.B) {
 }
 
 // BenchmarkBarrierRound measures one lockstep window with nothing to
-// simulate: every node reports, the coordinator's barrier grants, every
-// node receives the grant. Nodes are bare Followers on their own NATS
-// connections; the coordinator is a one-replica raft leader.
+// simulate: every node publishes its report to every node, and each
+// node's replica of the barrier grants the next window (a peer run). Nodes
+// are bare Followers and replicas on their own NATS connections; the
+// coordinator, a one-replica raft leader, observes.
 //
 // auth=members is the embedded server as deploy runs it: each node and the
 // coordinator log in with their own nkey and may publish only on their
 // own subjects (deploy.ServerOptions); auth=none is an open server.
 func BenchmarkBarrierRound(b *testing.B) {
 	for _, auth := range []string{"none", "members"} {
-		for _, n := range []int{1, 2, 4, 8} {
+		for _, n := range []int{2, 4, 8} {
 			b.Run(fmt.Sprintf("auth=%s/nodes=%d", auth, n), func(b *testing.B) { benchRound(b, n, auth == "members") })
 		}
 	}
@@ -119,33 +121,42 @@ func benchRound(b *testing.B, n int, members bool) {
 	var windows atomic.Uint64
 	first, done := make(chan struct{}), make(chan struct{})
 	stop := make(chan struct{})
-	// Each fake node answers every grant at once with a report whose next
-	// event is the window's end, so the barrier grants the next window.
+	// Each fake node runs the barrier the peer way (barrier package doc,
+	// "Peers"): a replica fed with every node's report; it answers every
+	// grant of its replica at once with a report whose next event is the
+	// window's end, so the next window follows. A round is one report hop.
 	for i := 0; i < n; i++ {
 		nc := connect()
 		f := barrier.NewFollower(i, 0)
-		enc := wire.NewEncoder()
-		report := func(r barrier.Report) {
+		rep, err := barrier.New(barrier.Config{Nodes: n, Lookahead: sim.Microsecond, StopAt: sim.Never, Peer: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var mu sync.Mutex
+		var w0 barrier.Report
+		heard0 := make([]bool, n)
+		// report finishes the node's window and publishes its report.
+		report := func(r barrier.Report) barrier.Report {
 			r.Sent = make([]uint32, n)
 			r, err := f.Finish(r)
 			if err != nil {
 				b.Error(err)
-				return
+				return r
 			}
-			_ = nc.Publish(subj.Report(i), enc.Report(&r))
+			if r.Window == 0 {
+				w0 = r
+			}
+			_ = nc.Publish(subj.Report(i), wire.AppendReport(nil, &r, 0))
+			return r
 		}
-		handle := func(m *nats.Msg) {
-			msg, err := wire.Decode(m.Data)
-			if err != nil {
-				return
-			}
-			switch msg.Kind {
-			case wire.KindResync:
-				for _, r := range f.Resend(msg.Resync.Term) {
-					_ = nc.Publish(subj.Report(i), enc.Report(&r))
+		// step feeds r to the replica and runs every window it grants.
+		step := func(r barrier.Report) {
+			for rep.Step(r) == nil {
+				g, ok := rep.Ready()
+				if !ok {
+					return
 				}
-			case wire.KindGrant:
-				g := *msg.Grant
+				rep.Advance()
 				if ok, _ := f.Accept(g); !ok {
 					return
 				}
@@ -162,17 +173,43 @@ func benchRound(b *testing.B, n int, members bool) {
 					return
 				default:
 				}
-				report(barrier.Report{NextEvent: g.End, MinSent: sim.Never})
-			case wire.KindBatch, wire.KindReport, wire.KindControl: // not subscribed
+				r = report(barrier.Report{NextEvent: g.End, MinSent: sim.Never})
 			}
 		}
-		for _, s := range []string{subj.Grant(), subj.Resync()} {
+		handle := func(m *nats.Msg) {
+			msg, err := wire.Decode(m.Data)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch msg.Kind {
+			case wire.KindResync:
+				for _, r := range f.Last() {
+					_ = nc.Publish(subj.Report(i), wire.AppendReport(nil, &r, 0))
+				}
+			case wire.KindReport:
+				r := *msg.Report
+				if r.Node == i {
+					return
+				}
+				if r.Window == 0 && !heard0[r.Node] {
+					heard0[r.Node] = true
+					_ = nc.Publish(subj.Report(i), wire.AppendReport(nil, &w0, 0))
+				}
+				step(r)
+			case wire.KindBatch, wire.KindGrant, wire.KindControl: // not subscribed
+			}
+		}
+		for _, s := range []string{subj.Reports(), subj.Resync()} {
 			if _, err := nc.Subscribe(s, handle); err != nil {
 				b.Fatal(err)
 			}
 		}
 		_ = nc.Flush()
-		report(barrier.Report{NextEvent: 0, MinSent: sim.Never})
+		mu.Lock()
+		step(report(barrier.Report{NextEvent: 0, MinSent: sim.Never}))
+		mu.Unlock()
 	}
 	// Wait for window 1 (leader elected, nodes resynchronised), then time
 	// b.N windows.

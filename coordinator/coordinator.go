@@ -52,8 +52,8 @@ type Config struct {
 	// MarkEvery is the number of windows between progress marks (default
 	// 256).
 	MarkEvery uint64
-	// ResyncEvery is how often a leader that is resynchronising asks the
-	// nodes again (default 100ms); StatusEvery how often a leader
+	// ResyncEvery is how often a leader whose observer is resynchronising
+	// asks the nodes again (default 100ms); StatusEvery how often a leader
 	// publishes its status (default 250ms).
 	ResyncEvery time.Duration
 	StatusEvery time.Duration
@@ -62,9 +62,9 @@ type Config struct {
 	// fails the run (default liveness.DefaultTimeout). It aborts the run
 	// naming the partition.
 	PeerTimeout time.Duration
-	// StallAfter is how long a leader waits without a new report before it
-	// publishes its last grant again and asks the nodes to resend their
-	// reports and batches (messages lost in a NATS outage; default 500ms).
+	// StallAfter is how long a leader's observer waits without a new grant
+	// before it resynchronises and asks the nodes to resend their reports
+	// and batches (messages lost in a NATS outage; default 500ms).
 	StallAfter time.Duration
 	// JoinTimeout bounds how long a replica that has never known a raft
 	// leader waits for one (its peers starting, an election) before it

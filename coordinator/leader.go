@@ -17,10 +17,11 @@ import (
 	"github.com/lockstep-sim/lockstep/sim"
 )
 
-// leader is the barrier shell of one leadership term: it feeds the nodes'
-// reports to the Barrier and publishes its grants (docs/design.md §3). It is
-// the only per-window path through the coordinator, and raft is not on
-// it: progress marks are proposed asynchronously.
+// leader is the coordinator's shell of one leadership term. The nodes run
+// the barrier among themselves (coordinator/barrier package doc, "Peers"):
+// the leader is an observer, a peer replica fed with the same reports,
+// whose grants it records (progress marks, the finish) and never
+// publishes. No coordinator is on the per-window path.
 type leader struct {
 	c    *Coordinator
 	term uint64
@@ -28,13 +29,15 @@ type leader struct {
 	mu      sync.Mutex
 	bar     *barrier.Barrier // guarded by mu
 	enc     *wire.Encoder    // guarded by mu
-	last    barrier.Grant    // guarded by mu; the last grant published
+	last    barrier.Grant    // guarded by mu; the last grant observed
 	joined  bool             // guarded by mu; joins proposed
 	stopped bool             // guarded by mu
-	// granted says this term published l.last; progress is when the last
-	// report was accepted; peers when each node was last heard from.
-	granted  bool            // guarded by mu
+	// progress is when the observer last issued a grant; peers when each
+	// node was last heard from; finals the nodes that said they finished
+	// (NodeStatus), finished that the finish was proposed.
 	progress time.Time       // guarded by mu
+	finals   []bool          // guarded by mu
+	finished bool            // guarded by mu
 	peers    *liveness.Peers // guarded by mu
 	// rejected counts reports dropped as not from the node they claim
 	// (or undecodable); guarded by mu.
@@ -48,9 +51,9 @@ type leader struct {
 // becomeLeader makes this replica the run's leader for raft's current
 // term: it waits until the FSM has applied every committed entry, records
 // the run's configuration (or checks it against the recorded one),
-// restores the barrier from the last progress mark, moves it to the new
-// term (which starts a resynchronisation: barrier package doc, "Terms and
-// failover") and starts serving.
+// restores the observer from the last progress mark, resynchronises it
+// (the nodes may be far ahead: barrier package doc, "Peers") and starts
+// serving.
 func (c *Coordinator) becomeLeader() {
 	term := c.raft.CurrentTerm()
 	if err := c.raft.Barrier(5 * time.Second).Error(); err != nil {
@@ -79,7 +82,7 @@ func (c *Coordinator) becomeLeader() {
 	}
 	bar, err := barrier.New(barrier.Config{Nodes: st.Config.P, Lookahead: sim.Time(st.Config.Lookahead),
 		StopAt: sim.Time(st.Config.StopAt), DeadlockThreshold: sim.Time(st.Config.Deadlock),
-		DeadlockEvery: sim.Time(st.Config.DeadlockEvery)})
+		DeadlockEvery: sim.Time(st.Config.DeadlockEvery), Peer: true})
 	if err != nil {
 		c.fail(err)
 		return
@@ -95,9 +98,10 @@ func (c *Coordinator) becomeLeader() {
 			return
 		}
 	}
-	bar.SetTerm(term)
+	bar.Resync()
 	l := &leader{c: c, term: term, bar: bar, enc: wire.NewEncoder(), quit: make(chan struct{}),
-		joined: st.Phase >= PhaseRunning, progress: time.Now(), peers: liveness.NewPeers(st.Config.P)}
+		joined: st.Phase >= PhaseRunning, progress: time.Now(), peers: liveness.NewPeers(st.Config.P),
+		finals: make([]bool, st.Config.P)}
 	if st.HasMark {
 		l.last = barrier.Grant{Window: st.Mark.Window, Start: sim.Time(st.Mark.Start)}
 	}
@@ -162,7 +166,7 @@ func (l *leader) stop() {
 	l.wg.Wait()
 }
 
-// tick asks the nodes to resend while the barrier resynchronises, and
+// tick asks the nodes to resend while the observer resynchronises, and
 // publishes the status.
 func (l *leader) tick(finished bool) {
 	defer l.wg.Done()
@@ -195,11 +199,11 @@ func (l *leader) tick(finished bool) {
 
 // watch is the leader's deadline check, every heartbeat interval: the NATS
 // server must come back within PeerTimeout, every node that has spoken must
-// speak again within it, and a barrier that made no progress for
-// StallAfter (or a connection that just came back) gets its last grant
-// again and a resync request, so that whatever an outage lost is sent
-// again. Copies change nothing: nodes ignore grants they hold and drop
-// batches they have, and the barrier refuses reports it has.
+// speak again within it, and an observer that saw no progress for
+// StallAfter (or a connection that just came back) resynchronises and
+// asks the nodes to resend their last reports and batches, so that
+// whatever an outage lost, at the nodes or here, is sent again. Copies
+// change nothing: nodes drop batches and reports they have.
 func (l *leader) watch(conn *liveness.Conn, now time.Time) {
 	cfg := l.c.cfg
 	up, reconnected, err := conn.Check(now, cfg.PeerTimeout)
@@ -209,7 +213,7 @@ func (l *leader) watch(conn *liveness.Conn, now time.Time) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.stopped || l.bar.Phase() == barrier.PhaseFinished {
+	if l.stopped || l.finished || l.bar.Phase() == barrier.PhaseFinished {
 		return
 	}
 	if !up {
@@ -226,13 +230,11 @@ func (l *leader) watch(conn *liveness.Conn, now time.Time) {
 		l.c.fail(err)
 		return
 	}
-	if l.bar.Phase() == barrier.PhaseCollecting && (reconnected || now.Sub(l.progress) > cfg.StallAfter) {
+	if reconnected || now.Sub(l.progress) > cfg.StallAfter {
 		l.progress = now
-		if l.granted {
-			_ = cfg.Conn.Publish(l.c.subj.Grant(), l.enc.Grant(&l.last))
-		}
+		l.bar.Resync()
 		_ = cfg.Conn.Publish(l.c.subj.Resync(), l.enc.Resync(wire.Resync{Term: l.term}))
-		l.c.log.Info("no progress: grant and resync request sent again", "window", l.last.Window, "reconnected", reconnected)
+		l.c.log.Info("no progress: resync request sent", "window", l.last.Window, "reconnected", reconnected)
 	}
 }
 
@@ -248,13 +250,29 @@ func (l *leader) onNodeStatus(msg *nats.Msg) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if st.Partition < 0 || st.Partition >= len(l.finals) {
+		return
+	}
 	l.peers.Heard(st.Partition, time.Now())
+	if !st.Finished || l.stopped || l.finished {
+		return
+	}
+	// The nodes finish on their own replicas' grant: if the observer
+	// missed the last reports, the nodes' word ends the run.
+	l.finals[st.Partition] = true
+	for _, f := range l.finals {
+		if !f {
+			return
+		}
+	}
+	l.finished = true
+	l.c.enqueue(Command{Op: OpFinish, Window: st.Window, Reason: st.Reason})
 }
 
 func (l *leader) resync() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.stopped || l.bar.Phase() != barrier.PhaseResyncing {
+	if l.stopped || l.finished || l.bar.Phase() != barrier.PhaseResyncing {
 		return
 	}
 	_ = l.c.cfg.Conn.Publish(l.c.subj.Resync(), l.enc.Resync(wire.Resync{Term: l.term}))
@@ -264,6 +282,9 @@ func (l *leader) status() {
 	l.mu.Lock()
 	st := wire.Status{ID: l.c.cfg.ID, Term: l.term, PID: os.Getpid(), Window: l.last.Window, Start: int64(l.last.Start),
 		Phase: l.bar.Phase().String(), Grants: l.bar.Stats().Grants, Rejected: l.rejected + l.c.RaftRejected()}
+	if l.finished {
+		st.Phase = barrier.PhaseFinished.String()
+	}
 	stopped := l.stopped
 	var data []byte
 	var err error
@@ -294,7 +315,7 @@ func (l *leader) onSetup(msg *nats.Msg) {
 	_ = msg.Respond(data)
 }
 
-// onReport feeds a report to the barrier and publishes what it grants.
+// onReport feeds a report to the observer and records what it grants.
 func (l *leader) onReport(msg *nats.Msg) {
 	m, err := wire.Decode(msg.Data)
 	if err == nil && m.Kind != wire.KindReport {
@@ -317,28 +338,39 @@ func (l *leader) onReport(msg *nats.Msg) {
 	if l.stopped {
 		return
 	}
-	l.peers.Heard(m.Report.Node, time.Now())
-	if err := l.bar.Step(*m.Report); err != nil {
-		// Stale, duplicate and early reports are normal around a
-		// failover; anything else is a broken node.
-		l.c.log.Debug("report refused", "node", m.Report.Node, "epoch", m.Report.Window, "err", err)
+	r := *m.Report
+	l.peers.Heard(r.Node, time.Now())
+	err = l.bar.Step(r)
+	if errors.Is(err, barrier.ErrWrongWindow) && l.bar.Phase() == barrier.PhaseCollecting && r.Window > l.bar.Window()+1 {
+		// The nodes are ahead (the observer lost reports): catch up
+		// from what comes next, and ask for the last reports again.
+		l.bar.Resync()
+		err = l.bar.Step(r)
+		_ = l.c.cfg.Conn.Publish(l.c.subj.Resync(), l.enc.Resync(wire.Resync{Term: l.term}))
+	}
+	if err != nil {
+		// Copies and reports around a resync are normal; anything
+		// else is a broken node, which its peers refuse too.
+		l.c.log.Debug("report refused", "node", r.Node, "epoch", r.Window, "err", err)
 		if errors.Is(err, barrier.ErrBadReport) {
-			l.c.log.Warn("bad report", "node", m.Report.Node, "epoch", m.Report.Window, "err", err)
+			l.c.log.Warn("bad report", "node", r.Node, "epoch", r.Window, "err", err)
 		}
 		return
 	}
-	l.progress = time.Now()
-	g, ok := l.bar.Ready()
-	if !ok {
-		return
+	for {
+		g, ok := l.bar.Ready()
+		if !ok {
+			return
+		}
+		l.bar.Advance()
+		l.observed(g)
 	}
-	if err := l.c.cfg.Conn.Publish(l.c.subj.Grant(), l.enc.Grant(&g)); err != nil {
-		l.c.log.Error("publish grant", "epoch", g.Window, "err", err)
-		return // Ready returns it again with the next report or resync
-	}
-	l.bar.Advance()
+}
+
+// observed records a grant the observer issued: the joins after window 0,
+// progress marks, the finish.
+func (l *leader) observed(g barrier.Grant) {
 	l.last = g
-	l.granted = true
 	l.progress = time.Now()
 	if !l.joined {
 		l.joined = true
@@ -351,7 +383,14 @@ func (l *leader) onReport(msg *nats.Msg) {
 	}
 	switch {
 	case g.Finished:
-		l.c.enqueue(Command{Op: OpFinish, Window: g.Window, Reason: uint8(g.Reason)})
+		if !l.finished {
+			l.finished = true
+			l.c.enqueue(Command{Op: OpFinish, Window: g.Window, Reason: uint8(g.Reason)})
+			// At once (l.mu is held here): followers and the
+			// launcher stop waiting.
+			l.wg.Add(1)
+			go func() { defer l.wg.Done(); l.status() }()
+		}
 	case g.Window%l.c.cfg.MarkEvery == 0 || g.Window == 1:
 		data, err := msgpack.Marshal(l.bar.State())
 		if err != nil {

@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +75,9 @@ type Options struct {
 	// Dir holds the coordinators' raft state (default: a temporary
 	// directory, removed at the end).
 	Dir string
+	// NodeProfile, with Procs, makes node i write a CPU profile to
+	// NodeProfile.node<i> (lockstep node --cpuprofile).
+	NodeProfile string
 	// MarkEvery is the coordinators' progress-mark interval in windows,
 	// StatusEvery their leader's status interval (0: their defaults).
 	MarkEvery   uint64
@@ -126,6 +130,9 @@ type Result struct {
 	// from the member they claim (the nodes' own counts are in their
 	// results' Perf).
 	Rejected node.Rejected
+	// RTTMicros is the median NATS round trip the launcher measured
+	// during the run, µs (node.RTTSampler).
+	RTTMicros float64
 }
 
 // A run that fails after it started returns, with its error, a Result
@@ -249,6 +256,8 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if err := l.collect(nc); err != nil {
 		return nil, err
 	}
+	rtt := node.StartRTT(nc, 50*time.Millisecond)
+	defer rtt.Median()
 	if !o.External {
 		if err := l.startCoordinators(ctx, su); err != nil {
 			return nil, err
@@ -290,7 +299,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		return nil, err
 	}
 	return &Result{Outputs: out, Results: rs, RunID: o.RunID, Wall: time.Since(start), Leaders: leaders,
-		CoordinatorsLost: lost, Rejected: l.rejected()}, nil
+		CoordinatorsLost: lost, Rejected: l.rejected(), RTTMicros: rtt.Median()}, nil
 }
 
 // rejected gathers the refusal counts.
@@ -723,6 +732,9 @@ func (l *launch) startNodes(ctx context.Context) error {
 			if l.o.StatusEvery > 0 {
 				args = append(args, "--status-every", l.o.StatusEvery.String())
 			}
+			if l.o.NodeProfile != "" {
+				args = append(args, "--cpuprofile", fmt.Sprintf("%s.node%d", l.o.NodeProfile, i))
+			}
 			if err := l.spawn(ctx, "node", fmt.Sprintf("node %d", i), "", l.member(member.Node(i)), append(args, l.o.ChildArgs...)); err != nil {
 				return err
 			}
@@ -758,6 +770,11 @@ func (l *launch) spawn(ctx context.Context, role, name, id string, creds *member
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), l.o.ExeEnv...)
+	if role == "node" {
+		if n, ok := nodeProcs(l.o.Placement.P, runtime.NumCPU()); ok {
+			cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(n))
+		}
+	}
 	if creds != nil {
 		path, err := l.credsFile(creds)
 		if err != nil {
@@ -817,6 +834,19 @@ func (l *launch) spawn(ctx context.Context, role, name, id string, creds *member
 		}
 	}()
 	return nil
+}
+
+// nodeProcs is the GOMAXPROCS of each of p node processes on a machine of
+// cpus cores: its share of the cores (at least 1), unless GOMAXPROCS is set
+// already (ok false). The nodes of one machine all compute at once in a
+// window; a Go runtime that schedules more threads than its share (a GC
+// mark worker is a quarter of them) only preempts the other nodes, whose
+// windows then end later, and everyone waits for the slowest.
+func nodeProcs(p, cpus int) (int, bool) {
+	if os.Getenv("GOMAXPROCS") != "" || p <= 0 {
+		return 0, false
+	}
+	return max(1, cpus/p), true
 }
 
 // credsFile writes c into the launcher's private directory.

@@ -13,27 +13,30 @@ import (
 
 // Who may publish and subscribe on what (docs/decisions.md, "Members and
 // credentials"). A subject a node publishes on ends with its index, so
-// the server attributes every message: node i can speak only as node i,
-// and only coordinators publish grants. A new subject a member publishes
+// the server attributes every message: node i can speak only as node i
+// (its reports, which every node hears, and its batches), and only
+// coordinators ask for resends, publish the status and abort. A new subject a member publishes
 // on must be added here, or the embedded server refuses it.
 
-// nodePermissions are node i's. Nodes hear the leader's status (its
-// heartbeat, internal/liveness); coordinators hear the nodes'.
+// nodePermissions are node i's. Nodes hear every node's reports (the
+// barrier is run among them: coordinator/barrier package doc, "Peers") and
+// the leader's status (its heartbeat, internal/liveness); coordinators
+// hear the nodes'.
 func nodePermissions(s wire.Subjects, i int) *server.Permissions {
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{
 			s.Prefix() + fmt.Sprintf("batch.*.%d", i), s.Report(i), s.Setup(), s.Result(i), s.NodeStatus(i)}},
 		Subscribe: &server.SubjectPermission{Allow: []string{
-			s.Batches(i), s.Grant(), s.Resync(), s.Abort(), s.Status(), s.Inbox(member.Node(i)) + ".>"}},
+			s.Batches(i), s.Reports(), s.Resync(), s.Abort(), s.Status(), s.Inbox(member.Node(i)) + ".>"}},
 	}
 }
 
-// coordinatorPermissions are coordinator replica id's: grants, resyncs,
+// coordinatorPermissions are coordinator replica id's: resync requests,
 // status and aborts, and replies to setup requests; it hears reports, the
 // nodes' progress and the leader's status (a follower's --metrics).
 func coordinatorPermissions(s wire.Subjects, id string) *server.Permissions {
 	return &server.Permissions{
-		Publish: &server.SubjectPermission{Allow: []string{s.Grant(), s.Resync(), s.Status(), s.Abort()}},
+		Publish: &server.SubjectPermission{Allow: []string{s.Resync(), s.Status(), s.Abort()}},
 		Subscribe: &server.SubjectPermission{Allow: []string{
 			s.Reports(), s.NodeStatuses(), s.Status(), s.Setup(), s.Abort(), s.Inbox(member.Coordinator(id)) + ".>"}},
 		Response: &server.ResponsePermission{MaxMsgs: 1},

@@ -46,8 +46,22 @@ type Core struct {
 	// the far end is local. Past the links, dest[NumLinks+e] is element
 	// e's, for signals (sim.Engine.Signal) to it.
 	dest []int32
-	// inbox holds batches delivered and not yet injected.
-	inbox []*wire.Batch
+	// inbox holds batches delivered and not yet injected; owned says the
+	// core recycles the batch once injected (BatchBuffer).
+	inbox []inBatch
+	// free holds batches to decode into (BatchBuffer), freeOut packet
+	// buffers for the batches Run sends: a window's are recycled when the
+	// window two later has run (see Sent), so a run allocates no packet
+	// buffers once warm.
+	free    []*wire.Batch
+	freeOut [][]sim.RemotePacket
+	// bar is the node's replica of the barrier in a peer run (NewPeerCore;
+	// coordinator/barrier package doc, "Peers"), nil when grants come from
+	// a leader; w0 is the node's window-0 report, published again by the
+	// republish rule; copies counts reports dropped as copies.
+	bar    *barrier.Barrier
+	w0     barrier.Report
+	copies uint64
 	// out collects the outbox by destination partition (scratch).
 	out   [][]sim.RemotePacket
 	stats CoreStats
@@ -65,6 +79,11 @@ type Core struct {
 	seen     map[batchKey]struct{}
 	keepFrom uint64
 	dups     uint64
+}
+
+type inBatch struct {
+	b     *wire.Batch
+	owned bool
 }
 
 type batchKey struct {
@@ -128,6 +147,28 @@ func NewCore(b *scenario.Built, pl *partition.Placement, part int, term uint64) 
 	return c, nil
 }
 
+// NewPeerCore is NewCore for a peer run: the core keeps a replica of the
+// barrier, fed with every node's reports (Step, and its own as it makes
+// them), and accepts the grants it issues itself. Terms stay 0.
+func NewPeerCore(b *scenario.Built, pl *partition.Placement, part int) (*Core, error) {
+	c, err := NewCore(b, pl, part, 0)
+	if err != nil {
+		return nil, err
+	}
+	cfg := BarrierConfig(b, pl)
+	cfg.Peer = true
+	if c.bar, err = barrier.New(cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// BarrierConfig is the barrier configuration of scenario b cut by pl.
+func BarrierConfig(b *scenario.Built, pl *partition.Placement) barrier.Config {
+	return barrier.Config{Nodes: pl.P, Lookahead: pl.Lookahead, StopAt: b.Limit(),
+		DeadlockThreshold: b.Fabric.Watchdog(), DeadlockEvery: DeadlockEvery(b)}
+}
+
 // DeadlockEvery is the PFC deadlock search's grid period for b (0: no
 // search): what the barrier and a single process use.
 func DeadlockEvery(b *scenario.Built) sim.Time {
@@ -151,8 +192,84 @@ func (c *Core) Setup() (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
+	c.w0 = r
+	if err := c.stepOwn(r); err != nil {
+		return Output{}, err
+	}
 	return Output{Report: r}, nil
 }
+
+// stepOwn steps the node's own report into its replica (peer runs).
+func (c *Core) stepOwn(r barrier.Report) error {
+	if c.bar == nil {
+		return nil
+	}
+	if err := c.bar.Step(r); err != nil {
+		return fmt.Errorf("node %d: own report for window %d: %w", c.part, r.Window, err)
+	}
+	return c.takeGrants()
+}
+
+// Step feeds another node's report to the replica (peer runs) and accepts
+// the grants it issues. A copy (a report resent or republished, or one for
+// a window the replica has collected) changes nothing and is counted
+// (Copies); any other report the barrier refuses is an error naming its
+// node.
+func (c *Core) Step(r barrier.Report) error {
+	if c.bar == nil {
+		return fmt.Errorf("node %d: a report of node %d, but grants come from the leader", c.part, r.Node)
+	}
+	if r.Node == c.part {
+		return fmt.Errorf("node %d: a report in its own name", c.part)
+	}
+	if err := c.bar.Step(r); err != nil {
+		if errors.Is(err, barrier.ErrDuplicate) || errors.Is(err, barrier.ErrFinished) ||
+			errors.Is(err, barrier.ErrWrongWindow) && r.Window < c.bar.Window() {
+			c.copies++
+			return nil
+		}
+		return fmt.Errorf("node %d: report of node %d for window %d: %w", c.part, r.Node, r.Window, err)
+	}
+	return c.takeGrants()
+}
+
+func (c *Core) takeGrants() error {
+	for {
+		g, ok := c.bar.Ready()
+		if !ok {
+			return nil
+		}
+		c.bar.Advance()
+		if ok, why := c.Accept(g); !ok {
+			return fmt.Errorf("node %d: grant of window %d from its own replica refused: %s", c.part, g.Window, why)
+		}
+	}
+}
+
+// Copies counts the reports Step dropped as copies.
+func (c *Core) Copies() uint64 { return c.copies }
+
+// SetupReport is the node's window-0 report (valid after Setup): a peer
+// publishes it again when it first hears another node's (barrier package
+// doc, "Peers").
+func (c *Core) SetupReport() barrier.Report { return c.w0 }
+
+// LastReports are the node's last two reports as sent, for a resend
+// request in a peer run.
+func (c *Core) LastReports() []barrier.Report { return c.fol.Last() }
+
+// BatchBuffer returns a batch to decode a message into and pass to
+// DeliverOwned; the core recycles it once its packets are injected.
+func (c *Core) BatchBuffer() *wire.Batch {
+	if n := len(c.free); n > 0 {
+		b := c.free[n-1]
+		c.free = c.free[:n-1]
+		return b
+	}
+	return &wire.Batch{}
+}
+
+func (c *Core) recycle(b *wire.Batch) { c.free = append(c.free, b) }
 
 // Accept takes grant g if the follower does (barrier.Follower.Accept).
 func (c *Core) Accept(g barrier.Grant) (bool, string) {
@@ -167,7 +284,21 @@ func (c *Core) Accept(g barrier.Grant) (bool, string) {
 // checked now and injected when the window that needs them starts. A
 // batch delivered twice (resent after an outage) is dropped and counted
 // (Duplicates): it changes nothing.
-func (c *Core) Deliver(b *wire.Batch) error {
+func (c *Core) Deliver(b *wire.Batch) error { return c.deliver(b, false) }
+
+// DeliverOwned is Deliver for a batch from BatchBuffer, which the core
+// takes back (also on error).
+func (c *Core) DeliverOwned(b *wire.Batch) error { return c.deliver(b, true) }
+
+func (c *Core) deliver(b *wire.Batch, owned bool) (err error) {
+	kept := false
+	if owned {
+		defer func() {
+			if !kept {
+				c.recycle(b)
+			}
+		}()
+	}
 	if int(b.To) != c.part || b.From < 0 || int(b.From) >= c.p || int(b.From) == c.part {
 		return fmt.Errorf("%w: batch %d -> %d delivered to node %d of %d", ErrBadBatch, b.From, b.To, c.part, c.p)
 	}
@@ -199,7 +330,8 @@ func (c *Core) Deliver(b *wire.Batch) error {
 		return err
 	}
 	c.seen[k] = struct{}{}
-	c.inbox = append(c.inbox, b)
+	c.inbox = append(c.inbox, inBatch{b, owned})
+	kept = true
 	c.stats.BatchesIn++
 	return nil
 }
@@ -235,13 +367,14 @@ func (c *Core) Run() (Output, error) {
 	if !ok || !c.fol.ReadyToRun(g) {
 		return Output{}, fmt.Errorf("node %d: window not runnable", c.part)
 	}
-	slices.SortFunc(c.inbox, func(a, b *wire.Batch) int {
+	slices.SortFunc(c.inbox, func(x, y inBatch) int {
+		a, b := x.b, y.b
 		return cmp.Or(cmp.Compare(a.Window, b.Window), cmp.Compare(a.From, b.From), cmp.Compare(a.Seq, b.Seq))
 	})
 	e := c.F.Engine()
 	k := 0
-	for ; k < len(c.inbox) && c.inbox[k].Window < g.Window; k++ {
-		b := c.inbox[k]
+	for ; k < len(c.inbox) && c.inbox[k].b.Window < g.Window; k++ {
+		b := c.inbox[k].b
 		for i := range b.Packets {
 			rp := &b.Packets[i]
 			if rp.At < g.Start {
@@ -255,7 +388,10 @@ func (c *Core) Run() (Output, error) {
 			e.Inject(rp)
 		}
 		c.stats.PacketsIn += uint64(len(b.Packets))
-		c.inbox[k] = nil
+		if c.inbox[k].owned {
+			c.recycle(b)
+		}
+		c.inbox[k] = inBatch{}
 	}
 	c.inbox = c.inbox[:copy(c.inbox, c.inbox[k:])]
 
@@ -292,8 +428,12 @@ func (c *Core) Run() (Output, error) {
 	for j, pkts := range c.out {
 		for seq := uint32(0); len(pkts) > 0; seq++ {
 			m := min(len(pkts), MaxBatchPackets)
+			var buf []sim.RemotePacket
+			if n := len(c.freeOut); n > 0 {
+				buf, c.freeOut = c.freeOut[n-1], c.freeOut[:n-1]
+			}
 			out.Batches = append(out.Batches, wire.Batch{From: int32(c.part), To: int32(j), Window: g.Window, Seq: seq,
-				Packets: slices.Clone(pkts[:m])})
+				Packets: append(buf[:0], pkts[:m]...)})
 			pkts = pkts[m:]
 			sent[j]++
 			c.stats.BatchesOut++
@@ -309,7 +449,15 @@ func (c *Core) Run() (Output, error) {
 		return Output{}, err
 	}
 	out.Report = r
+	// The batches of window g.Window-2 are injected everywhere by now
+	// (see Sent): their buffers can go round again.
+	for _, b := range c.sent[0] {
+		c.freeOut = append(c.freeOut, b.Packets)
+	}
 	c.sent[0], c.sent[1] = c.sent[1], out.Batches
+	if err := c.stepOwn(r); err != nil {
+		return Output{}, err
+	}
 	return out, nil
 }
 

@@ -2,7 +2,9 @@ package node
 
 import (
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/lockstep-sim/lockstep/coordinator/barrier"
 	"github.com/lockstep-sim/lockstep/partition"
@@ -34,8 +36,7 @@ type LocalRun struct {
 // test that partitioning changes no result, and by `lockstep run
 // --partitions P --transport memory`.
 func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*LocalRun, error) {
-	bar, err := barrier.New(barrier.Config{Nodes: pl.P, Lookahead: pl.Lookahead, StopAt: b.Limit(),
-		DeadlockThreshold: b.Fabric.Watchdog(), DeadlockEvery: DeadlockEvery(b)})
+	bar, err := barrier.New(BarrierConfig(b, pl))
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +57,16 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 	}
 	outs := make([]Output, pl.P)
 	errs := make([]error, pl.P)
+	// Wall-clock statistics, as a node process records them (NodePerf):
+	// a partition runs its window, then waits for the slowest one.
+	perf := make([]NodePerf, pl.P)
+	took := make([]time.Duration, pl.P)
+	start := time.Now()
+	run := func(i int) {
+		t := time.Now()
+		outs[i], errs[i] = cores[i].Run()
+		took[i] = time.Since(t)
+	}
 	for {
 		g, ok := bar.Ready()
 		if !ok {
@@ -73,16 +84,28 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 		if g.Finished {
 			break
 		}
+		t0 := time.Now()
 		if opt.Parallel {
 			var wg sync.WaitGroup
-			for i, c := range cores {
-				wg.Go(func() { outs[i], errs[i] = c.Run() })
+			for i := range cores {
+				wg.Go(func() { run(i) })
 			}
 			wg.Wait()
 		} else {
-			for i, c := range cores {
-				outs[i], errs[i] = c.Run()
+			for i := range cores {
+				run(i)
 			}
+		}
+		window := time.Since(t0)
+		for i := range perf {
+			p := &perf[i]
+			p.RunSeconds += took[i].Seconds()
+			p.ComputeSeconds += took[i].Seconds()
+			p.Windows++
+			wait := (window - took[i]).Seconds()
+			p.MaxWait = max(p.MaxWait, wait)
+			slowest := slices.Max(took)
+			p.ImbalanceSeconds += (slowest - took[i]).Seconds()
 		}
 		for i := range cores {
 			if errs[i] != nil {
@@ -99,9 +122,13 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 			}
 		}
 	}
+	wall := time.Since(start).Seconds()
 	rs := make([]*PartResult, pl.P)
 	for i, c := range cores {
 		rs[i] = c.Result()
+		perf[i].WallSeconds = wall
+		perf[i].WaitSeconds = max(0, wall-perf[i].RunSeconds)
+		rs[i].Perf = perf[i]
 	}
 	parts, err := Parts(rs)
 	if err != nil {

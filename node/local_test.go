@@ -225,3 +225,31 @@ func TestRunLocal_Design2_NSCCByteIdentical(t *testing.T) {
 	got, lr := local(t, b, pl, false)
 	compare(t, "nscc per-element", want, wantSum, got, lr)
 }
+
+// TestRunLocal_RecordsPerPartitionPerf checks that an in-memory run records
+// each partition's wall-clock statistics as a node process does (issue 25:
+// they were 0), in RunStats's per-node lines too.
+func TestRunLocal_RecordsPerPartitionPerf(t *testing.T) {
+	b := loadText(t, "random.yaml", "seed: 7\n"+markingScenario)
+	for _, parallel := range []bool{false, true} {
+		pl, err := partition.Auto(b.Topo, b.Fabric.Impairments, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, lr := local(t, b, pl, parallel)
+		st := RunStats(pl, lr.Results, b.Limit(), 0)
+		for i, r := range lr.Results {
+			p, ns := r.Perf, st.PerNode[i]
+			if p.WallSeconds <= 0 || p.RunSeconds <= 0 || p.ComputeSeconds != p.RunSeconds || p.RunSeconds > p.WallSeconds ||
+				p.WaitSeconds < 0 || p.ImbalanceSeconds < 0 || p.Windows != r.Core.Windows || p.Windows == 0 {
+				t.Errorf("parallel=%t partition %d: perf %+v (windows %d)", parallel, i, p, r.Core.Windows)
+			}
+			if ns.WallSeconds != p.WallSeconds || ns.RunSeconds != p.RunSeconds || ns.WaitSeconds != p.WaitSeconds {
+				t.Errorf("parallel=%t partition %d: per-node line %+v, perf %+v", parallel, i, ns, p)
+			}
+		}
+		if st.Window.Compute <= 0 || st.MeanBarrierWaitUs < 0 {
+			t.Errorf("parallel=%t: window split %+v, mean wait %v", parallel, st.Window, st.MeanBarrierWaitUs)
+		}
+	}
+}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/lockstep-sim/lockstep/coordinator/barrier"
 	"github.com/lockstep-sim/lockstep/internal/liveness"
 	"github.com/lockstep-sim/lockstep/internal/member"
 	"github.com/lockstep-sim/lockstep/internal/wire"
@@ -54,32 +56,14 @@ type Config struct {
 // ErrAborted marks a run that another process abandoned.
 var ErrAborted = errors.New("node: run aborted")
 
-// inbox is an unbounded queue filled by NATS callbacks and drained by the
-// node's loop, so that a slow window never makes NATS drop a message.
-type inbox struct {
-	mu     sync.Mutex
-	msgs   []*nats.Msg // guarded by mu
-	signal chan struct{}
-}
-
-func (q *inbox) push(m *nats.Msg) {
-	q.mu.Lock()
-	q.msgs = append(q.msgs, m)
-	q.mu.Unlock()
-	select {
-	case q.signal <- struct{}{}:
-	default:
-	}
-}
-
-func (q *inbox) take(buf []*nats.Msg) []*nats.Msg {
-	q.mu.Lock()
-	buf = append(buf[:0], q.msgs...)
-	clear(q.msgs)
-	q.msgs = q.msgs[:0]
-	q.mu.Unlock()
-	return buf
-}
+// inboxLen is the capacity of the channel every subscription of a node
+// delivers to. NATS's reader puts a message straight into it (no
+// subscription goroutine, no lock: one hand-off less per message than a
+// callback), and drops it if the channel is full. A node holds at most the
+// messages of the window after the one it runs (each peer's report and
+// batches; peers are never two windows ahead), far below this; a message
+// lost anyway is sent again on the leader's resync request.
+const inboxLen = 1 << 16
 
 // Run is a node process's life (docs/design.md §3, §7): subscribe, fetch the
 // setup from a coordinator, build the partition, then loop: take grants,
@@ -107,19 +91,18 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	nc := cfg.Conn
-	q := &inbox{signal: make(chan struct{}, 1)}
+	q := make(chan *nats.Msg, inboxLen)
 	var subs []*nats.Subscription
 	defer func() {
 		for _, s := range subs {
 			_ = s.Unsubscribe()
 		}
 	}()
-	for _, s := range []string{subj.Batches(cfg.Partition), subj.Grant(), subj.Resync(), subj.Abort(), subj.Status()} {
-		sub, err := nc.Subscribe(s, q.push)
+	for _, s := range []string{subj.Batches(cfg.Partition), subj.Reports(), subj.Resync(), subj.Abort(), subj.Status()} {
+		sub, err := nc.ChanSubscribe(s, q)
 		if err != nil {
 			return fmt.Errorf("node %d: subscribe %s: %w", cfg.Partition, s, err)
 		}
-		_ = sub.SetPendingLimits(-1, -1)
 		subs = append(subs, sub)
 	}
 	if err := nc.FlushTimeout(cfg.RequestTimeout); err != nil {
@@ -136,7 +119,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("node %d: %w", cfg.Partition, err)
 	}
-	core, err := NewCore(b, pl, cfg.Partition, su.Term)
+	// A peer run (coordinator/barrier package doc, "Peers"): the node
+	// steps every node's report into a replica of the barrier and takes
+	// its grants from it; the leader only observes.
+	core, err := NewPeerCore(b, pl, cfg.Partition)
 	if err != nil {
 		return fmt.Errorf("node %d: %w", cfg.Partition, err)
 	}
@@ -146,7 +132,7 @@ func Run(ctx context.Context, cfg Config) error {
 	publish := func(s string, data []byte) error {
 		if err := nc.Publish(s, data); err != nil {
 			if errors.Is(err, nats.ErrReconnectBufExceeded) {
-				// Lost in an outage: the leader's resync asks again.
+				// Lost in an outage: a resend request asks again.
 				log.Warn("publish lost while reconnecting", "subject", s)
 				return nil
 			}
@@ -172,13 +158,19 @@ func Run(ctx context.Context, cfg Config) error {
 	conn := liveness.NewConn(nc)
 	leaderAt := time.Now()
 	var batches, batchBytes uint64 // published, for Observe
+	var statusMu sync.Mutex        // heartbeat runs from the result sender's goroutine too
 	heartbeat := func() {
+		statusMu.Lock()
+		defer statusMu.Unlock()
 		w, _ := core.Window()
 		if cfg.Observe != nil {
 			cfg.Observe(progress(core, w, perf, batches, batchBytes, false))
 		}
 		st := wire.NodeStatus{Partition: cfg.Partition, Window: w, Events: core.F.Engine().Stats.Events,
 			Now: int64(core.F.Engine().Now())}
+		if core.Over() {
+			st.Finished, st.Reason = true, uint8(core.Final().Reason)
+		}
 		if data, err := enc.Control(wire.TypeNodeStatus, st); err == nil {
 			_ = nc.Publish(subj.NodeStatus(cfg.Partition), data)
 		}
@@ -202,31 +194,60 @@ func Run(ctx context.Context, cfg Config) error {
 		heartbeat()
 		return nil
 	}
-	send := func(out Output) error {
-		for k := range out.Batches {
-			bt := &out.Batches[k]
-			data := enc.Batch(bt)
-			batches, batchBytes = batches+1, batchBytes+uint64(len(data))
-			if err := publish(subj.Batch(int(bt.To), cfg.Partition), data); err != nil {
+	// The per-window send path encodes into one reused buffer (Publish
+	// copies it) on subjects computed once.
+	batchSubj := make([]string, pl.P)
+	for j := range batchSubj {
+		batchSubj[j] = subj.Batch(j, cfg.Partition)
+	}
+	reportSubj := subj.Report(cfg.Partition)
+	var ebuf []byte
+	var encodeT, publishT time.Duration // of the window being sent
+	sendReport := func(r *barrier.Report, busy time.Duration) error {
+		t0 := time.Now()
+		ebuf = wire.AppendReport(ebuf[:0], r, uint64(busy.Nanoseconds()))
+		t1 := time.Now()
+		err := publish(reportSubj, ebuf)
+		encodeT, publishT = encodeT+t1.Sub(t0), publishT+time.Since(t1)
+		return err
+	}
+	sendBatches := func(bs []wire.Batch) error {
+		for k := range bs {
+			bt := &bs[k]
+			t0 := time.Now()
+			ebuf = wire.AppendBatch(ebuf[:0], bt)
+			t1 := time.Now()
+			batches, batchBytes = batches+1, batchBytes+uint64(len(ebuf))
+			err := publish(batchSubj[bt.To], ebuf)
+			encodeT, publishT = encodeT+t1.Sub(t0), publishT+time.Since(t1)
+			if err != nil {
 				return err
 			}
 		}
-		return publish(subj.Report(cfg.Partition), enc.Report(&out.Report))
+		return nil
 	}
 	out, err := core.Setup()
 	if err != nil {
 		return err
 	}
-	if err := send(out); err != nil {
+	if err := sendBatches(out.Batches); err != nil {
 		return err
 	}
+	if err := sendReport(&out.Report, 0); err != nil {
+		return err
+	}
+	heard0 := make([]bool, pl.P) // a window-0 report heard from each peer
+	var busy peerBusy
+	ownBusy := make(map[uint64]time.Duration, 2) // by window, the last two
 
 	waitFrom := time.Now()
+	var decodeT time.Duration // since waitFrom
 	nextStatus := waitFrom.Add(every)
 	hb := time.NewTicker(every)
 	defer hb.Stop()
 	heartbeat()
 	var buf []*nats.Msg
+	var m wire.Message
 	for !core.Over() {
 		select {
 		case <-ctx.Done():
@@ -236,14 +257,31 @@ func Run(ctx context.Context, cfg Config) error {
 				return fail(err)
 			}
 			continue
-		case <-q.signal:
+		case msg := <-q:
+			buf = append(buf, msg)
 		}
-		buf = q.take(buf)
+	drain:
+		for len(buf) < inboxLen {
+			select {
+			case msg := <-q:
+				buf = append(buf, msg)
+			default:
+				break drain
+			}
+		}
 		for _, msg := range buf {
 			perf.Messages++
-			m, err := wire.Decode(msg.Data)
+			t0 := time.Now()
+			var into *wire.Batch
+			if isBatch(msg.Data) {
+				into = core.BatchBuffer()
+			}
+			err := wire.DecodeInto(msg.Data, &m, into)
 			if err == nil {
 				err = attributed(subj, cfg, msg.Subject, &m)
+			}
+			if errors.Is(err, errOwn) {
+				continue
 			}
 			if err != nil {
 				// Not from the member it claims (or not a message at
@@ -253,35 +291,42 @@ func Run(ctx context.Context, cfg Config) error {
 				continue
 			}
 			switch m.Kind {
-			case wire.KindGrant:
-				leaderAt = time.Now()
-				if ok, why := core.Accept(*m.Grant); !ok {
-					log.Debug("grant ignored", "epoch", m.Grant.Window, "term", m.Grant.Term, "why", why)
-				}
-			case wire.KindBatch:
-				if err := core.Deliver(m.Batch); err != nil {
-					return fmt.Errorf("node %d: %w", cfg.Partition, err)
-				}
-			case wire.KindResync:
-				// A new leader, or a leader that saw no progress (messages
-				// lost in a NATS outage): resend the last reports and the
-				// batches another node may still need. Copies are harmless.
-				leaderAt = time.Now()
-				rs := core.Resend(m.Resync.Term)
-				for _, r := range rs {
-					if err := publish(subj.Report(cfg.Partition), enc.Report(&r)); err != nil {
+			case wire.KindReport:
+				r := m.Report
+				busy.add(r.Window, time.Duration(m.Busy))
+				if r.Window == 0 && !heard0[r.Node] {
+					// The republish rule: the peer may have published
+					// before this node subscribed, and the other way
+					// round (barrier package doc, "Peers").
+					heard0[r.Node] = true
+					w0 := core.SetupReport()
+					if err := sendReport(&w0, 0); err != nil {
 						return err
 					}
 				}
-				if len(rs) > 0 {
-					sent := core.Sent()
-					for k := range sent {
-						if err := publish(subj.Batch(int(sent[k].To), cfg.Partition), enc.Batch(&sent[k])); err != nil {
-							return err
-						}
-					}
-					log.Info("resent reports and batches", "term", m.Resync.Term, "batches", len(sent))
+				if err := core.Step(*r); err != nil {
+					return fail(fmt.Errorf("node %d: %w", cfg.Partition, err))
 				}
+			case wire.KindBatch:
+				if err := core.DeliverOwned(m.Batch); err != nil {
+					return fmt.Errorf("node %d: %w", cfg.Partition, err)
+				}
+			case wire.KindResync:
+				// The leader saw no progress (messages lost in a NATS
+				// outage, or it fell behind): resend the last reports and
+				// the batches another node may still need. Copies are
+				// harmless.
+				leaderAt = time.Now()
+				for _, r := range core.LastReports() {
+					if err := sendReport(&r, 0); err != nil {
+						return err
+					}
+				}
+				sent := core.Sent()
+				if err := sendBatches(sent); err != nil {
+					return err
+				}
+				log.Info("resent reports and batches", "batches", len(sent))
 			case wire.KindControl:
 				switch m.Control.Type {
 				case wire.TypeAbort:
@@ -295,21 +340,48 @@ func Run(ctx context.Context, cfg Config) error {
 				case wire.TypeStatus:
 					leaderAt = time.Now()
 				}
-			case wire.KindReport: // reports go to the coordinator, never to a node
+			case wire.KindGrant: // attributed refuses them: grants are the replica's
 			}
+			decodeT += time.Since(t0)
 			for core.Runnable() {
 				t0 := time.Now()
-				wait := t0.Sub(waitFrom).Seconds()
-				perf.WaitSeconds += wait
-				perf.MaxWait = max(perf.MaxWait, wait)
+				w, _ := core.Window()
+				wait := t0.Sub(waitFrom) - decodeT
+				perf.WaitSeconds += wait.Seconds()
+				perf.MaxWait = max(perf.MaxWait, wait.Seconds())
+				perf.DecodeSeconds += decodeT.Seconds()
+				if w > 1 {
+					imb := busy.max(w-1) - ownBusy[w-1]
+					perf.ImbalanceSeconds += min(max(0, imb), max(0, wait)).Seconds()
+				}
 				out, err := core.Run()
 				if err != nil {
 					return fmt.Errorf("node %d: %w", cfg.Partition, err)
 				}
-				if err := send(out); err != nil {
+				compute := time.Since(t0)
+				perf.ComputeSeconds += compute.Seconds()
+				perf.Windows++
+				encodeT, publishT = 0, 0
+				if err := sendBatches(out.Batches); err != nil {
 					return err
 				}
-				waitFrom = time.Now()
+				// The report's busy time covers the batches' encoding and
+				// publishing; the report's own are too small to matter.
+				if err := sendReport(&out.Report, compute+encodeT+publishT); err != nil {
+					return err
+				}
+				// Publish only buffers; the connection's flusher goroutine
+				// writes. Let it run now: if this report completes the
+				// window, the next one is runnable at once, and a node with
+				// one thread (GOMAXPROCS=1, deploy's default for a machine's
+				// share) would otherwise hold its report through a whole
+				// window of compute while its peers wait for it.
+				runtime.Gosched()
+				ownBusy[w] = compute + encodeT + publishT
+				delete(ownBusy, w-2)
+				perf.EncodeSeconds += encodeT.Seconds()
+				perf.PublishSeconds += publishT.Seconds()
+				waitFrom, decodeT = time.Now(), 0
 				perf.RunSeconds += waitFrom.Sub(t0).Seconds()
 				if waitFrom.After(nextStatus) {
 					nextStatus = waitFrom.Add(every)
@@ -321,7 +393,11 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 		clear(buf)
+		buf = buf[:0]
 	}
+	// Say so at once: the leader learns the end from the nodes if it
+	// missed the last reports (a successor elected late in the run).
+	heartbeat()
 	perf.WallSeconds = time.Since(start).Seconds()
 	res := core.Result()
 	res.Perf = perf
@@ -363,10 +439,6 @@ func Run(ctx context.Context, cfg Config) error {
 // From and To are the ones its subject names.
 func attributed(subj wire.Subjects, cfg Config, subject string, m *wire.Message) error {
 	switch m.Kind {
-	case wire.KindGrant:
-		if subject == subj.Grant() {
-			return nil
-		}
 	case wire.KindResync:
 		if subject == subj.Resync() {
 			return nil
@@ -386,10 +458,28 @@ func attributed(subj wire.Subjects, cfg Config, subject string, m *wire.Message)
 			return nil
 		}
 	case wire.KindReport:
-		// Reports go to the coordinator, never to a node.
+		// Every node hears every report (report.*); node i publishes on
+		// report.i only (the server's permissions).
+		from, ok := subj.Sender(subject)
+		switch {
+		case ok && from == cfg.Partition && m.Report.Node == from:
+			return errOwn
+		case ok && subject == subj.Report(from) && m.Report.Node == from && from != cfg.Partition:
+			return nil
+		}
+		return fmt.Errorf("report of node %d on %s", m.Report.Node, subject)
+	case wire.KindGrant:
+		// Grants come from the node's own replica of the barrier.
 	}
 	return fmt.Errorf("%v message on %s", m.Kind, subject)
 }
+
+// errOwn marks the node's own report, heard back on report.*.
+var errOwn = errors.New("own report")
+
+// isBatch says the message's kind (its first value after the array
+// header) is a batch, so it is decoded into a recycled one.
+func isBatch(data []byte) bool { return len(data) > 1 && data[1] == byte(wire.KindBatch) }
 
 // ErrSetupNotSigned marks a setup the launcher did not sign.
 var ErrSetupNotSigned = errors.New("node: setup not signed by the run's launcher")

@@ -19,7 +19,7 @@ type PartResult struct {
 	Core CoreStats
 	// Final is the finishing grant the partition accepted.
 	Final barrier.Grant
-	// Perf is the shell's wall-clock view (zero in memory).
+	// Perf is the shell's wall-clock view.
 	Perf NodePerf
 }
 
@@ -29,7 +29,19 @@ type NodePerf struct {
 	RunSeconds  float64 // running windows
 	WaitSeconds float64 // waiting for grants and batches
 	MaxWait     float64 // the longest single wait, seconds
-	Messages    uint64  // NATS messages received (batches, grants, resyncs)
+	// Where a window's time goes (seconds, summed over the windows): the
+	// core running it (inject, events, gathering the outbox), encoding and
+	// publishing its batches and report, decoding and delivering what
+	// came in; the part of the wait spent on slower partitions (from their
+	// reported busy time; in memory, the slowest core's run), the rest
+	// of WaitSeconds being the network and the barrier.
+	ComputeSeconds   float64
+	EncodeSeconds    float64
+	PublishSeconds   float64
+	DecodeSeconds    float64
+	ImbalanceSeconds float64
+	Windows          uint64
+	Messages         uint64 // NATS messages received (batches, grants, resyncs)
 	// Rejected counts messages dropped because they did not come from
 	// the member they claim (or did not decode).
 	Rejected uint64
@@ -52,8 +64,8 @@ func (c *Core) Result() *PartResult {
 	// Packets received in batches and not yet injected are still on
 	// their wires, as they would be in a single process.
 	for _, b := range c.inbox {
-		p.Cons.OnWire += len(b.Packets)
-		p.Cons.PoolLive += len(b.Packets)
+		p.Cons.OnWire += len(b.b.Packets)
+		p.Cons.PoolLive += len(b.b.Packets)
 	}
 	return &PartResult{Part: *p, Core: c.stats, Final: c.grant}
 }
@@ -64,8 +76,8 @@ func (c *Core) Result() *PartResult {
 func (c *Core) PartialResult() *PartResult {
 	p := c.rec.Part(c.part, 0)
 	for _, b := range c.inbox {
-		p.Cons.OnWire += len(b.Packets)
-		p.Cons.PoolLive += len(b.Packets)
+		p.Cons.OnWire += len(b.b.Packets)
+		p.Cons.PoolLive += len(b.b.Packets)
 	}
 	return &PartResult{Part: *p, Core: c.stats}
 }

@@ -35,6 +35,13 @@ type Stats struct {
 	BatchesPerWindow  float64 `json:"batches_per_window"`
 	MeanBarrierWaitUs float64 `json:"mean_barrier_wait_us"` // wall-clock: per window, mean over nodes
 	WindowsPerSec     float64 `json:"windows_per_second"`   // wall-clock
+	// Wall-clock, per window and mean over nodes: where a window's time
+	// goes (NodePerf), the barrier wait net of load imbalance, and the
+	// median NATS round trip the launcher measured during the run (0 in
+	// memory; set by the caller, see RTTSampler).
+	Window        WindowSplit `json:"window_us"`
+	MeanNetWaitUs float64     `json:"mean_net_wait_us"`
+	NATSRTTUs     float64     `json:"nats_rtt_us"`
 	// Leaders lists the coordinator leaders in term order ("c2@3").
 	Leaders []string `json:"leaders,omitempty"`
 	// Rejected counts messages refused as not from a member of the run,
@@ -42,6 +49,16 @@ type Stats struct {
 	// credentials").
 	Rejected Rejected    `json:"rejected"`
 	PerNode  []NodeStats `json:"per_node"`
+}
+
+// WindowSplit is the mean wall-clock cost of a window, µs, by part.
+type WindowSplit struct {
+	Compute       float64 `json:"compute"`
+	Encode        float64 `json:"encode"`
+	Publish       float64 `json:"publish"`
+	Decode        float64 `json:"decode"`
+	WaitImbalance float64 `json:"wait_imbalance"`
+	WaitNet       float64 `json:"wait_net"`
 }
 
 // Rejected counts refused messages by where they were refused.
@@ -76,6 +93,12 @@ type NodeStats struct {
 	Rejected      uint64  `json:"rejected"`
 	EventsPerSec  float64 `json:"events_per_second"`
 	WindowsPerSec float64 `json:"windows_per_second"`
+	// Wall-clock: NodePerf's split of the node's time.
+	ComputeSeconds   float64 `json:"compute_seconds"`
+	EncodeSeconds    float64 `json:"encode_seconds"`
+	PublishSeconds   float64 `json:"publish_seconds"`
+	DecodeSeconds    float64 `json:"decode_seconds"`
+	ImbalanceSeconds float64 `json:"imbalance_seconds"`
 }
 
 // RunStats gathers the distributed statistics of a run cut by pl that
@@ -96,6 +119,7 @@ func RunStats(pl *partition.Placement, rs []*PartResult, end sim.Time, wall floa
 		s.WindowsPerSimMs = float64(first.Windows) / (float64(end) / float64(sim.Millisecond))
 	}
 	var wait float64
+	var split WindowSplit
 	var lastEvent sim.Time
 	for _, r := range rs {
 		p := &r.Part
@@ -104,7 +128,9 @@ func RunStats(pl *partition.Placement, rs []*PartResult, end sim.Time, wall floa
 		ns := NodeStats{Partition: p.Partition, Elements: pl.Elements[p.Partition], Events: p.Stats.Events,
 			BatchesOut: c.BatchesOut, BatchesIn: c.BatchesIn, PacketsOut: c.PacketsOut, PacketsIn: c.PacketsIn,
 			WallSeconds: r.Perf.WallSeconds, RunSeconds: r.Perf.RunSeconds, WaitSeconds: r.Perf.WaitSeconds,
-			MaxWaitMs: r.Perf.MaxWait * 1e3, Rejected: r.Perf.Rejected}
+			MaxWaitMs: r.Perf.MaxWait * 1e3, Rejected: r.Perf.Rejected,
+			ComputeSeconds: r.Perf.ComputeSeconds, EncodeSeconds: r.Perf.EncodeSeconds, PublishSeconds: r.Perf.PublishSeconds,
+			DecodeSeconds: r.Perf.DecodeSeconds, ImbalanceSeconds: r.Perf.ImbalanceSeconds}
 		if w := r.Perf.WallSeconds; w > 0 {
 			ns.EventsPerSec = float64(p.Stats.Events) / w
 			ns.WindowsPerSec = float64(c.Windows) / w
@@ -114,12 +140,22 @@ func RunStats(pl *partition.Placement, rs []*PartResult, end sim.Time, wall floa
 		s.Batches += c.BatchesOut
 		s.CrossPackets += c.PacketsOut
 		wait += r.Perf.WaitSeconds
+		split.Compute += r.Perf.ComputeSeconds
+		split.Encode += r.Perf.EncodeSeconds
+		split.Publish += r.Perf.PublishSeconds
+		split.Decode += r.Perf.DecodeSeconds
+		split.WaitImbalance += r.Perf.ImbalanceSeconds
+		split.WaitNet += max(0, r.Perf.WaitSeconds-r.Perf.ImbalanceSeconds)
 		s.PerNode = append(s.PerNode, ns)
 	}
 	s.LastEventNs = lastEvent.NsString()
 	if s.Windows > 0 {
 		s.BatchesPerWindow = float64(s.Batches) / float64(s.Windows)
-		s.MeanBarrierWaitUs = wait / float64(len(rs)) / float64(s.Windows) * 1e6
+		per := func(x float64) float64 { return x / float64(len(rs)) / float64(s.Windows) * 1e6 }
+		s.MeanBarrierWaitUs = per(wait)
+		s.MeanNetWaitUs = per(split.WaitNet)
+		s.Window = WindowSplit{Compute: per(split.Compute), Encode: per(split.Encode), Publish: per(split.Publish),
+			Decode: per(split.Decode), WaitImbalance: per(split.WaitImbalance), WaitNet: per(split.WaitNet)}
 	}
 	if wall > 0 {
 		s.WindowsPerSec = float64(s.Windows) / wall

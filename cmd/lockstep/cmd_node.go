@@ -28,9 +28,10 @@ func newNodeCmd(v *viper.Viper, stdout, stderr io.Writer) *cobra.Command {
 		Long: `Run one partition of a distributed run. The node needs nothing but a NATS URL,
 the run id and its partition index: it fetches the scenario and the partition
 map from the run's coordinator over NATS, builds only its partition's hosts
-and switches, runs the windows the coordinator grants, exchanges the packets
-that cross the cut with the other nodes, and sends its results back when the
-run ends. 'lockstep run --procs' starts these processes itself.`,
+and switches, runs the lockstep windows (every node hears every node's
+barrier report and grants the next window itself; the coordinator observes),
+exchanges the packets that cross the cut with the other nodes, and sends its
+results back when the run ends. 'lockstep run --procs' starts these processes itself.`,
 		Example: "  lockstep node --nats nats://10.0.0.5:4222 --run exp1 --partition 3 --nats-token s3cret",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -45,6 +46,7 @@ run ends. 'lockstep run --procs' starts these processes itself.`,
 	f.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long the coordinator leader may be silent, or NATS unreachable, before the node gives up (exit 3)")
 	f.Duration("status-every", 0, "how often the node publishes its status, its heartbeat (default 250ms)")
+	f.String("cpuprofile", "", "write a CPU profile of the node (go tool pprof) to this file")
 	addMetricsFlags(cmd)
 	addNATSAuthFlags(cmd)
 	for _, n := range []string{"nats", "run", "partition", "setup-timeout", "log-level", "peer-timeout", "status-every", "metrics", "metrics-linger"} {
@@ -69,6 +71,13 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 	log, creds, auth, err := memberSetup(cmd, run, v.GetString("node.log-level"), stderr)
 	if err != nil {
 		return err
+	}
+	if prof, _ := cmd.Flags().GetString("cpuprofile"); prof != "" {
+		stopProf, err := startCPUProfile(prof)
+		if err != nil {
+			return badInput(err)
+		}
+		defer stopProf()
 	}
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -53,7 +53,7 @@ environment: LOCKSTEP_OUT, LOCKSTEP_SEED, LOCKSTEP_PROGRESS.`,
 	cmd.Flags().Bool("progress", false, "show progress on stderr even when it is not a terminal")
 	cmd.Flags().Bool("quiet", false, "no progress and no closing line")
 	cmd.Flags().Int("cores", 0, "use at most this many cores (default: GOMAXPROCS): a large enough fabric is cut into one in-memory partition per core")
-	cmd.Flags().String("cpuprofile", "", "write a CPU profile of the run (go tool pprof) to this file")
+	cmd.Flags().String("cpuprofile", "", "write a CPU profile of the run (go tool pprof) to this file; with --procs each node i also writes FILE.node<i>")
 	cmd.Flags().String("ui", "", "serve the live view (docs/ui.md) on this loopback address while the run goes on, e.g. 127.0.0.1:8080")
 	cmd.Flags().Bool("ui-wait", false, "with --ui: keep serving after the run ends, until interrupted")
 	addOutputFlags(cmd)

@@ -171,7 +171,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		res, err := deploy.Run(ctx, deploy.Options{Built: b, Placement: pl, Procs: procs, Coordinators: coords,
 			External: v.GetBool("run.external"),
 			NATS:     v.GetString("run.nats"), Auth: auth, ChildArgs: childArgs, RunID: v.GetString("run.run-id"),
-			ExeEnv: childEnv, MarkEvery: v.GetUint64("run.mark-every"), StatusEvery: v.GetDuration("run.status-every"),
+			ExeEnv: childEnv, NodeProfile: nodeProfile(cmd, procs), MarkEvery: v.GetUint64("run.mark-every"), StatusEvery: v.GetDuration("run.status-every"),
 			PeerTimeout: v.GetDuration("run.peer-timeout"), JoinTimeout: v.GetDuration("run.join-timeout"),
 			Stderr:   stderr,
 			OnStatus: func(s wire.Status) { progress(s.Window, sim.Time(s.Start), false) }, OnNodeStatus: nodeStatus})
@@ -186,6 +186,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		}
 		m, rs = res.Outputs, res.Results
 		stats.Rejected = res.Rejected
+		stats.NATSRTTUs = res.RTTMicros
 		for _, l := range res.Leaders {
 			stats.Leaders = append(stats.Leaders, fmt.Sprintf("%s@%d", l.ID, l.Term))
 		}
@@ -197,6 +198,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		fmt.Fprintln(stderr)
 	}
 	ds.Transport, ds.Nodes, ds.Coordinators, ds.Leaders = stats.Transport, stats.Nodes, stats.Coordinators, stats.Leaders
+	ds.NATSRTTUs = stats.NATSRTTUs
 	ds.Rejected.NATS, ds.Rejected.Launcher, ds.Rejected.Coordinators = stats.Rejected.NATS, stats.Rejected.Launcher,
 		stats.Rejected.Coordinators
 	sum := m.Summary()
@@ -389,4 +391,14 @@ func printPartitions(cmd *cobra.Command, b *scenario.Built, stdout io.Writer) er
 		fmt.Fprintf(stdout, "cut at %s: %d links\n", d, byDelay[d])
 	}
 	return nil
+}
+
+// nodeProfile is where node processes write CPU profiles: with --procs,
+// --cpuprofile X profiles each node i into X.node<i> too.
+func nodeProfile(cmd *cobra.Command, procs bool) string {
+	if !procs {
+		return ""
+	}
+	p, _ := cmd.Flags().GetString("cpuprofile")
+	return p
 }

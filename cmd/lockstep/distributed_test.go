@@ -365,7 +365,9 @@ func lastLine(s string) string {
 func TestRunDistributed_Design3_LeaderFailover(t *testing.T) {
 	requireWired(t)
 	t.Setenv(asMainEnv, "1")
-	dir := write(t, map[string]string{"r.yaml": randomYAML})
+	// The nodes do not wait for a leader (they run the barrier among
+	// themselves), so the run must outlast the election: 8 MB flows.
+	dir := write(t, map[string]string{"r.yaml": strings.Replace(randomYAML, "size: 1MB", "size: 8MB", 1)})
 	s := filepath.Join(dir, "r.yaml")
 	single := filepath.Join(dir, "single")
 	runCLI(t, "run", s, "--out", single, "--quiet")

@@ -190,8 +190,8 @@ func TestRunDistributed_Issue10_ForgeriesRejected(t *testing.T) {
 	}
 	defer thief.Close()
 
-	forgedFinish := enc.Grant(&barrier.Grant{Window: 1 << 20, Term: 2, Start: 1, End: 2, Expect: []uint32{0, 0},
-		Finished: true, Reason: barrier.FinishStopTime})
+	resync := enc.Resync(wire.Resync{Term: 99})
+	status, _ := enc.Control(wire.TypeStatus, wire.Status{ID: "c0", Term: 99, Phase: "finished"})
 	abort, _ := enc.Control(wire.TypeAbort, wire.Abort{Reason: "forged abort", From: member.Launcher})
 	forged := node.PartResult{Part: results.Part{Partition: 0, Digest: b.Digest()}}
 	forged.Final.Finished = true
@@ -232,8 +232,8 @@ func TestRunDistributed_Issue10_ForgeriesRejected(t *testing.T) {
 	}
 	attacks := []attack{
 		{"report claiming node 0 on node 1's subject", "coordinators", publish(subj.Report(1), report0)},
-		{"forged finish grant (term+1) as the coordinator", "nats", publish(subj.Grant(), forgedFinish)},
-		{"garbage on the grant subject", "nats", publish(subj.Grant(), []byte("\x93\x05\xa5garbage"))},
+		{"resync request as the coordinator", "nats", publish(subj.Resync(), resync)},
+		{"leader status (finished) as the coordinator", "nats", publish(subj.Status(), status)},
 		{"forged abort", "nats", publish(subj.Abort(), abort)},
 		{"re-encoded result chunk as node 0", "nats", publish(subj.Result(0), reencoded)},
 		{"report as node 0 on node 0's subject", "nats", publish(subj.Report(0), report0)},
@@ -325,13 +325,13 @@ func TestRunDistributed_Issue10_ForgeriesRejected(t *testing.T) {
 // TestRunDistributed_Issue10_ExternalServerForgeriesRejected is the same
 // run on an operator's NATS server that knows nothing of the members (no
 // permissions): an anonymous process reaches every subject, and the
-// members' own checks refuse what it sends: garbage and batches that
-// misname their sender (nodes), unsigned or wrongly signed aborts
-// (nodes), a report that misnames its node (leader), unsigned result
-// chunks and a Total=2^40 chunk (launcher). The run finishes and its files
-// are byte-identical. (Grants are attributed only by the server's
-// permissions, so a forged grant on such a server is not tested: see
-// docs/decisions.md.)
+// members' own checks refuse what it sends: garbage on a report subject
+// and reports and batches that misname their sender (nodes, and the
+// leader for reports), unsigned or wrongly signed aborts (nodes), unsigned
+// result chunks and a Total=2^40 chunk (launcher). The run finishes and
+// its files are byte-identical. (Reports are attributed only by the
+// server's permissions, so a well-formed report in node i's own name on
+// report.i is not tested on such a server: see docs/decisions.md.)
 func TestRunDistributed_Issue10_ExternalServerForgeriesRejected(t *testing.T) {
 	requireWired(t)
 	t.Setenv(asMainEnv, "1")
@@ -397,9 +397,10 @@ func TestRunDistributed_Issue10_ExternalServerForgeriesRejected(t *testing.T) {
 	bomb, _ := enc.Control(wire.TypeResultChunk, wire.ResultChunk{Partition: 1, Index: 0, Total: 1 << 40, Data: []byte("x")})
 	report0 := enc.Report(&barrier.Report{Node: 0, Window: 1 << 20, Term: 1, MinSent: math.MaxInt64, Sent: []uint32{0, 0}})
 
-	// Each reaches both nodes (grant, abort) or one (batch): 2+2+2+1.
+	// Each reaches both nodes (reports, which every node hears, and
+	// aborts) or one (batch): 2+2+2+2+1.
 	_ = anon.Publish(subj.Report(1), report0)
-	_ = anon.Publish(subj.Grant(), []byte("\x93\x05\xa5garbage"))
+	_ = anon.Publish(subj.Report(1), []byte("\x93\x05\xa5garbage"))
 	_ = anon.Publish(subj.Abort(), unsigned)
 	_ = anon.Publish(subj.Abort(), strangerSigned)
 	_ = anon.Publish(subj.Batch(0, 0), enc.Batch(&wire.Batch{From: 1, To: 0, Window: 1}))
@@ -424,8 +425,8 @@ func TestRunDistributed_Issue10_ExternalServerForgeriesRejected(t *testing.T) {
 	t.Logf("rejected: %+v", r)
 	// The launcher refuses the two forged chunks and, since it listens for
 	// aborts too (a member's abort ends the run), the two forged aborts.
-	if r.Nodes != 7 || r.Launcher != 4 || r.Coordinators < 1 {
-		t.Errorf("rejected %+v, want 7 by the nodes, 4 by the launcher, >= 1 by the leader", r)
+	if r.Nodes != 9 || r.Launcher != 4 || r.Coordinators < 1 {
+		t.Errorf("rejected %+v, want 9 by the nodes, 4 by the launcher, >= 1 by the leader", r)
 	}
 	got := filepath.Join(dir, "attacked")
 	if err := os.MkdirAll(got, 0o755); err != nil {

@@ -52,6 +52,13 @@ type Config struct {
 	// grid time, and the run finishes (FinishDeadlock) at the first grid
 	// time with a cycle of ports paused for at least the threshold.
 	DeadlockThreshold, DeadlockEvery sim.Time
+	// Peer makes the barrier a replica of a peer-to-peer run (package doc,
+	// "Peers"): every node steps every node's reports into a barrier of
+	// its own and takes its grants from it. In PhaseCollecting a peer keeps
+	// any report for Window+1 as early, not only after a resynchronisation:
+	// a node that saw the last report of Window before this replica did
+	// may already have run Window+1.
+	Peer bool
 }
 
 // Validate reports whether c can configure a Barrier.
@@ -361,8 +368,27 @@ func (b *Barrier) SetTerm(t uint64) {
 	b.becomeResyncing()
 }
 
+// Resync starts a resynchronisation without a new term: the pending grant
+// and collected reports are dropped and the reports that come next (resent
+// or new) decide the next grant, as after SetTerm. An observer that fell
+// behind the nodes (a peer run's coordinator leader, restored from an old
+// progress mark, or one that lost reports in an outage) uses it to catch
+// up. A finished barrier stays finished.
+func (b *Barrier) Resync() {
+	if b.s.Phase == PhaseFinished {
+		return
+	}
+	b.s.Stats.Resyncs++
+	b.Advance()
+	b.becomeResyncing()
+}
+
 // Term is the barrier's raft term.
 func (b *Barrier) Term() uint64 { return b.s.Term }
+
+// Window is the window whose reports the barrier collects (PhaseCollecting),
+// or the last it knew of.
+func (b *Barrier) Window() uint64 { return b.s.Window }
 
 // Phase is the barrier's phase.
 func (b *Barrier) Phase() Phase { return b.s.Phase }
@@ -495,7 +521,7 @@ func put(dst *Report, r Report) {
 // every node resent at least w-1. Early reports are checked against their
 // window's end when it is granted.
 func (b *Barrier) stepCollecting(r Report) error {
-	if r.Window == b.s.Window+1 && r.Window == b.s.EarlyWindow {
+	if r.Window == b.s.Window+1 && (r.Window == b.s.EarlyWindow || b.s.Config.Peer) {
 		if b.s.HaveEarly[r.Node] {
 			return fmt.Errorf("%w: node %d window %d (early)", ErrDuplicate, r.Node, r.Window)
 		}
@@ -760,7 +786,7 @@ func validateState(s State) error {
 		switch s.Phase {
 		case PhaseCollecting:
 			ok = (!s.Have[i] || s.Reports[i].Window == s.Window) && !s.HavePrior[i] &&
-				(!s.HaveEarly[i] || s.Early[i].Window == s.Window+1 && s.EarlyWindow == s.Window+1)
+				(!s.HaveEarly[i] || s.Early[i].Window == s.Window+1 && (s.EarlyWindow == s.Window+1 || s.Config.Peer))
 		case PhaseResyncing:
 			ok = !s.HaveEarly[i] &&
 				(!s.HavePrior[i] || s.Have[i] && s.Prior[i].Window+1 == s.Reports[i].Window)

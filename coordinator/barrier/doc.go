@@ -130,6 +130,42 @@
 // state already knew where the previous window ended, and Stats count grants
 // for windows the restored state had already granted as Reissued.
 //
+// # Peers
+//
+// A grant is a pure function of the reports and the Config, so the leader
+// need not be on the per-window path at all. In a peer run (Config.Peer)
+// every node publishes its report to every node and steps every report,
+// its own included, into a Barrier of its own; whenever Ready returns a
+// grant it calls Advance and gives the grant to its Follower. All replicas
+// issue the same grants, so the run is the one a leader would have run,
+// but a window costs one report hop instead of a report and a grant hop
+// through the leader.
+//
+// A replica can be at most one window behind a node: node i runs window
+// w+1 only after its replica has every report of w, node j's among them,
+// so j's report for w+2 needs i's for w+1, which i's own replica already
+// holds. Hence a peer replica keeps any report for Window+1 as early
+// (without Peer, only after a resync), and a report for a window it has
+// finished collecting is a harmless copy (ErrWrongWindow or ErrDuplicate).
+// Terms stay fixed in a peer run (the leader no longer grants).
+//
+// Reports that are lost have to be sent again. The window-0 reports are
+// published before every node has subscribed; the republish rule recovers
+// them: a node that hears a peer's window-0 report for the first time
+// publishes its own window-0 report again (the peer subscribed before it
+// published, so it gets the copy). After an outage, a resend request
+// makes every node publish its last two reports (Follower.Last) and the
+// batches of its last two windows again.
+//
+// The coordinator leader is then an observer: a peer Barrier fed with the
+// same reports, whose grants it never publishes but records (progress
+// marks, the finish). It may fall behind (restored from an old mark, or it
+// lost reports): on a report more than a window ahead, or when it made no
+// progress for a while, it calls Resync, which drops what it collected and
+// resolves from the reports that come next exactly as after SetTerm, and
+// asks the nodes to resend. TestCausality_PeerProperty checks all of this
+// under random orders, losses and observer replacements.
+//
 // # Duties of the shells
 //
 // The coordinator shell, on the raft leader:

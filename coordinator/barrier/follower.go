@@ -145,6 +145,18 @@ func (f *Follower) Resend(term uint64) []Report {
 	return out
 }
 
+// Last returns the node's last two reports as they were sent (oldest
+// first, fewer before the node has finished two windows): what a node of a
+// peer run resends when asked, since there the term never changes (package
+// doc, "Peers").
+func (f *Follower) Last() []Report {
+	out := make([]Report, 0, f.nlast)
+	for _, r := range f.last[2-f.nlast:] {
+		out = append(out, r.clone())
+	}
+	return out
+}
+
 // Term is the newest raft term the follower has seen.
 func (f *Follower) Term() uint64 { return f.term }
 

@@ -17,11 +17,9 @@ var issue10Crasher = []byte{0x93, 0x05, 0xa5, 0xee, 0xff, 0xdb, 0xdb, 0xdb, 0xdb
 
 // control wraps body as a control message of type typ without checking it.
 func control(typ string, body []byte) []byte {
-	e := NewEncoder()
-	e.start(KindControl, 2)
-	_ = e.enc.EncodeString(typ)
-	_ = e.enc.EncodeBytes(body)
-	return e.bytes()
+	b := appendHeader(nil, KindControl)
+	b = appendStr(b, typ)
+	return appendBin(b, body)
 }
 
 // hostile are messages whose length fields claim far more than they hold.
@@ -192,7 +190,7 @@ func TestSubjects_SenderIsTheLastToken(t *testing.T) {
 		}
 	}
 	other, _ := NewSubjects("r2")
-	for _, subject := range []string{s.Grant(), s.Prefix() + "report.03", s.Prefix() + "report.-1", s.Prefix() + "report.x",
+	for _, subject := range []string{s.Resync(), s.Prefix() + "report.03", s.Prefix() + "report.-1", s.Prefix() + "report.x",
 		other.Report(1), s.Prefix() + "report.99999999999999999999"} {
 		if n, ok := s.Sender(subject); ok {
 			t.Errorf("Sender(%q) = %d, true; want false", subject, n)

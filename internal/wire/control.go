@@ -59,10 +59,7 @@ func (s Subjects) Batch(to, from int) string { return fmt.Sprintf("%sbatch.%d.%d
 // Batches matches node to's batches, from every node.
 func (s Subjects) Batches(to int) string { return fmt.Sprintf("%sbatch.%d.*", s.prefix, to) }
 
-// Grant carries grants to every node.
-func (s Subjects) Grant() string { return s.prefix + "grant" }
-
-// Resync carries a new leader's resend requests to every node.
+// Resync carries the leader's resend requests to every node.
 func (s Subjects) Resync() string { return s.prefix + "resync" }
 
 // Report is where node i sends its reports to the leader.
@@ -204,6 +201,11 @@ type NodeStatus struct {
 	Window    uint64
 	Events    uint64
 	Now       int64 // virtual time of its last event, ps
+	// Finished says the node accepted the finishing grant (Reason,
+	// barrier.FinishReason) of window Window: in a peer run the leader
+	// learns the end from the nodes if it missed the last reports.
+	Finished bool  `msgpack:",omitempty"`
+	Reason   uint8 `msgpack:",omitempty"`
 }
 
 // Abort says why a run is abandoned. From names the member that sent it

@@ -15,8 +15,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math"
+	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -80,7 +80,7 @@ type Resync struct {
 }
 
 // fieldCount is the number of fields after the kind, by kind.
-var fieldCount = [...]int{KindBatch: 5, KindReport: 9, KindGrant: 10, KindResync: 1, KindControl: 2}
+var fieldCount = [...]int{KindBatch: 5, KindReport: 10, KindGrant: 10, KindResync: 1, KindControl: 2}
 
 // packetFields is the number of msgpack values per RemotePacket: the last
 // is its telemetry, an empty array when it has none.
@@ -89,153 +89,166 @@ const packetFields = 3 + 18 + 2*sim.MaxSackBlocks + 1
 // telFields is the number of values of a telemetry array with n INT hops.
 func telFields(n int) int { return 3 + 4*n }
 
-// Encoder encodes messages into a reusable buffer. It is not safe for
+// Encoder encodes messages into a reusable buffer and returns a fresh copy
+// of each: for senders that keep what they send. The Append functions
+// encode into a caller's buffer without allocating. It is not safe for
 // concurrent use.
 type Encoder struct {
-	buf bytes.Buffer
-	enc *msgpack.Encoder
+	buf []byte
 }
 
 // NewEncoder returns an encoder.
-func NewEncoder() *Encoder {
-	e := &Encoder{}
-	e.enc = msgpack.NewEncoder(&e.buf)
-	e.enc.UseCompactInts(true)
-	return e
+func NewEncoder() *Encoder { return &Encoder{} }
+
+func appendHeader(dst []byte, k Kind) []byte {
+	dst = appendArrayLen(dst, fieldCount[k]+1)
+	return appendUint(dst, uint64(k))
 }
-
-func (e *Encoder) start(k Kind, n int) {
-	e.buf.Reset()
-	// Writes to a bytes.Buffer cannot fail.
-	_ = e.enc.EncodeArrayLen(n + 1)
-	_ = e.enc.EncodeUint(uint64(k))
-}
-
-func (e *Encoder) u(v uint64) { _ = e.enc.EncodeUint(v) }
-func (e *Encoder) i(v int64)  { _ = e.enc.EncodeInt(v) }
-
-// bytes returns a copy of the encoded message.
-func (e *Encoder) bytes() []byte { return bytes.Clone(e.buf.Bytes()) }
 
 // Batch encodes b. The result is a fresh slice.
 func (e *Encoder) Batch(b *Batch) []byte {
-	e.start(KindBatch, 5)
-	e.i(int64(b.From))
-	e.i(int64(b.To))
-	e.u(b.Window)
-	e.u(uint64(b.Seq))
-	_ = e.enc.EncodeArrayLen(len(b.Packets))
-	for k := range b.Packets {
-		rp := &b.Packets[k]
-		p := &rp.Pkt
-		_ = e.enc.EncodeArrayLen(packetFields)
-		e.i(int64(rp.Link))
-		e.i(int64(rp.At))
-		e.u(rp.Seq)
-		e.u(p.ID)
-		e.i(int64(p.Flow))
-		e.i(int64(p.SrcHost))
-		e.i(int64(p.DstHost))
-		e.u(uint64(p.SrcPort))
-		e.u(uint64(p.DstPort))
-		e.u(uint64(p.Proto))
-		e.u(uint64(p.NSack))
-		e.u(uint64(p.Hops))
-		e.u(uint64(p.Flags))
-		e.u(uint64(p.Entropy))
-		e.i(int64(p.Size))
-		e.i(int64(p.Payload))
-		e.u(p.Seq)
-		e.u(p.Ack)
-		e.u(p.Bitmap)
-		e.i(int64(p.TSval))
-		e.i(int64(p.TSecr))
-		for _, s := range p.Sack {
-			e.u(s.Start)
-			e.u(s.End)
-		}
-		e.telemetry(rp.Tel)
-	}
-	return e.bytes()
+	e.buf = AppendBatch(e.buf[:0], b)
+	return bytes.Clone(e.buf)
 }
 
-// telemetry encodes a packet's telemetry (sim.Telemetry): an empty array
-// for none.
-func (e *Encoder) telemetry(t *sim.Telemetry) {
+// AppendBatch appends b's encoding to dst. Each packet is one fixed-layout
+// array of packetFields compact integers.
+func AppendBatch(dst []byte, b *Batch) []byte {
+	dst = appendHeader(dst, KindBatch)
+	dst = appendInt(dst, int64(b.From))
+	dst = appendInt(dst, int64(b.To))
+	dst = appendUint(dst, b.Window)
+	dst = appendUint(dst, uint64(b.Seq))
+	dst = appendArrayLen(dst, len(b.Packets))
+	for k := range b.Packets {
+		dst = appendPacket(dst, &b.Packets[k])
+	}
+	return dst
+}
+
+func appendPacket(dst []byte, rp *sim.RemotePacket) []byte {
+	p := &rp.Pkt
+	dst = appendArrayLen(dst, packetFields)
+	dst = appendInt(dst, int64(rp.Link))
+	dst = appendInt(dst, int64(rp.At))
+	dst = appendUint(dst, rp.Seq)
+	dst = appendUint(dst, p.ID)
+	dst = appendInt(dst, int64(p.Flow))
+	dst = appendInt(dst, int64(p.SrcHost))
+	dst = appendInt(dst, int64(p.DstHost))
+	dst = appendUint(dst, uint64(p.SrcPort))
+	dst = appendUint(dst, uint64(p.DstPort))
+	dst = appendUint(dst, uint64(p.Proto))
+	dst = appendUint(dst, uint64(p.NSack))
+	dst = appendUint(dst, uint64(p.Hops))
+	dst = appendUint(dst, uint64(p.Flags))
+	dst = appendUint(dst, uint64(p.Entropy))
+	dst = appendInt(dst, int64(p.Size))
+	dst = appendInt(dst, int64(p.Payload))
+	dst = appendUint(dst, p.Seq)
+	dst = appendUint(dst, p.Ack)
+	dst = appendUint(dst, p.Bitmap)
+	dst = appendInt(dst, int64(p.TSval))
+	dst = appendInt(dst, int64(p.TSecr))
+	for _, s := range p.Sack {
+		dst = appendUint(dst, s.Start)
+		dst = appendUint(dst, s.End)
+	}
+	return appendTelemetry(dst, rp.Tel)
+}
+
+// appendTelemetry encodes a packet's telemetry (sim.Telemetry): an empty
+// array for none.
+func appendTelemetry(dst []byte, t *sim.Telemetry) []byte {
 	if t == nil {
-		_ = e.enc.EncodeArrayLen(0)
-		return
+		return appendArrayLen(dst, 0)
 	}
 	n := int(t.NHops)
-	_ = e.enc.EncodeArrayLen(telFields(n))
-	e.u(uint64(n))
-	e.i(int64(t.NICWait))
-	e.i(int64(t.EndpointDelay))
+	dst = appendArrayLen(dst, telFields(n))
+	dst = appendUint(dst, uint64(n))
+	dst = appendInt(dst, int64(t.NICWait))
+	dst = appendInt(dst, int64(t.EndpointDelay))
 	for _, h := range t.Hops[:n] {
-		e.i(int64(h.TS))
-		e.u(h.TxBytes)
-		e.i(h.QLen)
-		e.i(int64(h.Rate))
+		dst = appendInt(dst, int64(h.TS))
+		dst = appendUint(dst, h.TxBytes)
+		dst = appendInt(dst, h.QLen)
+		dst = appendInt(dst, int64(h.Rate))
 	}
+	return dst
 }
 
-// Report encodes r.
+// Report encodes r (with no busy time). The result is a fresh slice.
 func (e *Encoder) Report(r *barrier.Report) []byte {
-	e.start(KindReport, 9)
-	e.i(int64(r.Node))
-	e.u(r.Window)
-	e.u(r.Term)
-	e.i(int64(r.NextEvent))
-	e.i(int64(r.MinSent))
-	_ = e.enc.EncodeArrayLen(len(r.Sent))
+	e.buf = AppendReport(e.buf[:0], r, 0)
+	return bytes.Clone(e.buf)
+}
+
+// AppendReport appends r's encoding to dst. busy is the wall-clock time,
+// ns, the node spent on the window it reports (Message.Busy): peers use it
+// to tell load imbalance from network wait. It is statistics only; nothing
+// the run computes depends on it.
+func AppendReport(dst []byte, r *barrier.Report, busy uint64) []byte {
+	dst = appendHeader(dst, KindReport)
+	dst = appendInt(dst, int64(r.Node))
+	dst = appendUint(dst, r.Window)
+	dst = appendUint(dst, r.Term)
+	dst = appendInt(dst, int64(r.NextEvent))
+	dst = appendInt(dst, int64(r.MinSent))
+	dst = appendArrayLen(dst, len(r.Sent))
 	for _, n := range r.Sent {
-		e.u(uint64(n))
+		dst = appendUint(dst, uint64(n))
 	}
-	_ = e.enc.EncodeBool(r.Done)
-	e.i(int64(r.PausedAt))
-	e.pausedPorts(r.Paused)
-	return e.bytes()
+	dst = appendBool(dst, r.Done)
+	dst = appendInt(dst, int64(r.PausedAt))
+	dst = appendPausedPorts(dst, r.Paused)
+	return appendUint(dst, busy)
 }
 
 // pausedPortFields is the number of msgpack values per sim.PausedPort.
 const pausedPortFields = 6
 
-func (e *Encoder) pausedPorts(ps []sim.PausedPort) {
-	_ = e.enc.EncodeArrayLen(len(ps))
+func appendPausedPorts(dst []byte, ps []sim.PausedPort) []byte {
+	dst = appendArrayLen(dst, len(ps))
 	for _, p := range ps {
-		_ = e.enc.EncodeArrayLen(pausedPortFields)
-		e.i(int64(p.Elem))
-		e.i(int64(p.Peer))
-		e.i(int64(p.Port))
-		e.i(int64(p.Class))
-		e.i(int64(p.Since))
-		e.i(int64(p.Until))
+		dst = appendArrayLen(dst, pausedPortFields)
+		dst = appendInt(dst, int64(p.Elem))
+		dst = appendInt(dst, int64(p.Peer))
+		dst = appendInt(dst, int64(p.Port))
+		dst = appendInt(dst, int64(p.Class))
+		dst = appendInt(dst, int64(p.Since))
+		dst = appendInt(dst, int64(p.Until))
 	}
+	return dst
 }
 
-// Grant encodes g.
+// Grant encodes g. The result is a fresh slice.
 func (e *Encoder) Grant(g *barrier.Grant) []byte {
-	e.start(KindGrant, 10)
-	e.u(g.Window)
-	e.u(g.Term)
-	e.i(int64(g.Start))
-	e.i(int64(g.End))
-	_ = e.enc.EncodeArrayLen(len(g.Expect))
+	e.buf = AppendGrant(e.buf[:0], g)
+	return bytes.Clone(e.buf)
+}
+
+// AppendGrant appends g's encoding to dst.
+func AppendGrant(dst []byte, g *barrier.Grant) []byte {
+	dst = appendHeader(dst, KindGrant)
+	dst = appendUint(dst, g.Window)
+	dst = appendUint(dst, g.Term)
+	dst = appendInt(dst, int64(g.Start))
+	dst = appendInt(dst, int64(g.End))
+	dst = appendArrayLen(dst, len(g.Expect))
 	for _, n := range g.Expect {
-		e.u(uint64(n))
+		dst = appendUint(dst, uint64(n))
 	}
-	e.i(int64(g.Idle))
-	_ = e.enc.EncodeBool(g.Finished)
-	e.u(uint64(g.Reason))
-	e.pausedPorts(g.Cycle)
-	return e.bytes()
+	dst = appendInt(dst, int64(g.Idle))
+	dst = appendBool(dst, g.Finished)
+	dst = appendUint(dst, uint64(g.Reason))
+	return appendPausedPorts(dst, g.Cycle)
 }
 
 // Resync encodes r.
 func (e *Encoder) Resync(r Resync) []byte {
-	e.start(KindResync, 1)
-	e.u(r.Term)
-	return e.bytes()
+	e.buf = appendHeader(e.buf[:0], KindResync)
+	e.buf = appendUint(e.buf, r.Term)
+	return bytes.Clone(e.buf)
 }
 
 // Control encodes a control message: its type and a msgpack-encoded body.
@@ -244,10 +257,10 @@ func (e *Encoder) Control(typ string, body any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wire: control %s: %w", typ, err)
 	}
-	e.start(KindControl, 2)
-	_ = e.enc.EncodeString(typ)
-	_ = e.enc.EncodeBytes(data)
-	return e.bytes(), nil
+	e.buf = appendHeader(e.buf[:0], KindControl)
+	e.buf = appendStr(e.buf, typ)
+	e.buf = appendBin(e.buf, data)
+	return bytes.Clone(e.buf), nil
 }
 
 // Control is a decoded control message; Body is the encoded struct, for
@@ -272,90 +285,19 @@ func (c *Control) UnmarshalBody(v any) error {
 
 // Message is a decoded message: exactly one field is set, as Kind says.
 type Message struct {
-	Kind    Kind
-	Batch   *Batch
+	Kind  Kind
+	Batch *Batch
+	// Busy is a report's busy time, ns (AppendReport).
+	Busy    uint64
 	Report  *barrier.Report
 	Grant   *barrier.Grant
 	Resync  *Resync
 	Control *Control
 }
 
-// decoder reads one message with a sticky error.
+// decoder reads one message.
 type decoder struct {
-	r   *bytes.Reader
-	d   *msgpack.Decoder
-	err error
-}
-
-func (d *decoder) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
-	}
-}
-
-// arrayLen reads an array header; each element needs at least minBytes bytes.
-func (d *decoder) arrayLen(what string, minBytes int) int {
-	if d.err != nil {
-		return 0
-	}
-	n, err := d.d.DecodeArrayLen()
-	if err != nil {
-		d.fail("%s: %v", what, err)
-		return 0
-	}
-	if n < 0 || n*minBytes > d.r.Len() {
-		d.fail("%s: length %d with %d bytes left", what, n, d.r.Len())
-		return 0
-	}
-	return n
-}
-
-func (d *decoder) u(what string, limit uint64) uint64 {
-	if d.err != nil {
-		return 0
-	}
-	c, err := d.d.PeekCode()
-	if err == nil && c >= 0xe0 { // negative fixnum
-		d.fail("%s: negative", what)
-		return 0
-	}
-	v, err := d.d.DecodeUint64()
-	switch {
-	case err != nil:
-		d.fail("%s: %v", what, err)
-	case v > limit:
-		d.fail("%s: %d out of range (max %d)", what, v, limit)
-	default:
-		return v
-	}
-	return 0
-}
-
-func (d *decoder) i(what string, lo, hi int64) int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, err := d.d.DecodeInt64()
-	switch {
-	case err != nil:
-		d.fail("%s: %v", what, err)
-	case v < lo || v > hi:
-		d.fail("%s: %d out of range [%d, %d]", what, v, lo, hi)
-	default:
-		return v
-	}
-	return 0
-}
-
-func (d *decoder) bool(what string) bool {
-	if d.err != nil {
-		return false
-	}
-	v, err := d.d.DecodeBool()
-	if err != nil {
-		d.fail("%s: %v", what, err)
-	}
-	return v
+	reader
 }
 
 func (d *decoder) time(what string) sim.Time {
@@ -365,61 +307,47 @@ func (d *decoder) time(what string) sim.Time {
 // MaxControlType bounds a control message's type string.
 const MaxControlType = 64
 
-// blob reads a str or bin value of at most limit bytes. Its length is checked
-// against limit and the bytes left before anything is allocated.
-func (d *decoder) blob(what string, limit int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	n, err := d.d.DecodeBytesLen()
-	switch {
-	case err != nil:
-		d.fail("%s: %v", what, err)
-		return nil
-	case n < 0:
-		d.fail("%s: nil", what)
-		return nil
-	case n > limit || n > d.r.Len():
-		d.fail("%s: length %d with %d bytes left (limit %d)", what, n, d.r.Len(), limit)
-		return nil
-	}
-	b := make([]byte, n)
-	// The msgpack decoder reads d.r directly (a bytes.Reader is a
-	// ByteScanner: no buffering), so the value's bytes come next.
-	if _, err := io.ReadFull(d.r, b); err != nil {
-		d.fail("%s: %v", what, err)
-		return nil
-	}
-	return b
-}
-
 // Decode decodes one message. It allocates at most a small constant times
 // len(data) (the bound TestDecode_AllocationBound checks), and refuses
 // messages longer than MaxMessageBytes.
 func Decode(data []byte) (Message, error) {
+	var m Message
+	err := DecodeInto(data, &m, nil)
+	return m, err
+}
+
+// DecodeInto decodes one message into m. A batch is decoded into into when
+// into is not nil, reusing its Packets' capacity, so that a receiver that
+// recycles its batches decodes without allocating (but for packets that
+// carry telemetry); m.Batch is then into. On error m is zeroed.
+func DecodeInto(data []byte, m *Message, into *Batch) error {
+	*m = Message{}
 	if len(data) > MaxMessageBytes {
-		return Message{}, fmt.Errorf("%w: %d bytes (max %d)", ErrMalformed, len(data), MaxMessageBytes)
+		return fmt.Errorf("%w: %d bytes (max %d)", ErrMalformed, len(data), MaxMessageBytes)
 	}
-	r := bytes.NewReader(data)
-	d := &decoder{r: r, d: msgpack.NewDecoder(r)}
+	d := &decoder{reader{b: data}}
 	n := d.arrayLen("message", 1)
 	if d.err == nil && n < 1 {
 		d.fail("empty message")
 	}
 	k := Kind(d.u("kind", 255))
-	var m Message
-	m.Kind = k
 	if d.err == nil && (int(k) >= len(fieldCount) || fieldCount[k] == 0 || n-1 != fieldCount[k]) {
 		d.fail("kind %v with %d fields", k, n-1)
 	}
 	if d.err != nil {
-		return Message{}, d.err
+		return d.err
 	}
+	m.Kind = k
 	switch k {
 	case KindBatch:
-		m.Batch = d.batch()
+		if into == nil {
+			into = &Batch{}
+		}
+		d.batch(into)
+		m.Batch = into
 	case KindReport:
 		m.Report = d.report()
+		m.Busy = d.u("busy", math.MaxUint64)
 	case KindGrant:
 		m.Grant = d.grant()
 	case KindResync:
@@ -427,28 +355,27 @@ func Decode(data []byte) (Message, error) {
 	case KindControl:
 		c := &Control{}
 		c.Type = string(d.blob("control type", MaxControlType))
-		c.Body = d.blob("control body", MaxMessageBytes)
+		c.Body = bytes.Clone(d.blob("control body", MaxMessageBytes))
 		m.Control = c
 	}
-	if d.err == nil && r.Len() != 0 {
-		d.fail("%d trailing bytes", r.Len())
+	if d.err == nil && d.left() != 0 {
+		d.fail("%d trailing bytes", d.left())
 	}
 	if d.err != nil {
-		return Message{}, d.err
+		*m = Message{}
+		return d.err
 	}
-	return m, nil
+	return nil
 }
 
-func (d *decoder) batch() *Batch {
-	b := &Batch{}
+func (d *decoder) batch(b *Batch) {
+	b.Packets = b.Packets[:0]
 	b.From = int32(d.i("from", 0, MaxNodes-1))
 	b.To = int32(d.i("to", 0, MaxNodes-1))
 	b.Window = d.u("window", math.MaxUint64)
 	b.Seq = uint32(d.u("seq", math.MaxUint32))
 	n := d.arrayLen("packets", packetFields+1)
-	if n > 0 {
-		b.Packets = make([]sim.RemotePacket, n)
-	}
+	b.Packets = slices.Grow(b.Packets, n)[:n]
 	var tels []sim.Telemetry // allocated at the first packet with telemetry
 	for k := 0; k < n && d.err == nil; k++ {
 		if f := d.arrayLen("packet", 1); d.err == nil && f != packetFields {
@@ -486,9 +413,10 @@ func (d *decoder) batch() *Batch {
 				tels = make([]sim.Telemetry, n)
 			}
 			rp.Tel = d.telemetry(&tels[k], f)
+		} else {
+			rp.Tel = nil
 		}
 	}
-	return b
 }
 
 // telemetry decodes a non-empty telemetry array of f values into t.

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# bench-dist.sh [BIN]: what a distributed run costs. Each scenario runs in
+# 1 partition (--cores 1), in P in-memory partitions (--transport memory),
+# in P node processes over the embedded NATS server (--procs), and, with
+# CONTAINERS=1, in P node containers of the lockstep image (one NATS and
+# one coordinator container on a private Docker network; `make image`
+# first), alternating the modes REPS times. Per run it prints the wall
+# seconds (end to end, from the command or the first container started),
+# the run seconds (without start-up: the slowest node's setup-to-finish
+# time), the speed-up over 1 partition (wall), the efficiency (speed-up / P),
+# the windows and the mean cost of a window by part (µs: compute, encode,
+# publish, decode, waiting on slower partitions, waiting on the network
+# and barrier) with the NATS round trip measured in the same run; the
+# last lines give the median of each mode and the fraction of the
+# in-memory speed-up the processes (and containers) reach. About 40 s on
+# 2 cores with the defaults.
+#
+#   SCENARIOS  files (default: the k=16 permutation of 1 MB flows, made from
+#              examples/scale/fattree-k32-permutation.yaml, and htsim's
+#              perm1024 with NSCC)
+#   P          partitions (default 2); REPS repetitions (default 3)
+#   CONTAINERS 1 adds the container mode (needs Docker and IMAGE, by
+#              default the tag `make image` gives this checkout)
+set -euo pipefail
+BIN=${1:-bin/lockstep}
+P=${P:-2}
+REPS=${REPS:-3}
+CONTAINERS=${CONTAINERS:-0}
+IMAGE=${IMAGE:-lockstep:$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
+tmp=$(mktemp -d)
+net=""
+cleanup() {
+  if [ -n "$net" ]; then
+    docker ps -aq --filter "label=lockstep.bench=$net" | xargs -r docker rm -f >/dev/null 2>&1 || true
+    docker network rm "$net" >/dev/null 2>&1 || true
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+if [ -z "${SCENARIOS:-}" ]; then
+  sed -e 's/k: 32/k: 16/' -e 's/size: 16KB/size: 1MB/' -e 's/name: fattree-k32-permutation/name: fattree-k16-permutation-1MB/' \
+    examples/scale/fattree-k32-permutation.yaml > "$tmp/k16-1MB.yaml"
+  SCENARIOS="$tmp/k16-1MB.yaml examples/htsim/perm1024-nscc.yaml"
+fi
+modes="1 mem procs"
+[ "$CONTAINERS" = 1 ] && modes="$modes containers"
+
+# containers NAME SCENARIO OUT: one run across containers; the launcher is
+# this machine's BIN with --external, on the bridge network's address.
+containers() {
+  local s=$1 out=$2 run=bench$RANDOM
+  net=lockstep-bench-$run
+  docker network create --label "lockstep.bench=$net" "$net" >/dev/null
+  local lbl=(--label "lockstep.bench=$net" --network "$net")
+  docker run -d "${lbl[@]}" --name "$net-nats" "$IMAGE" nats --addr=0.0.0.0:4222 >/dev/null
+  local ip
+  ip=$(docker inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$net-nats")
+  docker run -d "${lbl[@]}" --name "$net-c1" -v "$(realpath "$s"):/s.yaml:ro" "$IMAGE" \
+    coordinator /s.yaml --partitions "$P" --nats "nats://$ip:4222" --run "$run" --id c1 >/dev/null
+  local gmp=$(( $(nproc) / P )); [ "$gmp" -lt 1 ] && gmp=1
+  for i in $(seq 0 $((P - 1))); do
+    docker run -d "${lbl[@]}" --name "$net-n$i" -e GOMAXPROCS=$gmp "$IMAGE" \
+      node --nats "nats://$ip:4222" --run "$run" --partition "$i" >/dev/null
+  done
+  "$BIN" run "$s" --partitions "$P" --external --nats "nats://$ip:4222" --run-id "$run" --out "$out" --quiet
+  docker ps -aq --filter "label=lockstep.bench=$net" | xargs -r docker rm -f >/dev/null 2>&1 || true
+  docker network rm "$net" >/dev/null 2>&1 || true
+  net=""
+}
+
+printf '%-28s %-10s %3s %7s %7s %7s %5s %6s %8s %6s %6s %6s %6s %6s %6s\n' scenario mode rep wall_s run_s speedup eff windows compute enc pub dec imbal net rtt
+for s in $SCENARIOS; do
+  name=$(basename "$s" .yaml)
+  for r in $(seq "$REPS"); do
+    for m in $modes; do
+      out=$tmp/$name-$m-$r
+      t0=$(date +%s.%N)
+      case $m in
+        1) "$BIN" run "$s" --out "$out" --quiet --cores 1 ;;
+        mem) "$BIN" run "$s" --out "$out" --quiet --partitions "$P" --transport memory ;;
+        procs) "$BIN" run "$s" --out "$out" --quiet --partitions "$P" --procs ;;
+        containers) containers "$s" "$out" ;;
+      esac
+      t1=$(date +%s.%N)
+      echo "$name $m $r $(echo "$t1 - $t0" | bc)" >> "$tmp/walls"
+      python3 - "$out/summary.json" "$name" "$m" "$r" "$(echo "$t1 - $t0" | bc)" "$tmp/walls" "$P" <<'PY'
+import json, sys
+f, name, mode, rep, wall, walls, P = sys.argv[1:]
+wall, P = float(wall), int(P)
+one = [float(l.split()[3]) for l in open(walls) if l.split()[0] == name and l.split()[1] == "1"]
+base = sorted(one)[len(one) // 2] if one else wall
+j = json.load(open(f))
+d = j.get("extra", {}).get("distributed", {})
+w = d.get("window_us", {})
+# run_s: the run without process or container start-up: the slowest
+# node's wall time (setup fetch to finish), or in one partition the wall
+# time less the setup.
+if d.get("per_node") and d["per_node"][0].get("wall_seconds"):
+    run = max(n["wall_seconds"] for n in d["per_node"])
+else:
+    run = j["perf"]["wall_seconds"] - j["perf"].get("setup_seconds", 0)
+sp = base / wall
+eff = sp / (1 if mode == "1" else P)
+g = lambda k: "%6.0f" % w[k] if k in w else "     -"
+print("%-28s %-10s %3s %7.2f %7.2f %7.2f %5.2f %6s %8s %6s %6s %6s %6s %6s %6s" % (name[:28], mode, rep, wall, run, sp, eff,
+      d.get("windows", "-"), g("compute"), g("encode"), g("publish"), g("decode"), g("wait_imbalance"), g("wait_net"),
+      "%6.0f" % d["nats_rtt_us"] if d.get("nats_rtt_us") else "     -"))
+PY
+    done
+  done
+done
+echo
+python3 - "$tmp/walls" <<'PY'
+import sys, collections
+walls = collections.defaultdict(list)
+for l in open(sys.argv[1]):
+    n, m, _, w = l.split()
+    walls[(n, m)].append(float(w))
+med = {k: sorted(v)[len(v) // 2] for k, v in walls.items()}
+for n in sorted({k[0] for k in med}):
+    one = med[(n, "1")]
+    line = ["%s: median wall" % n] + ["%s %.2fs (x%.2f)" % (m, med[(n, m)], one / med[(n, m)]) for m in ("1", "mem", "procs", "containers") if (n, m) in med]
+    print("  ".join(line))
+    for m in ("procs", "containers"):
+        if (n, "mem") in med and (n, m) in med:
+            print("  %s: %s reach %.0f%% of the in-memory speed-up" % (n, m, 100 * med[(n, "mem")] / med[(n, m)]))
+PY
