@@ -58,6 +58,9 @@ type Built struct {
 	// Collectives lists every collective instance of the workload
 	// (collectives.csv), in workload and iteration order.
 	Collectives []CollectiveInstance
+	// SenderFCT says the outputs carry the sender side of each flow's
+	// completion (output.sender_fct, or compat: stracksim).
+	SenderFCT bool
 
 	seed      uint64
 	digest    string
@@ -347,6 +350,7 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 			return nil, err
 		}
 	}
+	b.SenderFCT = s.Output.SenderFCT || compat != nil
 	d := sha256.Sum256(l.hash)
 	b.digest = hex.EncodeToString(d[:])
 	b.files = l.files
