@@ -163,6 +163,10 @@ func WithSeed(seed uint64) Edit { return func(s *Scenario) { s.Seed = &seed } }
 // WithCwnd records cwnd.csv for every flow (`--cwnd`; output.cwnd: {all: true}).
 func WithCwnd() Edit { return func(s *Scenario) { s.Output.Cwnd = &CwndOutput{All: true} } }
 
+// WithSenderFCT adds the sender side of every flow's completion to
+// fct.csv and summary.json (`--sender-fct`; output.sender_fct: true).
+func WithSenderFCT() Edit { return func(s *Scenario) { s.Output.SenderFCT = true } }
+
 // WithQueues records queue_depth.csv, sampling every interval of virtual
 // time (`--queues`; output.queues.interval).
 func WithQueues(interval sim.Time) Edit {
