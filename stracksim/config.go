@@ -123,9 +123,10 @@ func Serialization(size int32, rate sim.Bandwidth) sim.Time {
 }
 
 // FCTSummary is what STrack-Sim reports of a run's FCTs
-// (src/monitor/mod.rs, SimSummary::from_fcts, at the report's commit
-// 30f8e00 and since): over the completed flows' FCTs sorted ascending
-// (SimRunner::summarize in src/sim_runner.rs keeps the flows whose
+// (src/monitor/mod.rs, SimSummary::from_fcts, the same function at
+// commits 53e2ec1 and f1a3a3e, which our search corpus holds): over the
+// completed flows' FCTs sorted ascending (SimRunner::summarize in
+// src/sim_runner.rs at the report's commit 30f8e00 keeps the flows whose
 // finish_ns is set, at the sender), P50 is sorted[n·50/100], P95
 // sorted[min(n·95/100, n−1)], P99 sorted[min(n·99/100, n−1)] and Max the
 // largest, integer indices: an index percentile, not a nearest rank
