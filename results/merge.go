@@ -14,6 +14,7 @@ import (
 	"github.com/lockstep-sim/lockstep/internal/version"
 	"github.com/lockstep-sim/lockstep/scenario"
 	"github.com/lockstep-sim/lockstep/sim"
+	"github.com/lockstep-sim/lockstep/stracksim"
 )
 
 // Outputs is a run's outputs: the merge of its parts. A single-process
@@ -364,7 +365,39 @@ func (o *Outputs) Summary() Summary {
 		}
 	}
 	s.Drops = s.QueueDrops + s.LinkLost + s.NICDrops
+	if b.SenderFCT {
+		o.senderSide(&s)
+	}
 	return s
+}
+
+// senderSide adds the sender-side FCTs' percentiles to s, and under
+// compat: stracksim what STrack-Sim reports.
+func (o *Outputs) senderSide(s *Summary) {
+	b := o.Built
+	var fcts []sim.Time
+	var sent, retx uint64
+	for i := range o.Records {
+		rec := &o.Records[i]
+		if rec.AckedAt > 0 {
+			fcts = append(fcts, rec.AckedAt-FlowStart(&b.Fabric.Flows[i], rec))
+		}
+		sent += rec.PacketsSent
+		retx += rec.Retransmits
+	}
+	if len(fcts) > 0 {
+		p := func(q float64) json.Number { v, _ := Percentile(fcts, q); return json.Number(v.NsString()) }
+		s.SenderFCT = &FCTPercentiles{P50: p(0.5), P99: p(0.99), P999: p(0.999)}
+	}
+	if b.Fabric.Compat == nil {
+		return
+	}
+	// SimRunner::summarize: the completed flows only, then
+	// SimSummary::from_fcts (stracksim.Summarize).
+	f := stracksim.Summarize(slices.Clone(fcts))
+	ns := func(t sim.Time) json.Number { return json.Number(t.NsString()) }
+	s.StrackSim = &StrackSimSummary{CompletedFlows: len(fcts), PacketsSent: sent, PacketsRetransmits: retx,
+		ECNMarks: s.Marks, Drops: s.Drops, P50: ns(f.P50), P95: ns(f.P95), P99: ns(f.P99), Max: ns(f.Max)}
 }
 
 // Conservation sums the parts' packet counts; at the end of a run no
@@ -391,7 +424,7 @@ func (o *Outputs) Conservation() fabric.Conservation {
 
 // WriteFCT writes fct.csv.
 func (o *Outputs) WriteFCT(w io.Writer) error {
-	return WriteFCT(w, o.Built.Fabric.Flows, o.Records, o.Ideal)
+	return WriteFCT(w, o.Built.Fabric.Flows, o.Records, o.Ideal, o.Built.SenderFCT)
 }
 
 // WriteDir writes fct.csv, queues.csv, and when the scenario asks for

@@ -28,13 +28,31 @@ import (
 // FCTHeader is the first line of fct.csv.
 const FCTHeader = "flow_id,src,dst,size_bytes,start_ns,finish_ns,fct_ns,packets_sent,retransmits,timeouts,ecn_marked_acks,finished,ideal_fct_ns,slowdown"
 
+// SenderColumns are the columns fct.csv appends to FCTHeader's when the
+// scenario asks for the sender side (output.sender_fct; always under
+// compat: stracksim): acked_ns, when the sender saw the flow's last byte
+// acknowledged (hostsim.FlowRecord.AckedAt), and sender_fct_ns, acked_ns
+// minus start_ns. A flow ends there in htsim (its sources print "finished
+// at" on the ACK that covers the flow: csg-htsim sim/strack.cpp
+// STrackSrc::send_packets, uet-htsim uec.cpp UecSrc::checkFinished) and
+// in STrack-Sim (SimRunner::handle_arrive_at_host sets finish_ns on the
+// control packet that finishes the flow), one ACK's way after fct_ns's
+// end at the receiver.
+const SenderColumns = "acked_ns,sender_fct_ns"
+
 // WriteFCT writes fct.csv. Unfinished flows have empty finish_ns, fct_ns
 // and slowdown and finished=false. ideal holds every flow's ideal FCT
 // (IdealFCT; nil or 0: unknown, an empty ideal_fct_ns and slowdown);
-// slowdown is fct_ns / ideal_fct_ns with six decimals.
-func WriteFCT(w io.Writer, flows []hostsim.FlowSpec, recs []hostsim.FlowRecord, ideal []sim.Time) error {
+// slowdown is fct_ns / ideal_fct_ns with six decimals. With sender, every
+// row ends with SenderColumns (empty for a flow its sender did not see
+// acknowledged); the other columns are the same either way.
+func WriteFCT(w io.Writer, flows []hostsim.FlowSpec, recs []hostsim.FlowRecord, ideal []sim.Time, sender bool) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintln(bw, FCTHeader)
+	if sender {
+		fmt.Fprintln(bw, FCTHeader+","+SenderColumns)
+	} else {
+		fmt.Fprintln(bw, FCTHeader)
+	}
 	for i, f := range flows {
 		r := &recs[i]
 		finish, fct, ideals, slow := "", "", "", ""
@@ -53,9 +71,17 @@ func WriteFCT(w io.Writer, flows []hostsim.FlowSpec, recs []hostsim.FlowRecord, 
 				slow = formatSlowdown(Slowdown(r.Finish-start, id))
 			}
 		}
-		fmt.Fprintf(bw, "%d,%d,%d,%d,%s,%s,%s,%d,%d,%d,%d,%t,%s,%s\n", f.ID, f.Src, f.Dst, f.Size,
+		fmt.Fprintf(bw, "%d,%d,%d,%d,%s,%s,%s,%d,%d,%d,%d,%t,%s,%s", f.ID, f.Src, f.Dst, f.Size,
 			start.NsString(), finish, fct, r.PacketsSent, r.Retransmits, r.Timeouts, r.ECNMarkedAcks, r.Finished,
 			ideals, slow)
+		if sender {
+			acked, sfct := "", ""
+			if r.AckedAt > 0 {
+				acked, sfct = r.AckedAt.NsString(), (r.AckedAt - start).NsString()
+			}
+			fmt.Fprintf(bw, ",%s,%s", acked, sfct)
+		}
+		fmt.Fprintln(bw)
 	}
 	return bw.Flush()
 }
@@ -294,6 +320,14 @@ type Summary struct {
 	// rank; absent when no flow finished).
 	FCT      *FCTPercentiles      `json:"fct_ns,omitempty"`
 	Slowdown *SlowdownPercentiles `json:"slowdown,omitempty"`
+	// SenderFCT are the same percentiles of the sender-side FCTs
+	// (fct.csv's sender_fct_ns) over the flows their senders saw
+	// acknowledged; only when the scenario asks for the sender side
+	// (scenario.Built.SenderFCT) and some flow finished there.
+	SenderFCT *FCTPercentiles `json:"sender_fct_ns,omitempty"`
+	// StrackSim is what STrack-Sim reports of the run, under its
+	// definitions (compat: stracksim only).
+	StrackSim *StrackSimSummary `json:"stracksim,omitempty"`
 	// Complete says the run finished. A run that failed after it started
 	// writes what it had with Complete false, the Reason and the
 	// partitions whose part never came.
@@ -317,6 +351,26 @@ type FCTPercentiles struct {
 	P50  json.Number `json:"p50"`
 	P99  json.Number `json:"p99"`
 	P999 json.Number `json:"p999"`
+}
+
+// StrackSimSummary is summary.json's stracksim: the fields of
+// STrack-Sim's SimSummary (src/monitor/mod.rs, named as its to_json names
+// them) that the profile reproduces, under STrack-Sim's definitions: FCTs
+// at the sender (sender_fct_ns) over the flows completed there, and its
+// index percentiles (stracksim.Summarize), in nanoseconds; packets sent
+// and retransmitted are the hosts' data packets (fct.csv's packets_sent
+// and retransmits summed), drops and marks the switches' (as drops and
+// ecn_marks).
+type StrackSimSummary struct {
+	CompletedFlows     int         `json:"completed_flows"`
+	PacketsSent        uint64      `json:"total_packets_sent"`
+	PacketsRetransmits uint64      `json:"total_packets_retransmitted"`
+	ECNMarks           uint64      `json:"total_ecn_marks"`
+	Drops              uint64      `json:"total_drops"`
+	P50                json.Number `json:"fct_p50_ns"`
+	P95                json.Number `json:"fct_p95_ns"`
+	P99                json.Number `json:"fct_p99_ns"`
+	Max                json.Number `json:"fct_max_ns"`
 }
 
 // SlowdownPercentiles are summary.json's slowdown: percentiles of the

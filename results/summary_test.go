@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sim/lockstep/hostsim"
 	"github.com/lockstep-sim/lockstep/results"
+	"github.com/lockstep-sim/lockstep/sim"
 )
 
 // summary.json's counts, times and percentiles are JSON numbers (not
@@ -61,5 +63,29 @@ func TestSummary_NumbersAreNumbers(t *testing.T) {
 		if v, _ := m["perf"].(map[string]any)[k].(float64); v <= 0 {
 			t.Errorf("perf.%s: want a positive number, got %v", k, m["perf"].(map[string]any)[k])
 		}
+	}
+}
+
+// TestWriteFCT_SenderColumns: with the sender side, every row ends with
+// acked_ns and sender_fct_ns (acked_ns − start_ns), empty for a flow its
+// sender did not see acknowledged, and the columns before are the same
+// as without it.
+func TestWriteFCT_SenderColumns(t *testing.T) {
+	flows := []hostsim.FlowSpec{{ID: 0, Src: 0, Dst: 1, Size: 1000, Start: 2 * sim.Microsecond}, {ID: 1, Src: 0, Dst: 1, Size: 1000}}
+	recs := []hostsim.FlowRecord{
+		{Started: true, Finished: true, Finish: 5 * sim.Microsecond, AckedAt: 5*sim.Microsecond + 1522*sim.Nanosecond, PacketsSent: 1},
+		{Started: true, Finished: true, Finish: 3 * sim.Microsecond, PacketsSent: 1}, // stopped before its last ACK
+	}
+	var plain, sender strings.Builder
+	if err := results.WriteFCT(&plain, flows, recs, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := results.WriteFCT(&sender, flows, recs, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	p, s := strings.Split(plain.String(), "\n"), strings.Split(sender.String(), "\n")
+	want := []string{results.FCTHeader + "," + results.SenderColumns, p[1] + ",6522.000,4522.000", p[2] + ",,", ""}
+	if strings.Join(s, "\n") != strings.Join(want, "\n") || p[0] != results.FCTHeader {
+		t.Errorf("with the sender side:\n%s\nwant\n%s", sender.String(), strings.Join(want, "\n"))
 	}
 }

@@ -58,6 +58,9 @@ type Built struct {
 	// Collectives lists every collective instance of the workload
 	// (collectives.csv), in workload and iteration order.
 	Collectives []CollectiveInstance
+	// SenderFCT says the outputs carry the sender side of each flow's
+	// completion (output.sender_fct, or compat: stracksim).
+	SenderFCT bool
 
 	seed      uint64
 	digest    string
@@ -159,6 +162,10 @@ func WithSeed(seed uint64) Edit { return func(s *Scenario) { s.Seed = &seed } }
 
 // WithCwnd records cwnd.csv for every flow (`--cwnd`; output.cwnd: {all: true}).
 func WithCwnd() Edit { return func(s *Scenario) { s.Output.Cwnd = &CwndOutput{All: true} } }
+
+// WithSenderFCT adds the sender side of every flow's completion to
+// fct.csv and summary.json (`--sender-fct`; output.sender_fct: true).
+func WithSenderFCT() Edit { return func(s *Scenario) { s.Output.SenderFCT = true } }
 
 // WithQueues records queue_depth.csv, sampling every interval of virtual
 // time (`--queues`; output.queues.interval).
@@ -347,6 +354,7 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 			return nil, err
 		}
 	}
+	b.SenderFCT = s.Output.SenderFCT || compat != nil
 	d := sha256.Sum256(l.hash)
 	b.digest = hex.EncodeToString(d[:])
 	b.files = l.files

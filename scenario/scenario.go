@@ -254,6 +254,13 @@ type Output struct {
 	Queues *QueuesOutput `yaml:"queues"`
 	// Pcap writes pcap/h<index>.pcap for these hosts.
 	Pcap *PcapOutput `yaml:"pcap"`
+	// SenderFCT adds the sender side of every flow's completion to
+	// fct.csv (acked_ns, sender_fct_ns) and to summary.json
+	// (sender_fct_ns): when the sender saw the last byte acknowledged,
+	// where htsim and STrack-Sim end a flow. compat: stracksim implies it.
+	// Omitted from the canonical encoding when false, so that scenarios
+	// without it keep their digests.
+	SenderFCT bool `yaml:"sender_fct" json:",omitempty"`
 }
 
 // MaxPcapHosts bounds output.pcap.hosts: captures are held in memory until

@@ -122,15 +122,34 @@ func Serialization(size int32, rate sim.Bandwidth) sim.Time {
 	return sim.Time(int64(size)*8*1_000_000_000/int64(rate)) * sim.Nanosecond
 }
 
-// Percentiles are STrack-Sim's FCT percentiles (SimSummary::from_fcts):
-// over the FCTs sorted ascending, P50 is sorted[n·50/100] and P99 is
-// sorted[min(n·99/100, n−1)], integer indices (with 4 flows: the 3rd and
-// the 4th). fcts is sorted in place; both are 0 when it is empty.
-func Percentiles(fcts []sim.Time) (p50, p99 sim.Time) {
+// FCTSummary is what STrack-Sim reports of a run's FCTs
+// (src/monitor/mod.rs, SimSummary::from_fcts, the same function at
+// commits 53e2ec1 and f1a3a3e, which our search corpus holds): over the
+// completed flows' FCTs sorted ascending (SimRunner::summarize in
+// src/sim_runner.rs at the report's commit 30f8e00 keeps the flows whose
+// finish_ns is set, at the sender), P50 is sorted[n·50/100], P95
+// sorted[min(n·95/100, n−1)], P99 sorted[min(n·99/100, n−1)] and Max the
+// largest, integer indices: an index percentile, not a nearest rank
+// (with 4 flows P50 is the 3rd smallest and P99 the 4th; lockstep's
+// nearest rank takes the 2nd and the 4th).
+type FCTSummary struct {
+	P50, P95, P99, Max sim.Time
+}
+
+// Summarize is STrack-Sim's FCTSummary of fcts, which it sorts in place;
+// all zero when fcts is empty.
+func Summarize(fcts []sim.Time) FCTSummary {
 	n := len(fcts)
 	if n == 0 {
-		return 0, 0
+		return FCTSummary{}
 	}
 	slices.Sort(fcts)
-	return fcts[n*50/100], fcts[min(n*99/100, n-1)]
+	return FCTSummary{P50: fcts[n*50/100], P95: fcts[min(n*95/100, n-1)], P99: fcts[min(n*99/100, n-1)], Max: fcts[n-1]}
+}
+
+// Percentiles are Summarize's P50 and P99 (fcts is sorted in place; both
+// are 0 when it is empty).
+func Percentiles(fcts []sim.Time) (p50, p99 sim.Time) {
+	s := Summarize(fcts)
+	return s.P50, s.P99
 }

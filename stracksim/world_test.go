@@ -85,6 +85,32 @@ func TestPercentiles_ByIndex(t *testing.T) {
 	}
 }
 
+// TestSummarize_SimSummaryFromFcts: P95 and Max as SimSummary::from_fcts
+// gives them: sorted[min(n·95/100, n−1)] and the largest.
+func TestSummarize_SimSummaryFromFcts(t *testing.T) {
+	for _, c := range []struct {
+		n                  int
+		p50, p95, p99, max sim.Time
+	}{
+		{4, 2, 3, 3, 3},      // [2], [min(3, 3)], [min(3, 3)]
+		{20, 10, 19, 19, 19}, // [10], [19], [min(19, 19)]
+		{40, 20, 38, 39, 39}, // [20], [38], [min(39, 39)]
+		{200, 100, 190, 198, 199},
+	} {
+		xs := make([]sim.Time, c.n)
+		for i := range xs {
+			xs[i] = sim.Time(c.n - 1 - i)
+		}
+		got := Summarize(xs)
+		if want := (FCTSummary{P50: c.p50, P95: c.p95, P99: c.p99, Max: c.max}); got != want {
+			t.Errorf("n = %d: %+v, want %+v", c.n, got, want)
+		}
+	}
+	if got := Summarize(nil); got != (FCTSummary{}) {
+		t.Errorf("no flows: %+v, want zeros", got)
+	}
+}
+
 // newTestWorld is the multi_loss dumbbell (3 + 3 hosts, 100 and 40 Gb/s,
 // 500 ns links, 10240 B buffers marking above 5120 B) with the given
 // flows, run by hand event by event.

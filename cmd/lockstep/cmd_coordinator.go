@@ -74,7 +74,7 @@ these processes itself, each with the setup it built.`,
 // FILE built with the command line's edits.
 func coordinatorSetup(cmd *cobra.Command, v *viper.Viper, args []string) (*wire.Setup, error) {
 	if path, _ := cmd.Flags().GetString("setup"); path != "" {
-		for _, f := range []string{"seed", "partitions", "cwnd", "queues"} {
+		for _, f := range []string{"seed", "partitions", "cwnd", "queues", "sender-fct"} {
 			if cmd.Flags().Changed(f) {
 				return nil, badInput(fmt.Errorf("coordinator: --setup carries the whole run: no --%s", f))
 			}

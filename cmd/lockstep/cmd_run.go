@@ -36,6 +36,9 @@ func newRunCmd(v *viper.Viper, stdout, stderr io.Writer) *cobra.Command {
                 wall time, events per second and peak memory
   cwnd.csv, queue_depth.csv, pcap/  when the scenario's output section or
                 --cwnd / --queues ask for them
+fct.csv's fct_ns ends when the receiver has the last byte; --sender-fct
+(output.sender_fct, always under compat: stracksim) adds sender_fct_ns, when
+the sender saw it acknowledged, where htsim and STrack-Sim end a flow.
 Each file is written atomically. A run that fails after it starts (Ctrl-C,
 a node that dies or goes silent past --peer-timeout, NATS gone) writes what
 it has, marked "complete": false in summary.json, and exits 3 (see
@@ -276,8 +279,8 @@ func execute(b *scenario.Built, f *fabric.Fabric, building time.Time, cut *parti
 }
 
 // runEdits are the changes the command line makes to the scenario before
-// it is built (--seed, --cwnd, --queues): every run, in one process or
-// many, builds the scenario after them.
+// it is built (--seed, --cwnd, --queues, --sender-fct): every run, in one
+// process or many, builds the scenario after them.
 func runEdits(cmd *cobra.Command, v *viper.Viper) ([]scenario.Edit, error) {
 	edits, err := inputEdits(cmd)
 	if err != nil {
@@ -325,17 +328,22 @@ func inputEdits(cmd *cobra.Command) ([]scenario.Edit, error) {
 // for the OS and the outputs. 0 (no limit) where the memory is unknown.
 func defaultMemoryLimit() int64 { return machineMemory() / 5 * 4 }
 
-// addOutputFlags adds --cwnd and --queues, which ask for optional outputs.
+// addOutputFlags adds --cwnd, --queues and --sender-fct, which ask for
+// optional outputs.
 func addOutputFlags(cmd *cobra.Command) {
 	cmd.Flags().Bool("cwnd", false, "also write cwnd.csv for every flow (as output.cwnd: {all: true})")
+	cmd.Flags().Bool("sender-fct", false, "also write each flow's sender-side completion, where htsim and STrack-Sim end a flow: fct.csv's acked_ns and sender_fct_ns, summary.json's sender_fct_ns (as output.sender_fct: true)")
 	cmd.Flags().Duration("queues", 0, "also write queue_depth.csv, sampling every this long in virtual time, e.g. 10us (as output.queues)")
 }
 
-// outputEdits are the edits of --cwnd and --queues.
+// outputEdits are the edits of --cwnd, --queues and --sender-fct.
 func outputEdits(cmd *cobra.Command) ([]scenario.Edit, error) {
 	var edits []scenario.Edit
 	if cwnd, _ := cmd.Flags().GetBool("cwnd"); cwnd {
 		edits = append(edits, scenario.WithCwnd())
+	}
+	if sender, _ := cmd.Flags().GetBool("sender-fct"); sender {
+		edits = append(edits, scenario.WithSenderFCT())
 	}
 	queues, _ := cmd.Flags().GetDuration("queues")
 	if queues < 0 {

@@ -165,19 +165,23 @@ func TestRunDistributed_Design2_RandomScenarioSameFiles(t *testing.T) {
 }
 
 // TestRunDistributed_EditsTravel is issue 8's bug: the command line's
-// edits (--cwnd, --queues, --seed) must reach every node over NATS, so
-// that a distributed run writes cwnd.csv (and every other file)
-// byte-identical to one process, with the default transport too.
+// edits (--cwnd, --queues, --seed, --sender-fct) must reach every node
+// over NATS, so that a distributed run writes cwnd.csv and fct.csv's
+// sender columns (and every other file) byte-identical to one process,
+// with the default transport too.
 func TestRunDistributed_EditsTravel(t *testing.T) {
 	requireWired(t)
 	t.Setenv(asMainEnv, "1") // for the child processes only
 	dir := t.TempDir()
 	s := filepath.Join("..", "..", "examples", "dumbbell.yaml")
-	edits := []string{"--cwnd", "--queues", "10us", "--seed", "3", "--quiet"}
+	edits := []string{"--cwnd", "--queues", "10us", "--seed", "3", "--sender-fct", "--quiet"}
 	single := filepath.Join(dir, "single")
 	runCLI(t, append([]string{"run", s, "--out", single}, edits...)...)
 	if _, err := os.Stat(filepath.Join(single, "cwnd.csv")); err != nil {
 		t.Fatalf("the single-process run wrote no cwnd.csv: %v", err)
+	}
+	if h, _, _ := strings.Cut(string(readOut(t, single, "fct.csv")), "\n"); !strings.HasSuffix(h, ",acked_ns,sender_fct_ns") {
+		t.Fatalf("--sender-fct: fct.csv header %q has no sender columns", h)
 	}
 	for _, c := range []struct {
 		name string

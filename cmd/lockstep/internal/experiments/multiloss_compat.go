@@ -1,13 +1,13 @@
 package experiments
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
 
+	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/scenario"
-	"github.com/lockstep-sim/lockstep/sim"
-	"github.com/lockstep-sim/lockstep/stracksim"
 )
 
 // mlReport is one run of the STrack-Sim report's multi_loss: the one its
@@ -25,7 +25,8 @@ var mlReports = map[string][]mlReport{
 }
 
 // mlDraw is one run of the profile: STrack-Sim's FCTs (at the sender) and
-// percentiles, and its counters.
+// percentiles, and its counters, as `lockstep run` writes them
+// (summary.json's stracksim and fct.csv's sender_fct_ns).
 type mlDraw struct {
 	p50, p99                 float64
 	sent, retx, drops, marks float64
@@ -41,19 +42,23 @@ func mlCompatRun(env *Env, cc string, seed uint64) (mlDraw, error) {
 		return mlDraw{}, err
 	}
 	var d mlDraw
-	var f []sim.Time
-	for i, rec := range r.Fabric.Transport().Records {
-		if rec.AckedAt == 0 {
-			return d, fmt.Errorf("%s seed %d: flow %d did not finish", cc, seed, i)
-		}
-		f = append(f, rec.AckedAt-rec.StartAt)
-		d.fcts = append(d.fcts, us(rec.AckedAt-rec.StartAt))
+	s := r.Summary()
+	st := s.StrackSim
+	if st == nil || st.CompletedFlows != s.Flows {
+		return d, fmt.Errorf("%s seed %d: not every flow finished at its sender", cc, seed)
 	}
-	p50, p99 := stracksim.Percentiles(f)
-	d.p50, d.p99 = us(p50), us(p99)
-	t := sum(r)
-	d.sent, d.retx, d.drops, d.marks = float64(t.sent), float64(t.retx), float64(t.drops), float64(t.marks)
+	for i, rec := range r.Fabric.Transport().Records {
+		d.fcts = append(d.fcts, us(rec.AckedAt-results.FlowStart(&r.Built.Fabric.Flows[i], &rec)))
+	}
+	d.p50, d.p99 = nsToUs(st.P50), nsToUs(st.P99)
+	d.sent, d.retx, d.drops, d.marks = float64(st.PacketsSent), float64(st.PacketsRetransmits), float64(st.Drops), float64(st.ECNMarks)
 	return d, nil
+}
+
+// nsToUs is a summary.json time in nanoseconds, in microseconds.
+func nsToUs(n json.Number) float64 {
+	f, _ := n.Float64()
+	return f / 1e3
 }
 
 // spread is "min–median–max" of xs (the median of an even count is the
@@ -206,10 +211,14 @@ marked advancing ACK, a 100 us timeout checked at ticks that resends every
 older packet) and STrack-Sim's STrack (one path, so every marked ACK
 halves; NACK bitmaps). FCTs are measured at the sender and the percentiles
 are STrack-Sim's: P50 = sorted[n·50/100], P99 = sorted[min(n·99/100, n−1)]
-over the 4 flows. STrack-Sim iterates its flows and its timed-out packets in
-Rust hash-map order, which differs in every process; here each seed draws
-those orders (seed s = one STrack-Sim process), so the spread over seeds is
-STrack-Sim's run-to-run spread. Over seeds 1–%d:
+over the 4 flows. They are what ` + "`lockstep run`" + ` writes under the profile:
+fct.csv's sender_fct_ns and summary.json's stracksim block (fct_p50_ns,
+fct_p99_ns, total_packets_sent, ...); fct.csv's fct_ns and summary.json's
+fct_ns end at the receiver, one ACK's way earlier (1.522 us here), with
+nearest-rank percentiles. STrack-Sim iterates its flows and its timed-out
+packets in Rust hash-map order, which differs in every process; here each
+seed draws those orders (seed s = one STrack-Sim process), so the spread
+over seeds is STrack-Sim's run-to-run spread. Over seeds 1–%d:
 
 `
 
@@ -218,11 +227,13 @@ const mlCompatDiscussion = `
   report's four runs has a draw within a few packets of its counters (the
   last column), and the STrack-Sim report's data run of STrack is one of
   our draws to the nanosecond (above; pinned by stracksim
-  TestProfile_ReproducesTheReportsSTrackRun). SimpleTcp's spread is wide
-  because its timeout resends every packet older than 100 us in hash-map
-  order, at most the old cwnd per tick, including packets the receiver
-  holds: whether the first hole goes out early decides whether the
-  cumulative ACK moves before the next round of timeouts. Runs that
+  TestProfile_ReproducesTheReportsSTrackRun, and in ` + "`lockstep run`" + `'s
+  own files, with cc: strack and --seed 344, by cmd/lockstep
+  TestRun_STrackSimProfileReportsWhatSTrackSimReports). SimpleTcp's
+  spread is wide because its timeout resends every packet older than 100
+  us in hash-map order, at most the old cwnd per tick, including packets
+  the receiver holds: whether the first hole goes out early decides
+  whether the cumulative ACK moves before the next round of timeouts. Runs that
   retransmit little finish early (P99 and packets sent correlate, above);
   the report's table run, 598 packets sent and P99 420.6 us, is one of the
   draws with the fewest retransmissions, below the first 20 seeds' range,

@@ -54,3 +54,20 @@ func TestExperiments_FileIsUnique(t *testing.T) {
 		seen[x.File] = true
 	}
 }
+
+// TestMultiLoss_CompatDrawIsWhatRunWrites: the page's STrack-Sim profile
+// numbers come from the summary `lockstep run` writes (summary.json's
+// stracksim, fct.csv's sender_fct_ns): seed 344 with cc: strack is the
+// report's data run, as cmd/lockstep
+// TestRun_STrackSimProfileReportsWhatSTrackSimReports reads it from the
+// files.
+func TestMultiLoss_CompatDrawIsWhatRunWrites(t *testing.T) {
+	d, err := mlCompatRun(&Env{Examples: examplesDir}, "strack", 344)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.p50 != 142.084 || d.p99 != 243.068 || mlList(d.fcts) != "243.068, 42.440, 142.084, 56.820" ||
+		d.sent != 663 || d.retx != 215 || d.drops != 152 || d.marks != 203 {
+		t.Errorf("seed 344: %+v; want P50 142.084, P99 243.068 us, FCTs 243.068, 42.440, 142.084, 56.820 us, 663 sent, 215 retransmitted, 152 drops, 203 marks", d)
+	}
+}
