@@ -12,7 +12,7 @@
 # publish, decode, waiting on slower partitions, waiting on the network
 # and barrier) with the NATS round trip measured in the same run; the
 # last lines give the median of each mode and the fraction of the
-# in-memory speed-up the processes (and containers) reach. About 40 s on
+# in-memory speed-up the processes (and containers) reach. About 75 s on
 # 2 cores with the defaults.
 #
 #   SCENARIOS  files (default: the k=16 permutation of 1 MB flows, made from
