@@ -344,6 +344,10 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 			decodeT += time.Since(t0)
 			for core.Runnable() {
+				if ctx.Err() != nil {
+					// Stopped from outside: do not start another window.
+					return fmt.Errorf("node %d: %w", cfg.Partition, context.Cause(ctx))
+				}
 				t0 := time.Now()
 				w, _ := core.Window()
 				wait := t0.Sub(waitFrom) - decodeT

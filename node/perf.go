@@ -47,15 +47,13 @@ type RTTSampler struct {
 	mu      sync.Mutex
 	samples []float64 // µs, guarded by mu
 	stop    chan struct{}
-	done    chan struct{}
 	once    sync.Once
 }
 
 // StartRTT starts sampling nc's round trip every interval.
 func StartRTT(nc *nats.Conn, every time.Duration) *RTTSampler {
-	s := &RTTSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	s := &RTTSampler{stop: make(chan struct{})}
 	go func() {
-		defer close(s.done)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
@@ -69,6 +67,11 @@ func StartRTT(nc *nats.Conn, every time.Duration) *RTTSampler {
 				continue
 			}
 			us := float64(time.Since(t0).Microseconds())
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
 			s.mu.Lock()
 			if len(s.samples) < 4096 {
 				s.samples = append(s.samples, us)
@@ -80,10 +83,11 @@ func StartRTT(nc *nats.Conn, every time.Duration) *RTTSampler {
 }
 
 // Median stops the sampler (once) and returns the median round trip, µs
-// (0: no sample).
+// (0: no sample). It does not wait for a round trip in flight (the
+// goroutine ends with it, within its one-second timeout): a run that
+// fails because NATS is gone reports it without delay.
 func (s *RTTSampler) Median() float64 {
 	s.once.Do(func() { close(s.stop) })
-	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.samples) == 0 {
