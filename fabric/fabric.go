@@ -160,6 +160,7 @@ type Fabric struct {
 	switches []*switchsim.Switch // by node index; nil for hosts and non-local
 
 	routes   *topologies.Routes // the local switches' rows (the Index is dropped after New)
+	allLocal bool               // no Config.Local: every node is here
 	kind     []uint8            // by element
 	hostOf   []int32            // element -> host index, -1 for switches
 	linkPort []int32            // link direction -> port index at its From element
@@ -329,7 +330,7 @@ func New(cfg Config) (*Fabric, error) {
 	swDef, swTiers := cfg.switchConfigs()
 	f := &Fabric{eng: eng, topo: t, tr: tr, hosts: make([]*hostsim.Host, len(t.Hosts)),
 		switches: make([]*switchsim.Switch, n),
-		kind:     make([]uint8, n), hostOf: hostOf, linkPort: linkPort, routes: ix.Routes()}
+		kind:     make([]uint8, n), hostOf: hostOf, linkPort: linkPort, routes: ix.Routes(), allLocal: cfg.Local == nil}
 	for node := 0; node < n; node++ {
 		id := sim.ElemID(node)
 		ports := ix.Ports(node)
@@ -514,6 +515,10 @@ func (f *Fabric) NumNodes() int { return len(f.switches) }
 
 // Routes is the compiled forwarding state (rows for the local switches).
 func (f *Fabric) Routes() *topologies.Routes { return f.routes }
+
+// AllLocal says the fabric holds every node (no Config.Local), so Routes
+// has every switch's row.
+func (f *Fabric) AllLocal() bool { return f.allLocal }
 
 // Done reports whether every flow with a local endpoint has finished.
 func (f *Fabric) Done() bool { return f.tr.Done == f.tr.Local }

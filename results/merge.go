@@ -61,7 +61,11 @@ type Outputs struct {
 // samples by switch node, then stably by time; pcaps follow output.pcap.
 // The run ends at the time limit if it stopped there, else at the last
 // completion if every flow finished, else at the last event.
-func Merge(b *scenario.Built, parts []*Part) (*Outputs, error) {
+func Merge(b *scenario.Built, parts []*Part) (*Outputs, error) { return MergeIdeal(b, parts, nil) }
+
+// MergeIdeal is Merge with the flows' ideal FCTs (IdealFCT, in
+// b.Fabric.Flows order) already computed; nil computes them.
+func MergeIdeal(b *scenario.Built, parts []*Part, ideal []sim.Time) (*Outputs, error) {
 	byPart := make([]*Part, len(parts))
 	for _, r := range parts {
 		if r == nil || r.Partition < 0 || r.Partition >= len(parts) || byPart[r.Partition] != nil {
@@ -76,8 +80,10 @@ func Merge(b *scenario.Built, parts []*Part) (*Outputs, error) {
 		return nil, fmt.Errorf("results: no parts to merge")
 	}
 	flows := b.Fabric.Flows
-	o := &Outputs{Built: b, Records: make([]hostsim.FlowRecord, len(flows)), Parts: byPart,
-		Ideal: IdealFCT(b.Topo, b.Fabric.Transport, flows)}
+	if len(ideal) != len(flows) {
+		ideal = IdealFCT(b.Topo, b.Fabric.Transport, flows)
+	}
+	o := &Outputs{Built: b, Records: make([]hostsim.FlowRecord, len(flows)), Parts: byPart, Ideal: ideal}
 	index := make(map[int32]int, len(flows))
 	for i := range flows {
 		index[flows[i].ID] = i

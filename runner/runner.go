@@ -148,7 +148,13 @@ func finish(b *scenario.Built, f *fabric.Fabric, rec *results.Recorder) (*Result
 	}
 	p := rec.Part(0, why)
 	p.Deadlock = d
-	out, err := results.Merge(b, []*results.Part{p})
+	// One partition: the fabric holds every switch's routes, so the ideal
+	// FCTs need not compile them again.
+	var ideal []sim.Time
+	if r := f.Routes(); r != nil && r.NumNodes() == len(b.Topo.Nodes) && f.AllLocal() {
+		ideal = results.IdealFCTRoutes(b.Topo, b.Fabric.Transport, b.Fabric.Flows, r)
+	}
+	out, err := results.MergeIdeal(b, []*results.Part{p}, ideal)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ if mode == "nodist" and isinstance(d.get("extra"), dict):
     d["extra"].pop("distributed", None)
     if not d["extra"]:
         del d["extra"]
-timing = ("second", "wait", "wall")
+timing = ("second", "wait", "wall", "window_us", "rtt")
 def drop(x):
     if isinstance(x, dict):
         return {k: drop(v) for k, v in x.items()

@@ -63,6 +63,12 @@ func CompileWith(t *Topology, o CompileOptions) (*Index, error) {
 	return ix, nil
 }
 
+// CompilePorts builds only t's port adjacency and host maps: an Index
+// whose Ports, NumNodes and NumHosts work and whose Routes is nil, for a
+// caller that has the routes already (a one-process fabric keeps them:
+// fabric.Fabric.Routes). It costs O(nodes + links); t is not validated.
+func CompilePorts(t *Topology) *Index { return buildPorts(t) }
+
 // PairHops returns the hop count (links) of each of CompileOptions.Pairs,
 // in order: 0 when the hosts are equal or not connected. The slice is
 // shared and must not be modified.
