@@ -159,7 +159,8 @@ type RTTInfo struct {
 	SRTT, MinRTT sim.Time
 	// RTODeadline is when the retransmission timer expires; 0 or
 	// sim.Never: it is not armed (TLP caps its probe timer at it, RFC 8985
-	// §7.2).
+	// §7.2). On an ACK that advances SndUna it is the expiry as that ACK
+	// restarts it (RFC 6298 §5.3), not the one before the ACK.
 	RTODeadline sim.Time
 }
 

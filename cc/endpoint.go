@@ -555,6 +555,14 @@ func (ep *Endpoint) OnAck(now sim.Time, a *Ack) Actions {
 	ai := &ep.ai
 	ai.Now, ai.Ack, ai.Sack, ai.DupCandidate = now, a.Ack, a.Sack, true
 	ai.RTTInfo = ep.rttInfo()
+	if a.Ack > ep.st.Una && (ep.uet == nil || !ep.uet.ownTimers) {
+		// RFC 8985 §7.2 caps the PTO at TCP_RTO_expiration(). An ACK that
+		// advances SndUna restarts the RTO (RFC 6298 §5.3, at the end of
+		// this function, with this timeout: the sample above is taken),
+		// so the cap is the expiry as restarted by this ACK, not the one
+		// before it (a probe would fire at the old expiry).
+		ai.RTODeadline = now + ep.rto.Timeout()
+	}
 	ai.TSecr = 0
 	if a.HasTSecr {
 		ai.TSecr = a.TSecr

@@ -111,7 +111,8 @@ func (c *RackConfig) Validate() error {
 //     that advances SndUna, unless in fast or RTO recovery or with SACKed
 //     segments outstanding (§7.2). PTO = 2*SRTT, plus MaxAckDelay when
 //     FlightSize is one segment; 1 s without an SRTT; capped at the RTO's
-//     expiry when the host reports it (SetRTODeadline).
+//     expiry when the host reports it (RTTInfo.RTODeadline: on an ACK
+//     that advances SndUna, the expiry as that ACK restarts it).
 //   - When it fires (§7.3), if no probe is in flight (TLP.end_seq unset)
 //     and an RTT sample arrived since the last probe, the next segment is
 //     a probe that ignores cwnd (Force): new data if any, else the highest

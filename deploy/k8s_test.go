@@ -160,12 +160,40 @@ func TestK8s_KustomizeRendersBaseAndOverlays(t *testing.T) {
 			continue
 		}
 		t.Logf("%s: %d objects", d, len(objs))
+		if strings.HasSuffix(d, "large") {
+			checkOwnNamespace(t, d, objs, "lockstep")
+		}
 		if strings.HasSuffix(d, "external-nats") {
 			for _, o := range objs {
 				if s, ok := o.(*appsv1.StatefulSet); ok && s.Name == "nats" {
 					t.Errorf("external-nats still has the NATS StatefulSet")
 				}
 			}
+		}
+	}
+}
+
+// checkOwnNamespace: the overlay in dir creates its namespace ns (a
+// Namespace object, first, as kubectl apply -k orders it) and puts every
+// other object in it, so applying it to a cluster without ns works
+// (issue 25: `namespaces "lockstep" not found` before).
+func checkOwnNamespace(t *testing.T, dir string, objs []any, ns string) {
+	t.Helper()
+	if len(objs) == 0 {
+		t.Errorf("%s: no objects", dir)
+		return
+	}
+	if n, ok := objs[0].(*corev1.Namespace); !ok || n.Name != ns {
+		t.Errorf("%s: the first object is %T, want the Namespace %q", dir, objs[0], ns)
+	}
+	for _, o := range objs[1:] {
+		m, ok := o.(interface{ GetNamespace() string })
+		if !ok {
+			t.Errorf("%s: %T has no namespace", dir, o)
+			continue
+		}
+		if _, isNS := o.(*corev1.Namespace); isNS || m.GetNamespace() != ns {
+			t.Errorf("%s: %T in namespace %q, want %q", dir, o, m.GetNamespace(), ns)
 		}
 	}
 }

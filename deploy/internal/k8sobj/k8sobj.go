@@ -41,6 +41,8 @@ func Split(stream []byte) [][]byte {
 // New returns an empty object of the type apiVersion/kind names.
 func New(apiVersion, kind string) (any, error) {
 	switch apiVersion + "/" + kind {
+	case "v1/Namespace":
+		return &corev1.Namespace{}, nil
 	case "v1/ConfigMap":
 		return &corev1.ConfigMap{}, nil
 	case "v1/Secret":
