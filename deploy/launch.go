@@ -240,7 +240,11 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 	start := time.Now()
 	ctx, cancel := context.WithCancelCause(ctx)
+	// Nodes in this process outlive an interrupt until the run is over:
+	// they must still hear the abort and push what they computed.
+	nodeCtx, nodeCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() {
+		nodeCancel()
 		cancel(errors.New("deploy: run over"))
 		if cerr := l.cleanup(err != nil); err == nil && cerr != nil {
 			err = cerr
@@ -262,7 +266,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		if err := l.startCoordinators(ctx, su); err != nil {
 			return nil, err
 		}
-		if err := l.startNodes(ctx); err != nil {
+		if err := l.startNodes(ctx, nodeCtx); err != nil {
 			return nil, err
 		}
 	}
@@ -724,7 +728,9 @@ func (l *launch) startCoordinators(ctx context.Context, su *wire.Setup) error {
 	return nil
 }
 
-func (l *launch) startNodes(ctx context.Context) error {
+// startNodes starts the nodes: processes tied to ctx, or goroutines that run
+// under nodeCtx, which an interrupt (ctx) does not end.
+func (l *launch) startNodes(ctx, nodeCtx context.Context) error {
 	for i := 0; i < l.o.Placement.P; i++ {
 		if l.o.Procs {
 			args := []string{"node", "--nats", l.url, "--run", l.o.RunID, "--partition", strconv.Itoa(i),
@@ -746,9 +752,9 @@ func (l *launch) startNodes(ctx context.Context) error {
 			return err
 		}
 		go func() {
-			err := node.Run(ctx, node.Config{Conn: nc, Run: l.o.RunID, Partition: i, Creds: creds, Logger: l.log,
+			err := node.Run(nodeCtx, node.Config{Conn: nc, Run: l.o.RunID, Partition: i, Creds: creds, Logger: l.log,
 				StatusEvery: l.o.StatusEvery, PeerTimeout: l.o.PeerTimeout})
-			if err != nil && ctx.Err() == nil {
+			if err != nil && ctx.Err() == nil && nodeCtx.Err() == nil {
 				l.failf("partition %d: %v", i, err)
 			}
 		}()

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -20,7 +21,17 @@ type LocalOptions struct {
 	// Window, if set, is called after every grant with the cores, between
 	// windows (for progress).
 	Window func(g barrier.Grant, cores []*Core)
+	// Stop, when closed, ends the run at the next window boundary: RunLocal
+	// then returns what every partition has, merged by
+	// results.MergePartial with StopReason (complete false), and
+	// ErrStopped.
+	Stop       <-chan struct{}
+	StopReason string
 }
+
+// ErrStopped is RunLocal's error when LocalOptions.Stop ended the run; the
+// LocalRun it returns with it holds the partial outputs.
+var ErrStopped = errors.New("node: run stopped")
 
 // LocalRun is a finished in-memory run.
 type LocalRun struct {
@@ -84,6 +95,11 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 		if g.Finished {
 			break
 		}
+		select {
+		case <-opt.Stop:
+			return stopLocal(b, cores, perf, time.Since(start).Seconds(), opt.StopReason, bar)
+		default:
+		}
 		t0 := time.Now()
 		if opt.Parallel {
 			var wg sync.WaitGroup
@@ -139,4 +155,23 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 		return nil, err
 	}
 	return &LocalRun{Outputs: out, Results: rs, Barrier: bar.Stats(), Cores: cores}, nil
+}
+
+// stopLocal ends an in-memory run that was told to stop between windows:
+// every partition's part as it stands, merged as a failed run's.
+func stopLocal(b *scenario.Built, cores []*Core, perf []NodePerf, wall float64, reason string, bar *barrier.Barrier) (*LocalRun, error) {
+	if reason == "" {
+		reason = "stopped"
+	}
+	rs := make([]*PartResult, len(cores))
+	parts := make([]*results.Part, len(cores))
+	for i, c := range cores {
+		rs[i] = c.Result()
+		perf[i].WallSeconds = wall
+		perf[i].WaitSeconds = max(0, wall-perf[i].RunSeconds)
+		rs[i].Perf = perf[i]
+		parts[i] = &rs[i].Part
+	}
+	out := results.MergePartial(b, len(cores), parts, reason)
+	return &LocalRun{Outputs: out, Results: rs, Barrier: bar.Stats(), Cores: cores}, ErrStopped
 }

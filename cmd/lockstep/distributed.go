@@ -151,12 +151,21 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		}
 	}
 	if transport == "memory" {
+		// Ctrl-C or SIGTERM stops the partitions at the next window
+		// boundary; what they have is written, marked incomplete (exit 3).
 		lr, err := node.RunLocal(b, pl, node.LocalOptions{Parallel: true, Window: func(g barrier.Grant, cores []*node.Core) {
 			for _, c := range cores {
 				nodeStatus(wire.NodeStatus{Partition: c.Partition(), Events: c.F.Engine().Stats.Events})
 			}
 			progress(g.Window, g.Start, false)
-		}})
+		}, Stop: ctx.Done(), StopReason: "interrupted"})
+		if errors.Is(err, node.ErrStopped) {
+			if show {
+				fmt.Fprintln(stderr)
+			}
+			return true, writePartial(&deploy.Result{Outputs: lr.Outputs}, out, time.Since(start).Seconds(), pl.P,
+				errors.New("interrupted: every partition stopped at the same window boundary"))
+		}
 		if err != nil {
 			return true, err
 		}

@@ -407,12 +407,34 @@ func TestExitStatuses(t *testing.T) {
 }
 
 // TestRun_InterruptWritesPartial: Ctrl-C (SIGINT) in the middle of a
-// single-process run writes what it has, marked incomplete, exit 3.
+// single-process run writes what it has, marked incomplete, exit 3: in one
+// partition, and in the in-memory partitions of the default cut (which
+// once ran on to the end).
 func TestRun_InterruptWritesPartial(t *testing.T) {
+	for _, args := range [][]string{{"--partitions", "1"}, {"--partitions", "2", "--transport", "memory"}, {"--partitions", "2"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) { interruptWritesPartial(t, args) })
+	}
+}
+
+func interruptWritesPartial(t *testing.T, args []string) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
-	cmd := exec.Command(os.Args[0], "run", filepath.Join("..", "..", "examples", "fattree-k8-permutation.yaml"),
-		"--out", out, "--progress")
+	// The example's 2 MB flows end in a third of a second, which a loaded
+	// machine can take to deliver the signal: 64 MB flows run for seconds,
+	// so the interrupt always lands in the middle.
+	ex, err := os.ReadFile(filepath.Join("..", "..", "examples", "fattree-k8-permutation.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Replace(string(ex), "size: 2MB", "size: 64MB", 1)
+	if long == string(ex) {
+		t.Fatal("examples/fattree-k8-permutation.yaml: no \"size: 2MB\" to lengthen")
+	}
+	scen := filepath.Join(dir, "long.yaml")
+	if err := os.WriteFile(scen, []byte(long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], append([]string{"run", scen, "--out", out, "--progress"}, args...)...)
 	cmd.Env = append(os.Environ(), asMainEnv+"=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -452,5 +474,8 @@ func TestRun_InterruptWritesPartial(t *testing.T) {
 	sum := checkPartial(t, out, "interrupted")
 	if sum.FlowsFinished >= sum.Flows {
 		t.Errorf("%d of %d flows finished: the interrupt came too late to test anything", sum.FlowsFinished, sum.Flows)
+	}
+	if len(sum.MissingPartitions) > 0 || sum.EndPs == 0 {
+		t.Errorf("summary.json: partitions %v missing, end %d ps: an interrupt must keep what every partition computed", sum.MissingPartitions, sum.EndPs)
 	}
 }
