@@ -149,14 +149,22 @@ func singleEdge(ix *Index, u int) int32 {
 	return peers[0]
 }
 
-// computeRoutes builds the routes: one breadth-first search per column
-// (from the edge switch, or from the host; hosts other than the source
-// are reached but not expanded), and for each built switch the ports whose
-// peer is one hop closer to the column's source and is a switch or the
-// destination host itself. rows selects the switches (nil: all). For each
-// of pairs it also returns the hop count from the source host to the
-// destination host (0 when unreachable or equal), from the same searches.
+// computeRoutes builds the routes: for each built switch and column, the
+// ports whose peer is one hop closer to the column's source (its edge
+// switch, or its host) and is a switch or the destination host itself,
+// on paths that never pass through a host (searchColumns; levelColumns
+// where every column starts at a switch). rows selects the switches (nil:
+// all). For each of pairs it also returns the hop count from the source
+// host to the destination host (0 when unreachable or equal), from the
+// same searches.
 func computeRoutes(ix *Index, rows func(node int) bool, pairs []HostPair) (*Routes, []int32, error) {
+	return computeRoutesBy(ix, rows, pairs, false, levelBlockBytes)
+}
+
+// computeRoutesBy is computeRoutes, by one search per column when search
+// is set even where levelColumns could serve, with levelColumns' blocks
+// of about blockBytes (the tests compare the two, and cover small blocks).
+func computeRoutesBy(ix *Index, rows func(node int) bool, pairs []HostPair, search bool, blockBytes int) (*Routes, []int32, error) {
 	nn, nh := ix.nodes, ix.hosts
 	r := &Routes{numNodes: nn, numHosts: nh, dest: make([]hostRoute, nh), row: make([]int32, nn)}
 	sets := newSetTable()
@@ -169,6 +177,7 @@ func computeRoutes(ix *Index, rows func(node int) bool, pairs []HostPair) (*Rout
 	}
 	var src []int32
 	var scratch []int32
+	anyHostCol := false
 	for h := 0; h < nh; h++ {
 		u := int(ix.hostNode[h])
 		d := hostRoute{edge: -1}
@@ -192,6 +201,7 @@ func computeRoutes(ix *Index, rows func(node int) bool, pairs []HostPair) (*Rout
 		} else {
 			d.col = int32(len(src))
 			src = append(src, int32(u)) // -1 for a host out of range: unreachable
+			anyHostCol = true
 		}
 		r.dest[h] = d
 	}
@@ -229,6 +239,27 @@ func computeRoutes(ix *Index, rows func(node int) bool, pairs []HostPair) (*Rout
 		fill[c]++
 	}
 
+	if ix.group == nil && !anyHostCol && !search {
+		levelColumns(ix, r, sets, src, rowNodes, pairs, byCol, pstart, hops, blockBytes)
+	} else {
+		searchColumns(ix, r, sets, src, rowNodes, pairs, byCol, pstart, hops)
+	}
+	if len(sets.ports) > math.MaxInt32/2 {
+		return nil, nil, fmt.Errorf("topologies: the next-hop sets have more than 2^30 entries")
+	}
+	r.setOff, r.ports = sets.off, sets.ports
+	return r, hops, nil
+}
+
+// searchColumns fills the cells of the built rows and the pairs' hop
+// counts with one breadth-first search per column (from its edge switch,
+// or from its host; hosts other than the source are reached but not
+// expanded): a row's cell holds the ports whose peer is one hop closer to
+// the column's source and is a switch or the destination host itself.
+// It serves every fabric; levelColumns is the same for most, faster.
+func searchColumns(ix *Index, r *Routes, sets *setTable, src, rowNodes []int32, pairs []HostPair, byCol, pstart, hops []int32) {
+	nn, ncol := ix.nodes, r.numCols
+	var scratch []int32
 	dist := make([]int32, nn)
 	queue := make([]int32, 0, nn)
 	// With groups, dist is the distance without intra-group links (how a
@@ -294,11 +325,6 @@ func computeRoutes(ix *Index, rows func(node int) bool, pairs []HostPair) (*Rout
 			}
 		}
 	}
-	if len(sets.ports) > math.MaxInt32/2 {
-		return nil, nil, fmt.Errorf("topologies: the next-hop sets have more than 2^30 entries")
-	}
-	r.setOff, r.ports = sets.off, sets.ports
-	return r, hops, nil
 }
 
 // intraLinks lists the intra-group links, both directions: (u, v) with u
