@@ -101,12 +101,13 @@ func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) b
 		store = store[1:]
 		e.Links[i] = l
 		l.Spec = s
+		l.from, l.to = s.From, s.To
 		l.rate = s.Rate
 		l.delay = s.Delay
 		l.remote = !e.elems[s.To].local
 		if im := s.Impair; im != nil {
+			l.impaired = true
 			l.rng = NewRand(seed, StreamLink+uint64(i))
-			l.sched = im.Schedule
 			l.loss = im.Loss
 			l.perPacket = im.Jitter > 0 || im.ReorderProb > 0
 			for _, c := range im.Schedule {
@@ -234,7 +235,7 @@ func (e *Engine) TxPassed(id LinkID) bool {
 		return false
 	}
 	if l.busyUntil == e.now {
-		from := l.Spec.From
+		from := l.from
 		done := Event{At: l.busyUntil, Dst: from, Src: from, Seq: l.lazySeq}
 		if !done.Before(&e.cur) {
 			return false
@@ -256,7 +257,7 @@ func (e *Engine) Materialize(id LinkID) {
 	if l.lazySeq == 0 {
 		return
 	}
-	from := l.Spec.From
+	from := l.from
 	e.push(Event{At: l.busyUntil, Dst: from, Src: from, Seq: l.lazySeq, Kind: EvTxDone, Arg: int64(id)})
 	l.lazySeq = 0
 	e.lazy--
@@ -296,7 +297,9 @@ func (e *Engine) transmit(id LinkID, p PktRef, start Time, size int32, lazy bool
 	if l.busyUntil > start || start > e.now {
 		panic(fmt.Sprintf("sim: link %d transmits from %v at %v while busy until %v", id, start, e.now, l.busyUntil))
 	}
-	l.advance(start)
+	if l.impaired {
+		l.advance(start)
+	}
 	end := start + l.rate.TxTime(int(size))
 	if end < e.now {
 		panic(fmt.Sprintf("sim: link %d: a transmission from %v ends at %v, before now %v", id, start, end, e.now))
@@ -305,7 +308,7 @@ func (e *Engine) transmit(id LinkID, p PktRef, start Time, size int32, lazy bool
 	l.TxPackets++
 	l.TxBytes += uint64(size)
 	e.Stats.Sent++
-	from := l.Spec.From
+	from := l.from
 	if lazy {
 		l.lazySeq = e.nextSeq(from)
 		e.lazy++
@@ -315,16 +318,16 @@ func (e *Engine) transmit(id LinkID, p PktRef, start Time, size int32, lazy bool
 
 	arrive := end + l.delay
 	lost := false
-	if l.rng != nil {
+	if l.impaired {
 		if l.lose() {
 			lost = true
 			l.LostRandom++
 		}
 		arrive += l.extraDelay()
-	}
-	if !lost && (l.down || l.goesDownBy(arrive)) {
-		lost = true
-		l.LostDown++
+		if !lost && (l.down || l.goesDownBy(arrive)) {
+			lost = true
+			l.LostDown++
+		}
 	}
 	seq := e.nextSeq(from)
 	if lost {
@@ -339,7 +342,7 @@ func (e *Engine) transmit(id LinkID, p PktRef, start Time, size int32, lazy bool
 		e.export(id, arrive, seq, p, e.Pool.Get(p))
 	case l.perPacket:
 		e.direct++
-		e.push(Event{At: arrive, Dst: l.Spec.To, Src: from, Seq: seq, Kind: EvArrive, Arg: int64(id), Pkt: p})
+		e.push(Event{At: arrive, Dst: l.to, Src: from, Seq: seq, Kind: EvArrive, Arg: int64(id), Pkt: p})
 	default:
 		e.enqueueWire(id, l, inflight{at: arrive, seq: seq, pkt: p})
 	}
@@ -357,11 +360,19 @@ func (e *Engine) export(id LinkID, arrive Time, seq uint64, p PktRef, pkt *Packe
 	e.Pool.Free(p)
 }
 
+// wireMin is a wire's first capacity in packets (a power of two): a
+// fabric has a wire per link direction, and most carry a few packets at
+// a time (a ring's default, 16, made the wires of a k=74 fat-tree 217 MB).
+const wireMin = 4
+
 // enqueueWire puts a packet on a FIFO wire; only the head has an event.
 func (e *Engine) enqueueWire(id LinkID, l *Link, f inflight) {
+	if l.wire.buf == nil {
+		l.wire.buf = make([]inflight, wireMin)
+	}
 	l.wire.Push(f)
 	if l.wire.Len() == 1 {
-		e.push(Event{At: f.at, Dst: l.Spec.To, Src: l.Spec.From, Seq: f.seq, Kind: EvArrive, Arg: int64(id), Pkt: f.pkt, ring: true})
+		e.push(Event{At: f.at, Dst: l.to, Src: l.from, Seq: f.seq, Kind: EvArrive, Arg: int64(id), Pkt: f.pkt, ring: true})
 	}
 }
 

@@ -9,8 +9,8 @@ type LinkID int32
 // LinkSpec is the requested state of one link direction.
 type LinkSpec struct {
 	From     ElemID
-	FromPort int // the port of From that transmits onto this direction
 	To       ElemID
+	FromPort int // the port of From that transmits onto this direction
 	ToPort   int // the port of To at which packets arrive
 	Rate     Bandwidth
 	Delay    Time // propagation delay
@@ -77,36 +77,44 @@ type inflight struct {
 	pkt PktRef
 }
 
-// LinkCounters are a link direction's statistics.
+// LinkCounters are a link direction's loss statistics (Link counts what
+// it transmitted itself: TxPackets, TxBytes).
 type LinkCounters struct {
-	TxPackets  uint64
-	TxBytes    uint64
 	LostRandom uint64 // independent and Gilbert-Elliott losses
 	LostDown   uint64 // losses while the link was down
 	Reordered  uint64 // packets held back by the reordering impairment
 }
 
 // Link is the state of one link direction: the transmitter at From and the
-// wire to To.
+// wire to To. Its first 64 bytes are what every transmission reads and
+// writes, the next what an arrival reads (the wire); the rest is
+// configuration and counters that the impairments alone touch. It is 192
+// bytes, so that in the engine's array each Link starts a cache line.
 type Link struct {
-	Spec LinkSpec
-	LinkCounters
-
-	rate      Bandwidth
-	delay     Time
-	loss      float64 // independent loss probability in force
-	down      bool
-	geBad     bool
-	perPacket bool // jitter/reordering/delay changes: arrivals scheduled one by one
-	remote    bool // To lives in another partition
-	sched     []LinkChange
-	si        int // next change to apply
 	busyUntil Time
 	// lazySeq is the sequence number of the elided transmit-done of the
 	// packet being serialised (Engine.TransmitLazy); 0: none pending.
-	lazySeq uint64
-	rng     *rand.Rand // nil unless impaired
-	wire    Ring[inflight]
+	lazySeq   uint64
+	rate      Bandwidth
+	delay     Time
+	TxPackets uint64
+	TxBytes   uint64
+	from, to  ElemID
+	remote    bool // To lives in another partition
+	perPacket bool // jitter/reordering/delay changes: arrivals scheduled one by one
+	// impaired: Spec.Impair is set (random draws, scheduled changes); a
+	// link without it skips them all.
+	impaired bool
+	down     bool
+	geBad    bool
+
+	wire Ring[inflight]
+	rng  *rand.Rand // nil unless impaired
+	loss float64    // independent loss probability in force
+	si   int        // next scheduled change to apply (Spec.Impair.Schedule)
+
+	Spec LinkSpec
+	LinkCounters
 }
 
 // Rate is the transmit rate in force at the last transmission.
@@ -121,10 +129,12 @@ func (l *Link) BusyUntil() Time { return l.busyUntil }
 // Remote reports whether the far end lives in another partition.
 func (l *Link) Remote() bool { return l.remote }
 
-// advance applies scheduled changes with At <= now.
+// advance applies scheduled changes with At <= now. Precondition:
+// impaired.
 func (l *Link) advance(now Time) {
-	for l.si < len(l.sched) && l.sched[l.si].At <= now {
-		c := &l.sched[l.si]
+	sched := l.Spec.Impair.Schedule
+	for l.si < len(sched) && sched[l.si].At <= now {
+		c := &sched[l.si]
 		switch c.Kind {
 		case ChangeDown:
 			l.down = true
@@ -142,10 +152,12 @@ func (l *Link) advance(now Time) {
 }
 
 // goesDownBy reports whether a scheduled change takes the link down at or
-// before t (a packet still on the wire then is lost).
+// before t (a packet still on the wire then is lost). Precondition:
+// impaired.
 func (l *Link) goesDownBy(t Time) bool {
-	for i := l.si; i < len(l.sched) && l.sched[i].At <= t; i++ {
-		if l.sched[i].Kind == ChangeDown {
+	sched := l.Spec.Impair.Schedule
+	for i := l.si; i < len(sched) && sched[i].At <= t; i++ {
+		if sched[i].Kind == ChangeDown {
 			return true
 		}
 	}
