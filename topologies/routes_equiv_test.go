@@ -237,3 +237,33 @@ func countEdgeColumns(r *Routes) int {
 	}
 	return len(seen)
 }
+
+// TestRoutes_WideCellsBeyond256Sets checks the int32 cells that a fabric
+// of more than 256 distinct next-hop sets keeps: a star of 300 switches
+// around a hub, each with one host, has a set per spoke at the hub.
+func TestRoutes_WideCellsBeyond256Sets(t *testing.T) {
+	const n = 300
+	g := tierOf(gbps)
+	topo := &Topology{Name: "star"}
+	topo.Nodes = append(topo.Nodes, Node{Name: "hub", Kind: Switch, Tier: 2})
+	for i := range n {
+		sw := len(topo.Nodes)
+		topo.Nodes = append(topo.Nodes, Node{Name: fmt.Sprintf("s%d", i), Kind: Switch, Tier: 1},
+			Node{Name: fmt.Sprintf("h%d", i), Kind: Host})
+		topo.Hosts = append(topo.Hosts, sw+1)
+		topo.Links = append(topo.Links, Link{A: 0, B: sw, Rate: g.Rate, Delay: g.Delay, Queue: g.Queue, Tier: 2},
+			Link{A: sw, B: sw + 1, Rate: g.Rate, Delay: g.Delay, Queue: g.Queue, Tier: 1})
+	}
+	r := mustCompile(t, topo).Routes()
+	if r.cells == nil || r.cells8 != nil {
+		t.Fatalf("expected int32 cells for %d sets, got %d int32 and %d byte cells", len(r.setOff)-1, len(r.cells), len(r.cells8))
+	}
+	for h := range n {
+		if got := r.Next(0, h); !slices.Equal(got, []int32{int32(h)}) {
+			t.Fatalf("hub to host %d: expected port [%d], got %v", h, h, got)
+		}
+		if got := r.Next(1+2*((h+1)%n), h); !slices.Equal(got, []int32{0}) {
+			t.Fatalf("another spoke to host %d: expected its port [0] to the hub, got %v", h, got)
+		}
+	}
+}
