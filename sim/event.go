@@ -318,18 +318,21 @@ func fillRoot(h []Event, x Event) {
 	for {
 		c := 4*i + 1
 		if c+3 < n {
-			m := c
-			if h[c+1].Before(&h[m]) {
-				m = c + 1
+			// The four children as one slice, so that the compiler
+			// drops the bounds checks.
+			ch := h[c : c+4 : c+4]
+			best, m := &ch[0], 0
+			if ch[1].Before(best) {
+				best, m = &ch[1], 1
 			}
-			if h[c+2].Before(&h[m]) {
-				m = c + 2
+			if ch[2].Before(best) {
+				best, m = &ch[2], 2
 			}
-			if h[c+3].Before(&h[m]) {
-				m = c + 3
+			if ch[3].Before(best) {
+				best, m = &ch[3], 3
 			}
-			h[i] = h[m]
-			i = m
+			h[i] = *best
+			i = c + m
 			continue
 		}
 		if c < n {
