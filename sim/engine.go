@@ -382,13 +382,15 @@ func (e *Engine) enqueueWire(id LinkID, l *Link, f inflight) {
 // Next pops the next event with At < horizon and makes it current. It
 // returns false when there is none.
 func (e *Engine) Next(horizon Time) (Event, bool) {
-	if e.q.Len() == 0 || e.q.peek().At >= horizon {
+	top := e.q.first()
+	if top == nil || top.At >= horizon {
 		if e.lazy > 0 {
 			e.passLazy(horizon)
 		}
 		return Event{}, false
 	}
-	ev := *e.q.peek()
+	ev := *top
+	e.q.popFirst()
 	e.now = ev.At
 	e.cur = ev
 	e.Stats.Events++
@@ -401,10 +403,10 @@ func (e *Engine) Next(horizon Time) (Event, bool) {
 			l.wire.Pop()
 			if l.wire.Len() > 0 {
 				// The next packet on the wire takes the place of this
-				// one's event: one sift instead of a pop's and a push's.
+				// one's event (the queue's length does not change: not
+				// counted in PeakQueue, as before).
 				f := l.wire.Front()
-				e.q.replaceTop(Event{At: f.at, Dst: ev.Dst, Src: ev.Src, Seq: f.seq, Kind: EvArrive, Arg: ev.Arg, Pkt: f.pkt, ring: true})
-				return ev, true
+				e.q.push(Event{At: f.at, Dst: ev.Dst, Src: ev.Src, Seq: f.seq, Kind: EvArrive, Arg: ev.Arg, Pkt: f.pkt, ring: true})
 			}
 		} else {
 			e.direct--
@@ -414,7 +416,6 @@ func (e *Engine) Next(horizon Time) (Event, bool) {
 	default:
 		panic(fmt.Sprintf("sim: event of kind %d at %v", ev.Kind, ev.At))
 	}
-	e.q.pop()
 	return ev, true
 }
 

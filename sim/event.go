@@ -1,6 +1,9 @@
 package sim
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // ElemID names an element (host or switch) of the whole fabric. IDs are
 // assigned by the topology and do not depend on partitioning.
@@ -49,26 +52,33 @@ func (a *Event) Before(b *Event) bool {
 }
 
 // eventQueue holds the pending events in key order. Those of the current
-// time slot and before (a slot is 2^slotShift ps, 4.1 ns by default)
-// are in a 4-ary min-heap, near; those of the next ringSlots slots wait
-// unsorted in one bucket per slot, and later ones (timers, mostly) in a
-// second heap, far. When near is empty, the next non-empty bucket becomes
-// near (heapified), and far's events that the ring's window now covers
-// move into it. A fabric of 10^5 hosts keeps a few 10^5 events pending
-// over a few microseconds: one heap of them all was 15 MB, sifted through
-// ten levels at every pop; near holds one slot's events and stays in the
-// caches, and the buckets are written in order. The order of events is
-// the key's, as with one heap: a slot's events all come after the
-// earlier slots' and before the later ones'.
+// time slot (a slot is 2^slotShift ps, 4.1 ns by default) are in near,
+// sorted, and taken from its front, with the ones pushed into the slot
+// after it was sorted in a small 4-ary heap, side; those of the next
+// ringSlots slots wait unsorted in one bucket per slot, and later ones
+// (timers, mostly) in a 4-ary heap, far. When near and side are empty,
+// the next non-empty bucket becomes near (sorted as packed integer keys,
+// sortNear), and far's events that the ring's window now covers move into
+// the ring. The order of events is the key's, as with one heap: a slot's
+// events all come after the earlier slots' and before the later ones'.
+//
+// Why: a fabric of 10^5 hosts keeps a few 10^5 events pending over a few
+// microseconds; one heap of them all was 15 MB, sifted through ten levels
+// at every pop. In a fabric of equal links many events fall on the same
+// picosecond, so even one slot's heap was thousands of events deep and
+// its sift was a quarter of every event's instructions (perm1024); a
+// slot sorted once is read in order.
 //
 // Buckets are lists of fixed chunks of events from one free list, so the
 // ring's memory follows the events it holds (not the largest slot times
-// the slots), and taking a bucket copies its events into near's one
-// array. A 4-ary heap does fewer cache misses than a binary one for the
-// same number of comparisons. The zero value is ready to use.
+// the slots). The zero value is ready to use.
 type eventQueue struct {
-	near []Event // a heap: every event of a slot before cur
-	far  []Event // a heap: every event of a slot at or after cur + slots
+	near   []Event // the current slot's events, sorted; near[nearAt:] are pending
+	nearAt int
+	// firstNear: the event first returned is near's front, not side's.
+	firstNear bool
+	side      []Event // a heap: events of slots before cur pushed after near was sorted
+	far       []Event // a heap: every event of a slot at or after cur + slots
 	// head and tail are the first and last chunk of slot s's bucket at
 	// s & (slots-1), for s in [cur, cur + slots); -1: empty. full has
 	// bit b set when bucket b is not empty.
@@ -77,9 +87,13 @@ type eventQueue struct {
 	chunks     []*eventChunk
 	freeChunks []int32
 	inRing     int
-	cur        int64 // the first slot not in near
+	cur        int64 // the first slot not in near or side
 	shift      uint  // slot width: 2^shift ps
 	slots      int64 // a power of two, a multiple of 64
+	// Scratch of the sort: packed keys, and the sorted events before
+	// they become near.
+	keys   []uint64
+	sorted []Event
 }
 
 // eventChunk is a piece of a bucket: n events, then the chunk at next
@@ -92,9 +106,7 @@ type eventChunk struct {
 
 // The default slot width and ring length, 2^12 ps (4.1 ns) and 1024
 // slots (4.2 us: a few hops' delays; later events go to far), and the
-// events per chunk. Slots of 65 ns (64 of them) held 20 k events each at
-// k=74; 4 ns slots do fewer misses and instructions (k=48: LL misses per
-// event 13.4 -> 12.9, 4 MB LL in cachegrind; k=8: instructions -5%).
+// events per chunk.
 const (
 	slotShift   = 12
 	ringSlots   = 1024
@@ -114,7 +126,7 @@ func (q *eventQueue) init() {
 	q.full = make([]uint64, q.slots/64)
 }
 
-func (q *eventQueue) Len() int { return len(q.near) + q.inRing + len(q.far) }
+func (q *eventQueue) Len() int { return len(q.near) - q.nearAt + len(q.side) + q.inRing + len(q.far) }
 
 func (q *eventQueue) slot(t Time) int64 { return int64(t) >> q.shift }
 
@@ -124,7 +136,7 @@ func (q *eventQueue) push(ev Event) {
 	}
 	switch s := q.slot(ev.At); {
 	case s < q.cur:
-		heapPush(&q.near, ev)
+		heapPush(&q.side, ev)
 	case s < q.cur+q.slots:
 		q.bucketAdd(s&(q.slots-1), ev)
 	default:
@@ -167,11 +179,18 @@ func (q *eventQueue) newChunk() int32 {
 	return c
 }
 
-// settle makes near hold the earliest event, if there is any: it takes
-// the next non-empty bucket, or, with the ring empty, moves the window
-// to far's earliest event.
+// settle makes near or side hold the earliest event, if there is any
+// (refill).
 func (q *eventQueue) settle() {
-	for len(q.near) == 0 {
+	if q.nearAt == len(q.near) && len(q.side) == 0 {
+		q.refill()
+	}
+}
+
+// refill takes the next non-empty bucket into near, or, with the ring
+// empty, moves the window to far's earliest event first.
+func (q *eventQueue) refill() {
+	for q.nearAt == len(q.near) && len(q.side) == 0 {
 		if q.inRing == 0 {
 			if len(q.far) == 0 {
 				return
@@ -181,6 +200,7 @@ func (q *eventQueue) settle() {
 		}
 		s := q.nextFull()
 		b := s & (q.slots - 1)
+		q.near, q.nearAt = q.near[:0], 0
 		for c := q.head[b]; c >= 0; {
 			k := q.chunks[c]
 			q.near = append(q.near, k.ev[:k.n]...)
@@ -190,7 +210,7 @@ func (q *eventQueue) settle() {
 		q.head[b], q.tail[b] = -1, -1
 		q.full[b>>6] &^= 1 << uint(b&63)
 		q.inRing -= len(q.near)
-		heapify(q.near)
+		q.sortNear(Time(s << q.shift))
 		q.cur = s + 1
 		q.pullFar()
 	}
@@ -224,26 +244,140 @@ func (q *eventQueue) pullFar() {
 	}
 }
 
+// sortNear sorts near, one slot's events from start on, by key: each
+// event's (time within the slot, destination, source, index in near)
+// packed into one word and sorted as integers, then the events of equal
+// (time, destination, source) by sequence number. Few events take an
+// insertion sort, and ids too wide to pack the standard sort.
+func (q *eventQueue) sortNear(start Time) {
+	ev := q.near
+	n := len(ev)
+	if n <= 16 {
+		insertionSort(ev)
+		return
+	}
+	var maxDst, maxSrc uint64
+	for i := range ev {
+		maxDst = max(maxDst, uint64(uint32(ev[i].Dst)))
+		maxSrc = max(maxSrc, uint64(uint32(ev[i].Src)))
+	}
+	bi := uint(bits.Len(uint(n - 1)))
+	bs, bd := uint(bits.Len64(maxSrc)), uint(bits.Len64(maxDst))
+	if q.shift+bd+bs+bi > 64 {
+		slices.SortFunc(ev, func(a, b Event) int {
+			switch {
+			case a.Before(&b):
+				return -1
+			case b.Before(&a):
+				return 1
+			}
+			return 0
+		})
+		return
+	}
+	keys := slices.Grow(q.keys[:0], n)[:n]
+	for i := range ev {
+		keys[i] = (uint64(ev[i].At-start)<<(bd+bs)|uint64(uint32(ev[i].Dst))<<bs|uint64(uint32(ev[i].Src)))<<bi | uint64(i)
+	}
+	slices.Sort(keys)
+	sorted := slices.Grow(q.sorted[:0], n)[:n]
+	mask := uint64(1)<<bi - 1
+	for i, k := range keys {
+		sorted[i] = ev[k&mask]
+	}
+	// Equal (time, destination, source), one source's events for one
+	// destination at one time, go by sequence number.
+	for i := 1; i < n; {
+		if keys[i]>>bi != keys[i-1]>>bi {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < n && keys[j]>>bi == keys[i]>>bi {
+			j++
+		}
+		insertionSort(sorted[i-1 : j])
+		i = j
+	}
+	q.near, q.sorted, q.keys = sorted, ev, keys
+}
+
+// insertionSort sorts a few events by key.
+func insertionSort(ev []Event) {
+	for i := 1; i < len(ev); i++ {
+		x := ev[i]
+		j := i
+		for j > 0 && x.Before(&ev[j-1]) {
+			ev[j] = ev[j-1]
+			j--
+		}
+		ev[j] = x
+	}
+}
+
+// top is the earliest event: near's front or side's root. Precondition:
+// settled and Len() > 0.
+func (q *eventQueue) top() (*Event, bool) {
+	if q.nearAt < len(q.near) {
+		if len(q.side) == 0 || q.near[q.nearAt].Before(&q.side[0]) {
+			return &q.near[q.nearAt], true
+		}
+	}
+	return &q.side[0], false
+}
+
 // peek returns the earliest event. Precondition: Len() > 0.
 func (q *eventQueue) peek() *Event {
 	q.settle()
-	return &q.near[0]
+	ev, _ := q.top()
+	return ev
+}
+
+// first returns the earliest event, or nil when there is none, and
+// remembers where it is for popFirst.
+func (q *eventQueue) first() *Event {
+	q.settle()
+	if q.nearAt < len(q.near) {
+		if len(q.side) == 0 || q.near[q.nearAt].Before(&q.side[0]) {
+			q.firstNear = true
+			return &q.near[q.nearAt]
+		}
+	} else if len(q.side) == 0 {
+		return nil
+	}
+	q.firstNear = false
+	return &q.side[0]
+}
+
+// popFirst removes the event first returned. Precondition: first
+// returned it and nothing was pushed since.
+func (q *eventQueue) popFirst() {
+	if q.firstNear {
+		q.nearAt++
+		return
+	}
+	heapPop(&q.side)
 }
 
 func (q *eventQueue) pop() Event {
 	q.settle()
-	return heapPop(&q.near)
+	ev, inNear := q.top()
+	if inNear {
+		q.nearAt++
+		return *ev
+	}
+	return heapPop(&q.side)
 }
 
 // replaceTop removes the earliest event and adds ev: one sift instead of
-// a pop's and a push's when ev belongs to near. Precondition: Len() > 0.
+// a pop's and a push's when both are side's. Precondition: Len() > 0.
 func (q *eventQueue) replaceTop(ev Event) {
 	q.settle()
-	if q.slot(ev.At) < q.cur {
-		fillRoot(q.near, ev)
+	if _, inNear := q.top(); !inNear && q.slot(ev.At) < q.cur {
+		fillRoot(q.side, ev)
 		return
 	}
-	heapPop(&q.near)
+	q.pop()
 	q.push(ev)
 }
 
@@ -276,35 +410,6 @@ func heapPop(h *[]Event) Event {
 		fillRoot(q[:n], last)
 	}
 	return top
-}
-
-// heapify makes h a heap (Floyd's: sift down every parent, last first).
-func heapify(h []Event) {
-	if len(h) < 2 {
-		return
-	}
-	for i := (len(h) - 2) / 4; i >= 0; i-- {
-		x := h[i]
-		j := i
-		for {
-			c := 4*j + 1
-			if c >= len(h) {
-				break
-			}
-			m := c
-			for k := c + 1; k < c+4 && k < len(h); k++ {
-				if h[k].Before(&h[m]) {
-					m = k
-				}
-			}
-			if !h[m].Before(&x) {
-				break
-			}
-			h[j] = h[m]
-			j = m
-		}
-		h[j] = x
-	}
 }
 
 // fillRoot puts x in the heap h, whose root is a hole, by Floyd's

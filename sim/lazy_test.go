@@ -266,9 +266,11 @@ func TestTransmitLazy_DoesNotAllocate(t *testing.T) {
 }
 
 // TestEventQueue_SlotsKeepTheKeyOrder drives queues with small slots and
-// rings (so that events fall in near, in buckets a turn around the ring,
-// and in far, and the window jumps over empty stretches) with pushes,
-// pops, peeks and replaced tops, against a sorted reference.
+// rings (so that events fall in near, in side, in buckets a turn around
+// the ring, and in far, and the window jumps over empty stretches), and
+// with slots of many events (sorted by the radix sort, by sequence number
+// on equal packed keys, or by the standard sort when ids are too wide),
+// with pushes, pops, peeks and replaced tops, against a sorted reference.
 func TestEventQueue_SlotsKeepTheKeyOrder(t *testing.T) {
 	less := func(a, b Event) int {
 		switch {
@@ -283,8 +285,12 @@ func TestEventQueue_SlotsKeepTheKeyOrder(t *testing.T) {
 		shift uint
 		slots int64
 		span  int
-	}{{0, 64, 40}, {2, 64, 1000}, {3, 128, 5000}, {4, 64, 1 << 20}, {16, 1024, 1 << 30}} {
-		t.Run(fmt.Sprintf("shift=%d,slots=%d,span=%d", c.shift, c.slots, c.span), func(t *testing.T) {
+		ids   int // element ids drawn from [0, ids)
+	}{{0, 64, 40, 3}, {2, 64, 1000, 3}, {3, 128, 5000, 3}, {4, 64, 1 << 20, 3}, {16, 1024, 1 << 30, 3},
+		// Big slots of many events (the radix sort), with ties of
+		// (time, destination, source) and ids too wide to pack.
+		{10, 64, 3000, 5}, {10, 64, 3000, 200000}, {16, 64, 40000, 1 << 31}} {
+		t.Run(fmt.Sprintf("shift=%d,slots=%d,span=%d,ids=%d", c.shift, c.slots, c.span, c.ids), func(t *testing.T) {
 			r := NewRand(5, uint64(c.span))
 			q := eventQueue{shift: c.shift, slots: c.slots}
 			var ref []Event // sorted
@@ -299,7 +305,7 @@ func TestEventQueue_SlotsKeepTheKeyOrder(t *testing.T) {
 				if r.IntN(8) == 0 {
 					d = Time(r.IntN(4)) // ties and near events
 				}
-				return Event{At: at + d, Dst: ElemID(r.IntN(3)), Src: ElemID(r.IntN(3)), Seq: seq}
+				return Event{At: at + d, Dst: ElemID(r.IntN(c.ids)), Src: ElemID(r.IntN(c.ids)), Seq: seq}
 			}
 			var now Time
 			for i := 0; i < 30000; i++ {
