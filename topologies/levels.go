@@ -79,7 +79,7 @@ func levelColumns(ix *Index, r *Routes, sets *setTable, src, rowNodes []int32, p
 		for {
 			prev := levels[len(levels)-1]
 			fd := make([]uint64, ns*bw)
-			any := false
+			grew := false
 			for si := range ns {
 				row := fd[si*bw : (si+1)*bw]
 				for _, q := range adj[adjStart[si]:adjStart[si+1]] {
@@ -93,11 +93,11 @@ func levelColumns(ix *Index, r *Routes, sets *setTable, src, rowNodes []int32, p
 					row[k] &^= sn[k]
 					sn[k] |= row[k]
 					if row[k] != 0 {
-						any = true
+						grew = true
 					}
 				}
 			}
-			if !any {
+			if !grew {
 				break
 			}
 			levels = append(levels, fd)
