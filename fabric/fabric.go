@@ -646,9 +646,9 @@ func (f *Fabric) dispatch(ev *sim.Event) {
 		s := f.switches[ev.Dst]
 		switch ev.Kind {
 		case sim.EvArrive:
-			// The arrival's link is the direction into this switch; its
-			// reverse leaves by the ingress port.
-			s.OnArrive(e, ev.Pkt, int(f.linkPort[ev.Arg^1]))
+			// The port the arrival came in by (the one its link's reverse
+			// leaves by), which the engine read beside the wire.
+			s.OnArrive(e, ev.Pkt, e.ArrivalPort())
 		case sim.EvTxDone:
 			s.OnTxDone(e, int(f.linkPort[ev.Arg]))
 		case sim.EvTimer:

@@ -43,6 +43,11 @@ type Engine struct {
 	// with an end in this partition, nil for the others (a partition holds
 	// only its share of the links).
 	Links []*Link
+	// dense is the links' storage indexed by id when this partition
+	// holds every direction (one process): the engine reads a link
+	// without the pointer of Links (at k=74 a 4.8 MB array). Nil
+	// otherwise.
+	dense []Link
 	ends  []linkEnds // every direction's ends, local or not
 	elems []elemState
 	// seq is every element's event counter, apart from elemState: every
@@ -55,6 +60,8 @@ type Engine struct {
 	signalsOut int
 	Stats      Stats
 	tels       telArena // telemetry of exported packets
+	// inPort is the current arrival's port at its element (ArrivalPort).
+	inPort int32
 	// cur is the ordering key of the event being processed (At is now):
 	// TxPassed compares an elided transmit-done with it.
 	cur Event
@@ -90,6 +97,9 @@ func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) b
 		}
 	}
 	store := make([]Link, held)
+	if held == len(links) {
+		e.dense = store // every direction is held, in id order
+	}
 	for i, s := range links {
 		if !e.elems[s.From].local && !e.elems[s.To].local {
 			continue
@@ -105,6 +115,7 @@ func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) b
 		e.Links[i] = l
 		l.Spec = s
 		l.from, l.to = s.From, s.To
+		l.toPort = int32(s.ToPort)
 		l.rate = s.Rate
 		l.delay = s.Delay
 		l.remote = !e.elems[s.To].local
@@ -123,6 +134,14 @@ func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) b
 		}
 	}
 	return e, nil
+}
+
+// link is the state of link direction id (held here).
+func (e *Engine) link(id LinkID) *Link {
+	if e.dense != nil {
+		return &e.dense[id]
+	}
+	return e.Links[id]
 }
 
 // linkEnds are a link direction's two elements.
@@ -230,7 +249,7 @@ func (e *Engine) TransmitSize(id LinkID, p PktRef, start Time, size int32, lazy 
 // while the completion is ahead. Precondition: the owner's last transmit
 // on id was lazy, and it has not materialised its completion.
 func (e *Engine) TxPassed(id LinkID) bool {
-	l := e.Links[id]
+	l := e.link(id)
 	if l.lazySeq == 0 {
 		return true
 	}
@@ -256,7 +275,7 @@ func (e *Engine) TxPassed(id LinkID) bool {
 // when it queues a packet behind the transmitter (after TxPassed returned
 // false).
 func (e *Engine) Materialize(id LinkID) {
-	l := e.Links[id]
+	l := e.link(id)
 	if l.lazySeq == 0 {
 		return
 	}
@@ -296,7 +315,7 @@ func (e *Engine) passLazy(horizon Time) {
 var afterAll = Event{Dst: 1<<31 - 1, Src: 1<<31 - 1, Seq: 1<<64 - 1}
 
 func (e *Engine) transmit(id LinkID, p PktRef, start Time, size int32, lazy bool) Time {
-	l := e.Links[id]
+	l := e.link(id)
 	if l.busyUntil > start || start > e.now {
 		panic(fmt.Sprintf("sim: link %d transmits from %v at %v while busy until %v", id, start, e.now, l.busyUntil))
 	}
@@ -399,7 +418,8 @@ func (e *Engine) Next(horizon Time) (Event, bool) {
 		e.Stats.Arrivals++
 		e.Pool.Get(ev.Pkt).Hops++
 		if ev.ring {
-			l := e.Links[ev.Arg]
+			l := e.link(LinkID(ev.Arg))
+			e.inPort = l.toPort
 			l.wire.Pop()
 			if l.wire.Len() > 0 {
 				// The next packet on the wire takes the place of this
@@ -410,6 +430,7 @@ func (e *Engine) Next(horizon Time) (Event, bool) {
 			}
 		} else {
 			e.direct--
+			e.inPort = e.link(LinkID(ev.Arg)).toPort
 		}
 	case EvTimer, EvTxDone:
 		e.Stats.Timers++
@@ -418,6 +439,12 @@ func (e *Engine) Next(horizon Time) (Event, bool) {
 	}
 	return ev, true
 }
+
+// ArrivalPort is the port at which the current event, an arrival over
+// link l (Event.Arg), reached its element: l's LinkSpec.ToPort. Next reads
+// it beside the wire it pops, so the owner need not look it up.
+// Precondition: the current event is an EvArrive.
+func (e *Engine) ArrivalPort() int { return int(e.inPort) }
 
 // NextEventTime is the time of the earliest pending event, or Never. An
 // elided transmit-done (TransmitLazy) counts as the event it stands for,

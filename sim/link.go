@@ -111,7 +111,10 @@ type Link struct {
 	wire Ring[inflight]
 	rng  *rand.Rand // nil unless impaired
 	loss float64    // independent loss probability in force
-	si   int        // next scheduled change to apply (Spec.Impair.Schedule)
+	si   int32      // next scheduled change to apply (Spec.Impair.Schedule)
+	// toPort is Spec.ToPort, beside the wire that an arrival reads
+	// (Engine.ArrivalPort).
+	toPort int32
 
 	Spec LinkSpec
 	LinkCounters
@@ -133,7 +136,7 @@ func (l *Link) Remote() bool { return l.remote }
 // impaired.
 func (l *Link) advance(now Time) {
 	sched := l.Spec.Impair.Schedule
-	for l.si < len(sched) && sched[l.si].At <= now {
+	for int(l.si) < len(sched) && sched[l.si].At <= now {
 		c := &sched[l.si]
 		switch c.Kind {
 		case ChangeDown:
@@ -156,7 +159,7 @@ func (l *Link) advance(now Time) {
 // impaired.
 func (l *Link) goesDownBy(t Time) bool {
 	sched := l.Spec.Impair.Schedule
-	for i := l.si; i < len(sched) && sched[i].At <= t; i++ {
+	for i := int(l.si); i < len(sched) && sched[i].At <= t; i++ {
 		if sched[i].Kind == ChangeDown {
 			return true
 		}
