@@ -531,11 +531,11 @@ func (f *Fabric) RunUntil(horizon sim.Time) uint64 {
 	e := f.eng
 	start := e.Stats.Events
 	for {
-		ev, ok := e.Next(horizon)
-		if !ok {
+		ev := e.Step(horizon)
+		if ev == nil {
 			break
 		}
-		f.dispatch(&ev)
+		f.dispatch(ev)
 	}
 	return e.Stats.Events - start
 }
@@ -553,11 +553,11 @@ func (f *Fabric) RunUntilBatch(horizon sim.Time, n int) bool {
 	e := f.eng
 	if f.every == 0 {
 		for i := 0; i < n; i++ {
-			ev, ok := e.Next(horizon)
-			if !ok {
+			ev := e.Step(horizon)
+			if ev == nil {
 				return false
 			}
-			f.dispatch(&ev)
+			f.dispatch(ev)
 		}
 		return true
 	}
@@ -571,8 +571,8 @@ func (f *Fabric) RunUntilBatch(horizon sim.Time, n int) bool {
 			}
 		}
 		h := min(horizon, f.gridEnd)
-		if ev, ok := e.Next(h); ok {
-			f.dispatch(&ev)
+		if ev := e.Step(h); ev != nil {
+			f.dispatch(ev)
 			i++
 			continue
 		}

@@ -401,17 +401,29 @@ func (e *Engine) enqueueWire(id LinkID, l *Link, f inflight) {
 // Next pops the next event with At < horizon and makes it current. It
 // returns false when there is none.
 func (e *Engine) Next(horizon Time) (Event, bool) {
+	ev := e.Step(horizon)
+	if ev == nil {
+		return Event{}, false
+	}
+	return *ev, true
+}
+
+// Step is Next without the copy: it returns the current event, which
+// stays valid (and unchanged) until the next Step, Next or SetNow, or nil
+// when no event is before horizon. The fabric's loop takes every event
+// this way.
+func (e *Engine) Step(horizon Time) *Event {
 	top := e.q.first()
 	if top == nil || top.At >= horizon {
 		if e.lazy > 0 {
 			e.passLazy(horizon)
 		}
-		return Event{}, false
+		return nil
 	}
-	ev := *top
+	e.cur = *top
 	e.q.popFirst()
+	ev := &e.cur
 	e.now = ev.At
-	e.cur = ev
 	e.Stats.Events++
 	switch ev.Kind {
 	case EvArrive:
@@ -437,7 +449,7 @@ func (e *Engine) Next(horizon Time) (Event, bool) {
 	default:
 		panic(fmt.Sprintf("sim: event of kind %d at %v", ev.Kind, ev.At))
 	}
-	return ev, true
+	return ev
 }
 
 // ArrivalPort is the port at which the current event, an arrival over
