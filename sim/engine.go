@@ -117,6 +117,7 @@ func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) b
 		l.from, l.to = s.From, s.To
 		l.toPort = int32(s.ToPort)
 		l.rate = s.Rate
+		l.psPerByte = exactPsPerByte(s.Rate)
 		l.delay = s.Delay
 		l.remote = !e.elems[s.To].local
 		if im := s.Impair; im != nil {
@@ -322,12 +323,11 @@ func (e *Engine) transmit(id LinkID, p PktRef, start Time, size int32, lazy bool
 	if l.impaired {
 		l.advance(start)
 	}
-	end := start + l.rate.TxTime(int(size))
+	end := start + l.txTime(size)
 	if end < e.now {
 		panic(fmt.Sprintf("sim: link %d: a transmission from %v ends at %v, before now %v", id, start, end, e.now))
 	}
 	l.busyUntil = end
-	l.TxPackets++
 	l.TxBytes += uint64(size)
 	e.Stats.Sent++
 	from := l.from

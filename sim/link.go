@@ -77,8 +77,9 @@ type inflight struct {
 	pkt PktRef
 }
 
-// LinkCounters are a link direction's loss statistics (Link counts what
-// it transmitted itself: TxPackets, TxBytes).
+// LinkCounters are a link direction's loss statistics (Link counts the
+// bytes it transmitted itself: TxBytes; switch ports and hosts count
+// packets).
 type LinkCounters struct {
 	LostRandom uint64 // independent and Gilbert-Elliott losses
 	LostDown   uint64 // losses while the link was down
@@ -94,10 +95,14 @@ type Link struct {
 	busyUntil Time
 	// lazySeq is the sequence number of the elided transmit-done of the
 	// packet being serialised (Engine.TransmitLazy); 0: none pending.
-	lazySeq   uint64
-	rate      Bandwidth
-	delay     Time
-	TxPackets uint64
+	lazySeq uint64
+	rate    Bandwidth
+	delay   Time
+	// psPerByte is the serialisation time of a byte at rate when it is a
+	// whole number of picoseconds (every rate that divides 8 Tb/s: 1, 10,
+	// 25, 40, 100, 200, 400, 800 Gb/s), else 0: a transmission then
+	// multiplies instead of dividing (a 64-bit division is tens of cycles).
+	psPerByte int64
 	TxBytes   uint64
 	from, to  ElemID
 	remote    bool // To lives in another partition
@@ -118,6 +123,24 @@ type Link struct {
 
 	Spec LinkSpec
 	LinkCounters
+}
+
+// exactPsPerByte is rate's serialisation time of a byte when it is a whole
+// number of picoseconds, else 0.
+func exactPsPerByte(rate Bandwidth) int64 {
+	if rate <= 0 || int64(8*Second)%int64(rate) != 0 {
+		return 0
+	}
+	return int64(8*Second) / int64(rate)
+}
+
+// txTime is rate.TxTime(size): exact by multiplication when psPerByte is
+// set (TxTime rounds up, and there is nothing to round).
+func (l *Link) txTime(size int32) Time {
+	if l.psPerByte > 0 {
+		return Time(int64(size) * l.psPerByte)
+	}
+	return l.rate.TxTime(int(size))
 }
 
 // Rate is the transmit rate in force at the last transmission.
@@ -145,6 +168,7 @@ func (l *Link) advance(now Time) {
 			l.down = false
 		case ChangeRate:
 			l.rate = c.Rate
+			l.psPerByte = exactPsPerByte(c.Rate)
 		case ChangeDelay:
 			l.delay = c.Delay
 		case ChangeLoss:

@@ -404,3 +404,25 @@ func TestLayout_HotFieldsShareALine(t *testing.T) {
 		t.Errorf("Packet: expected the header in the first 24 bytes, it ends at %d", got)
 	}
 }
+
+// TestTxTime_ExactRatesMultiply checks the multiplication a link does for
+// rates that divide 8 Tb/s against Bandwidth.TxTime, and that other rates
+// keep the division.
+func TestTxTime_ExactRatesMultiply(t *testing.T) {
+	r := NewRand(9, 9)
+	for _, rate := range []Bandwidth{GbitPerSecond, 10 * GbitPerSecond, 25 * GbitPerSecond, 40 * GbitPerSecond,
+		56 * GbitPerSecond, 100 * GbitPerSecond, 200 * GbitPerSecond, 400 * GbitPerSecond, 800 * GbitPerSecond,
+		3 * GbitPerSecond, 123456789} {
+		l := Link{rate: rate, psPerByte: exactPsPerByte(rate)}
+		exact := int64(8*Second)%int64(rate) == 0
+		if (l.psPerByte > 0) != exact {
+			t.Fatalf("%v: expected psPerByte set %v, got %d", rate, exact, l.psPerByte)
+		}
+		for range 1000 {
+			n := int32(r.IntN(1 << 17))
+			if got, want := l.txTime(n), rate.TxTime(int(n)); got != want {
+				t.Fatalf("%v, %d bytes: expected %v (TxTime), got %v", rate, n, want, got)
+			}
+		}
+	}
+}
