@@ -122,6 +122,7 @@ func (c *Codec) Decode(s *Snapshot, roots, anchors []any) (err error) {
 	if err != nil {
 		return err
 	}
+	ars = inOrder(ars)
 	na := d.r.count(2)
 	if na != len(ars) {
 		return fmt.Errorf("%w: %d anchor regions, the fresh build has %d", ErrMismatch, na, len(ars))
@@ -201,16 +202,19 @@ func (c *Codec) dictionary(roots, anchors []any) (map[string]reflect.Type, error
 	d := newDiscovery(c.ts, nil)
 	d.collecting = true
 	for _, v := range append(append([]any{}, roots...), anchors...) {
-		p, t, err := pointerOf(v)
+		p, t, n, err := anchorOf(v)
 		if err != nil {
 			return nil, err
 		}
 		add(t)
 		ti := c.ts.info(t)
-		if _, err := d.add(p, ti, 1); err != nil {
-			return nil, err
+		if isNew, err := d.add(p, ti, n); err != nil || !isNew {
+			if err != nil {
+				return nil, err
+			}
+			continue
 		}
-		if err := d.walk(p, ti); err != nil {
+		if err := d.walkArray(p, ti, n); err != nil {
 			return nil, err
 		}
 	}

@@ -70,13 +70,27 @@ func pointerOf(v any) (unsafe.Pointer, reflect.Type, error) {
 	return nil, nil, fmt.Errorf("snapshot: a root or anchor must be a pointer, got %v", rv.Type())
 }
 
+// anchorOf is an anchor's memory: a pointer's target (n 1) or a slice's
+// backing array (n its capacity).
+func anchorOf(v any) (unsafe.Pointer, reflect.Type, int, error) {
+	rv := reflect.ValueOf(v)
+	if rv.IsValid() && rv.Kind() == reflect.Slice {
+		if rv.Cap() == 0 {
+			return nil, rv.Type().Elem(), 0, nil
+		}
+		return rv.UnsafePointer(), rv.Type().Elem(), rv.Cap(), nil
+	}
+	p, t, err := pointerOf(v)
+	return p, t, 1, err
+}
+
 // anchorRegions walks the anchors (pointers to immutable structure that
 // a fresh build recreates identically) and returns their maximal
 // regions, in address order.
 func (c *Codec) anchorRegions(anchors []any) ([]region, error) {
 	key := make([]uintptr, 0, len(anchors))
 	for _, a := range anchors {
-		p, _, err := pointerOf(a)
+		p, _, _, err := anchorOf(a)
 		if err != nil {
 			return nil, err
 		}
@@ -88,13 +102,19 @@ func (c *Codec) anchorRegions(anchors []any) ([]region, error) {
 	d := newDiscovery(c.ts, nil)
 	d.collecting = true
 	for i, a := range anchors {
-		p, t, _ := pointerOf(a)
+		p, t, n, _ := anchorOf(a)
+		if n == 0 {
+			continue
+		}
 		ti := c.ts.info(t)
 		d.path = []pathSeg{{name: fmt.Sprintf("anchor%d(%v)", i, t), idx: -1}}
-		if _, err := d.add(p, ti, 1); err != nil {
-			return nil, err
+		if isNew, err := d.add(p, ti, n); err != nil || !isNew {
+			if err != nil {
+				return nil, err
+			}
+			continue
 		}
-		if err := d.walk(p, ti); err != nil {
+		if err := d.walkArray(p, ti, n); err != nil {
 			return nil, err
 		}
 	}
@@ -107,6 +127,14 @@ func (c *Codec) anchorRegions(anchors []any) ([]region, error) {
 	}
 	c.anchorKey, c.anchorRs = key, rs
 	return rs, nil
+}
+
+// inOrder is anchor regions in discovery order, which two builds share
+// (their addresses differ).
+func inOrder(rs []region) []region {
+	o := slices.Clone(rs)
+	slices.SortFunc(o, func(a, b region) int { return a.order - b.order })
+	return o
 }
 
 // Encode snapshots the graph reachable from roots, each a non-nil pointer
@@ -155,16 +183,13 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 		}
 		return 0
 	})
-	// Anchors take the first ids, in their address order; Decode walks
+	// Anchors take the first ids, in their discovery order; Decode walks
 	// the fresh anchors into the same list.
 	e.buf = binary.AppendUvarint(e.buf, uint64(len(ars)))
-	for i := range e.rs {
-		if r := &e.rs[i]; r.anchor {
-			r.id = e.nextID
-			e.nextID++
-		}
-	}
-	for _, r := range ars {
+	for _, r := range inOrder(ars) {
+		k := find(e.rs, r.start)
+		e.rs[k].id = e.nextID
+		e.nextID++
 		e.buf = binary.AppendUvarint(e.buf, uint64(e.typeID(r.elem)))
 		e.buf = binary.AppendUvarint(e.buf, uint64(r.n))
 	}

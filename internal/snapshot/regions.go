@@ -20,6 +20,7 @@ type region struct {
 	n          int
 	anchor     bool
 	id         int32 // assigned at first reference when encoding; -1 before
+	order      int   // discovery order (the smallest of merged regions')
 }
 
 // sliceHeader is the runtime's slice layout.
@@ -127,7 +128,7 @@ func (d *discovery) add(p unsafe.Pointer, elem *typeInfo, n int) (bool, error) {
 		return false, nil
 	}
 	d.seen[k] = struct{}{}
-	d.found = append(d.found, region{start: a, end: a + elem.size*uintptr(n), ptr: p, elem: elem, n: n, id: -1})
+	d.found = append(d.found, region{start: a, end: a + elem.size*uintptr(n), ptr: p, elem: elem, n: n, id: -1, order: len(d.found)})
 	return true, nil
 }
 
@@ -296,6 +297,7 @@ func merge(rs []region) ([]region, error) {
 	for _, r := range rs {
 		if k := len(out); k > 0 && r.start < out[k-1].end {
 			o := &out[k-1]
+			o.order = min(o.order, r.order)
 			if r.end <= o.end {
 				continue // inside o
 			}
