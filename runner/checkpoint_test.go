@@ -80,12 +80,12 @@ func TestCheckpoint_ResumeGivesTheSameBytes(t *testing.T) {
 	for _, ex := range []string{
 		"dumbbell.yaml",
 		"fattree-k8-permutation.yaml",
-		"dcqcn.yaml",               // PFC, DCQCN's rate pacing, RED
-		"nscc-fattree.yaml",        // NSCC and UET
-		"spraying-fattree.yaml",    // STrack and spraying
-		"multi_loss.yaml",          // impairments drawing from link streams
-		"hpcc.yaml",                // INT telemetry
-		"htsim-cm.yaml",            // htsim triggers
+		"dcqcn.yaml",            // PFC, DCQCN's rate pacing, RED
+		"nscc-fattree.yaml",     // NSCC and UET
+		"spraying-fattree.yaml", // STrack and spraying
+		"multi_loss.yaml",       // impairments drawing from link streams
+		"hpcc.yaml",             // INT telemetry
+		"htsim-cm.yaml",         // htsim triggers
 		"collectives/ring-allreduce.yaml",
 		"multi_loss_stracksim.yaml", // the compatibility profile
 	} {
