@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -98,6 +99,21 @@ func Write(w io.Writer, h Header, sections []Named) error {
 		}
 	}
 	return nil
+}
+
+// HeaderDigest is the SHA-256 of a checkpoint file's header, as the file
+// holds it (hex): since the header holds every section's SHA-256, it
+// stands for the whole file (a manifest lists it). "" when data is too
+// short to hold one.
+func HeaderDigest(data []byte) string {
+	if len(data) < 16 {
+		return ""
+	}
+	hl := uint64(binary.LittleEndian.Uint32(data[12:]))
+	if uint64(len(data)) < 16+hl+32 {
+		return ""
+	}
+	return hex.EncodeToString(data[16+hl : 16+hl+32])
 }
 
 // File is a checkpoint file read and checked.

@@ -2,8 +2,6 @@ package checkpoint
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,17 +29,17 @@ type Manifest struct {
 	Files      []Part `json:"files"`
 }
 
-// Part is one file of a checkpoint.
+// Part is one file of a checkpoint: a checkpoint file (file.go), its
+// size and the SHA-256 of its header (which holds every section's).
 type Part struct {
 	Name   string `json:"name"`
 	Bytes  int64  `json:"bytes"`
-	SHA256 string `json:"sha256"`
+	SHA256 string `json:"header_sha256"`
 }
 
-// NewPart describes data stored as name.
+// NewPart describes checkpoint file data stored as name.
 func NewPart(name string, data []byte) Part {
-	sum := sha256.Sum256(data)
-	return Part{Name: name, Bytes: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+	return Part{Name: name, Bytes: int64(len(data)), SHA256: HeaderDigest(data)}
 }
 
 // Store keeps a run's checkpoints in Dir: ckpt-<seq> directories, the
@@ -172,17 +170,16 @@ var ErrNone = errors.New("checkpoint: none usable")
 
 // Latest returns the newest checkpoint whose manifest and files pass every
 // check, and one line for each newer one it refused (naming the file and
-// what failed). check, if set, is run on each file too (a container
-// Decode, say). With none usable the error wraps ErrNone and says why
+// what failed). With none usable the error wraps ErrNone and says why
 // each was refused.
-func (s *Store) Latest(check func(name string, data []byte) error) (*Loaded, []string, error) {
+func (s *Store) Latest() (*Loaded, []string, error) {
 	seqs, err := s.seqs()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w in %s: %v", ErrNone, s.Dir, err)
 	}
 	var refused []string
 	for i := len(seqs) - 1; i >= 0; i-- {
-		l, err := Load(filepath.Join(s.Dir, dirName(seqs[i])), check)
+		l, err := Load(filepath.Join(s.Dir, dirName(seqs[i])))
 		if err != nil {
 			refused = append(refused, err.Error())
 			continue
@@ -195,8 +192,9 @@ func (s *Store) Latest(check func(name string, data []byte) error) (*Loaded, []s
 	return nil, refused, fmt.Errorf("%w in %s: %s", ErrNone, s.Dir, strings.Join(refused, "; "))
 }
 
-// Load reads and checks the checkpoint in dir.
-func Load(dir string, check func(name string, data []byte) error) (*Loaded, error) {
+// Load reads and checks the checkpoint in dir: the manifest, and each
+// file's size, header digest and sections (Decode).
+func Load(dir string) (*Loaded, error) {
 	mp := filepath.Join(dir, ManifestName)
 	mb, err := os.ReadFile(mp)
 	if err != nil {
@@ -223,13 +221,11 @@ func Load(dir string, check func(name string, data []byte) error) (*Loaded, erro
 		if int64(len(data)) != p.Bytes {
 			return nil, fmt.Errorf("%w: %s: %d bytes, the manifest says %d (truncated)", ErrCorrupt, fp, len(data), p.Bytes)
 		}
-		if got := NewPart(p.Name, data).SHA256; got != p.SHA256 {
-			return nil, fmt.Errorf("%w: %s: SHA-256 differs from the manifest's (the file is corrupted)", ErrCorrupt, fp)
+		if got := HeaderDigest(data); got != p.SHA256 {
+			return nil, fmt.Errorf("%w: %s: header SHA-256 differs from the manifest's (the file is corrupted)", ErrCorrupt, fp)
 		}
-		if check != nil {
-			if err := check(fp, data); err != nil {
-				return nil, err
-			}
+		if _, err := Decode(fp, data); err != nil {
+			return nil, err
 		}
 		l.Files = append(l.Files, data)
 	}

@@ -27,6 +27,9 @@ type Codec struct {
 	anchorRs  []region
 	// registered are types Decode may meet that a fresh build lacks.
 	registered []reflect.Type
+	// last is the size of the last graph encoded: the next starts with
+	// that much room.
+	last int
 }
 
 // NewCodec returns a Codec.
@@ -171,7 +174,7 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &encoder{c: c, maps: map[unsafe.Pointer]int32{}, typeIDs: map[*typeInfo]uint32{}}
+	e := &encoder{c: c, maps: map[unsafe.Pointer]int32{}, typeIDs: map[*typeInfo]uint32{}, buf: make([]byte, 0, c.last+c.last/8)}
 	e.rs = make([]region, 0, len(ars)+len(state))
 	e.rs = append(append(e.rs, ars...), state...)
 	slices.SortFunc(e.rs, func(a, b region) int {
@@ -241,6 +244,7 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 		}
 	}
 	tb = append(binary.AppendUvarint(nil, uint64(len(e.tlist))), tb...)
+	c.last = len(e.buf)
 	return &Snapshot{Types: tb, Graph: e.buf}, nil
 }
 
