@@ -159,7 +159,11 @@ func graphOf(t *testing.T, data []byte) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return f.Section(checkpoint.SectionGraph)
+	g, err := f.Section(checkpoint.SectionGraph)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 func headerTime(t *testing.T, data []byte) sim.Time {

@@ -19,6 +19,7 @@ import (
 	"io"
 	"runtime"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -52,9 +53,13 @@ type Header struct {
 	Partitions int `msgpack:"partitions"`
 	// Window is the last window run (0 for a run in one partition), Time
 	// the virtual time (ps) of the boundary.
-	Window   uint64    `msgpack:"window"`
-	Time     int64     `msgpack:"time_ps"`
-	Sections []Section `msgpack:"sections"`
+	Window uint64 `msgpack:"window"`
+	Time   int64  `msgpack:"time_ps"`
+	// Compression is how the sections are compressed: "s2" (Snappy's
+	// successor, klauspost/compress/s2, block format) or "" (none). The
+	// digests are of the bytes as stored.
+	Compression string    `msgpack:"compression"`
+	Sections    []Section `msgpack:"sections"`
 }
 
 // Section is one named part of a file, in file order.
@@ -122,8 +127,30 @@ type File struct {
 	sections map[string][]byte
 }
 
-// Section returns the bytes of the section called name (nil if none).
-func (f *File) Section(name string) []byte { return f.sections[name] }
+// CompressionS2 is the one compression a file may use.
+const CompressionS2 = "s2"
+
+// maxSection bounds a section's decompressed size (1 TiB): a corrupt
+// length cannot make Section allocate more.
+const maxSection = 1 << 40
+
+// Section returns the bytes of the section called name, decompressed
+// (nil if none).
+func (f *File) Section(name string) ([]byte, error) {
+	b, ok := f.sections[name]
+	if !ok || f.Compression == "" {
+		return b, nil
+	}
+	n, err := s2.DecodedLen(b)
+	if err != nil || n > maxSection {
+		return nil, fmt.Errorf("%w: section %s: %d bytes compressed to a bad length (%v)", ErrCorrupt, name, len(b), err)
+	}
+	out, err := s2.Decode(make([]byte, n), b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: section %s: %v", ErrCorrupt, name, err)
+	}
+	return out, nil
+}
 
 // Decode checks and splits a checkpoint file's bytes; name is what errors
 // call it (its path).
@@ -157,6 +184,9 @@ func Decode(name string, data []byte) (*File, error) {
 	}
 	if f.Arch != runtime.GOARCH {
 		return nil, bad("written on %s, this is %s", f.Arch, runtime.GOARCH)
+	}
+	if f.Compression != "" && f.Compression != CompressionS2 {
+		return nil, bad("compression %q; this build reads %q", f.Compression, CompressionS2)
 	}
 	rest := data[16+hl+32:]
 	for _, s := range f.Sections {

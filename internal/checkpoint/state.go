@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/klauspost/compress/s2"
+
 	"github.com/lockstep-sim/lockstep/internal/snapshot"
 	"github.com/lockstep-sim/lockstep/internal/version"
 )
@@ -30,6 +32,7 @@ type Writer struct {
 	EncodeSeconds float64
 	// Last is the directory of the last checkpoint written.
 	Last string
+	zbuf []byte // the compressed graph (reused)
 }
 
 // NewWriter writes checkpoints into dir, keeping the last keep.
@@ -61,11 +64,13 @@ func (w *Writer) Encode(of Of, st State) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	types := s2.Encode(nil, s.Types)
+	w.zbuf = s2.Encode(w.zbuf[:cap(w.zbuf)], s.Graph)
 	var buf bytes.Buffer
-	buf.Grow(len(s.Types) + len(s.Graph) + 4096)
+	buf.Grow(len(types) + len(w.zbuf) + 4096)
 	h := Header{Build: version.Get().Version, Digest: of.Digest, Partition: st.Partition, Partitions: of.Partitions,
-		Window: of.Window, Time: of.Time}
-	if err := Write(&buf, h, []Named{{SectionTypes, s.Types}, {SectionGraph, s.Graph}}); err != nil {
+		Window: of.Window, Time: of.Time, Compression: CompressionS2}
+	if err := Write(&buf, h, []Named{{SectionTypes, types}, {SectionGraph, w.zbuf}}); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
@@ -111,9 +116,17 @@ func Restore(name string, data []byte, digest string, partition int, roots, anch
 	if f.Partition != partition {
 		return nil, fmt.Errorf("%s: a checkpoint of partition %d, not %d", name, f.Partition, partition)
 	}
+	types, err := f.Section(SectionTypes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	graph, err := f.Section(SectionGraph)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	c := snapshot.NewCodec()
 	c.Register(register...)
-	if err := c.Decode(&snapshot.Snapshot{Types: f.Section(SectionTypes), Graph: f.Section(SectionGraph)}, roots, anchors); err != nil {
+	if err := c.Decode(&snapshot.Snapshot{Types: types, Graph: graph}, roots, anchors); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &f.Header, nil
