@@ -214,9 +214,12 @@ func TestCheckpoint_CorruptCheckpointIsRefused(t *testing.T) {
 			cks = append(cks, filepath.Join(ckdir, e.Name()))
 		}
 	}
-	if len(cks) != 3 {
+	// Three kept; a fourth when the kill came between writing the newest
+	// and removing the oldest.
+	if len(cks) < 3 || len(cks) > 4 {
 		t.Fatalf("%d checkpoints kept, want 3", len(cks))
 	}
+	cks = cks[len(cks)-3:]
 	// The newest: a flipped byte in its graph; the one before: truncated.
 	newest := filepath.Join(cks[2], stateName)
 	data, err := os.ReadFile(newest)
