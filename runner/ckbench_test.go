@@ -11,7 +11,7 @@ import (
 
 // go test ./runner -run - -bench CheckpointEncode -benchmem
 func BenchmarkCheckpointEncode(b *testing.B) {
-	for _, ex := range []string{"../examples/fattree-k8-permutation.yaml", "../examples/htsim/perm1024-nscc.yaml"} {
+	for _, ex := range []string{"../examples/fattree-k8-permutation.yaml", "../examples/htsim/perm1024-nscc.yaml", "../examples/scale/fattree-k32-permutation.yaml"} {
 		b.Run(ex[12:], func(b *testing.B) {
 			bt, err := scenario.LoadFile(ex)
 			if err != nil {
@@ -19,7 +19,7 @@ func BenchmarkCheckpointEncode(b *testing.B) {
 			}
 			var st *runner.State
 			stop := make(chan struct{})
-			_, err = runner.Run(bt, runner.Options{CheckpointEvery: 100 * sim.Microsecond, Checkpoint: func(s *runner.State) error {
+			_, err = runner.Run(bt, runner.Options{CheckpointEvery: 10 * sim.Microsecond, Checkpoint: func(s *runner.State) error {
 				if st == nil {
 					st = s
 					close(stop)

@@ -27,15 +27,21 @@ type Codec struct {
 	anchorRs  []region
 	// registered are types Decode may meet that a fresh build lacks.
 	registered []reflect.Type
-	// last is the size of the last graph encoded: the next starts with
-	// that much room.
-	last int
+	// Scratch kept from one Encode to the next (a run checkpoints the same
+	// graph again and again): the graph buffer, which a Snapshot's Graph
+	// aliases until the next Encode, the regions found and merged, and
+	// the set of regions seen.
+	buf   []byte
+	found []region
+	rs    []region
+	seen  map[rkey]struct{}
 }
 
 // NewCodec returns a Codec.
 func NewCodec() *Codec { return &Codec{ts: newTypes()} }
 
-// Snapshot is an encoded graph: its type table and its values.
+// Snapshot is an encoded graph: its type table and its values. From
+// Encode, Graph is valid until the Codec's next Encode.
 type Snapshot struct {
 	Types []byte
 	Graph []byte
@@ -150,6 +156,11 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 		return nil, err
 	}
 	d := newDiscovery(c.ts, ars)
+	if c.seen != nil {
+		clear(c.seen)
+		d.seen = c.seen
+	}
+	d.found = c.found[:0]
 	rootTI := make([]*typeInfo, len(roots))
 	rootP := make([]unsafe.Pointer, len(roots))
 	for i, r := range roots {
@@ -174,8 +185,9 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &encoder{c: c, maps: map[unsafe.Pointer]int32{}, typeIDs: map[*typeInfo]uint32{}, buf: make([]byte, 0, c.last+c.last/8)}
-	e.rs = make([]region, 0, len(ars)+len(state))
+	c.seen, c.found = d.seen, d.found
+	e := &encoder{c: c, maps: map[unsafe.Pointer]int32{}, typeIDs: map[*typeInfo]uint32{}, buf: c.buf[:0]}
+	e.rs = c.rs[:0]
 	e.rs = append(append(e.rs, ars...), state...)
 	slices.SortFunc(e.rs, func(a, b region) int {
 		if a.start < b.start {
@@ -244,7 +256,7 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 		}
 	}
 	tb = append(binary.AppendUvarint(nil, uint64(len(e.tlist))), tb...)
-	c.last = len(e.buf)
+	c.buf, c.rs = e.buf, e.rs
 	return &Snapshot{Types: tb, Graph: e.buf}, nil
 }
 

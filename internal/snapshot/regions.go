@@ -272,27 +272,7 @@ func (d *discovery) walkArray(p unsafe.Pointer, elem *typeInfo, n int) error {
 // merge sorts regions by address and merges those that overlap into the
 // outermost (or, for two slices of one array, their union).
 func merge(rs []region) ([]region, error) {
-	slices.SortFunc(rs, func(a, b region) int {
-		switch {
-		case a.start != b.start:
-			if a.start < b.start {
-				return -1
-			}
-			return 1
-		case a.end != b.end:
-			if a.end > b.end {
-				return -1 // the larger first
-			}
-			return 1
-		case a.n != b.n:
-			// Same memory: prefer the array (a slice's) over one element.
-			if a.n > b.n {
-				return -1
-			}
-			return 1
-		}
-		return 0
-	})
+	sortRegions(rs)
 	out := rs[:0]
 	for _, r := range rs {
 		if k := len(out); k > 0 && r.start < out[k-1].end {
@@ -312,6 +292,47 @@ func merge(rs []region) ([]region, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// sortRegions orders regions by start, the larger first at one start, an
+// array before one element of the same size. Most regions are alone at
+// their start: sorting small keys and permuting once is cheaper than
+// moving regions around.
+func sortRegions(rs []region) {
+	type key struct {
+		start, end uintptr
+		n          int
+		i          int32
+	}
+	ks := make([]key, len(rs))
+	for i := range rs {
+		ks[i] = key{rs[i].start, rs[i].end, rs[i].n, int32(i)}
+	}
+	slices.SortFunc(ks, func(a, b key) int {
+		switch {
+		case a.start != b.start:
+			if a.start < b.start {
+				return -1
+			}
+			return 1
+		case a.end != b.end:
+			if a.end > b.end {
+				return -1
+			}
+			return 1
+		case a.n != b.n:
+			if a.n > b.n {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	sorted := make([]region, len(rs))
+	for i, k := range ks {
+		sorted[i] = rs[k.i]
+	}
+	copy(rs, sorted)
 }
 
 // find returns the index of the region of rs (sorted, disjoint) holding a.
