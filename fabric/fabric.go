@@ -550,40 +550,93 @@ func (f *Fabric) RunUntil(horizon sim.Time) uint64 {
 // DeadlockGrid), and at the end h of each, with every event before h run,
 // searches the grid times from h to the next event (sim.FindDeadlock).
 func (f *Fabric) RunUntilBatch(horizon sim.Time, n int) bool {
+	return f.RunBatch(horizon, horizon, n) == BatchMore
+}
+
+// BatchResult says why RunBatch returned.
+type BatchResult uint8
+
+const (
+	// BatchMore: n events ran; there may be more.
+	BatchMore BatchResult = 1 + iota
+	// BatchPaused: every event before the pause ran and the run is not
+	// over: RunBatch with a later pause goes on exactly as if it had not
+	// paused (a checkpoint's boundary).
+	BatchPaused
+	// BatchOver: nothing is left before the limit, or a PFC deadlock was
+	// found.
+	BatchOver
+)
+
+// RunBatch is RunUntilBatch with the run's limit and a pause <= limit:
+// it runs at most n events before pause, and the PFC deadlock search
+// (which looks ahead to the limit) does not depend on where it pauses.
+func (f *Fabric) RunBatch(limit, pause sim.Time, n int) BatchResult {
 	e := f.eng
+	pause = min(pause, limit)
 	if f.every == 0 {
 		for i := 0; i < n; i++ {
-			ev, ok := e.Next(horizon)
+			ev, ok := e.Next(pause)
 			if !ok {
-				return false
+				if pause < limit && e.NextEventTime() < limit {
+					return BatchPaused
+				}
+				return BatchOver
 			}
 			f.dispatch(&ev)
 		}
-		return true
+		return BatchMore
 	}
 	for i := 0; i < n; {
 		if f.deadlock != nil {
-			return false
+			return BatchOver
 		}
 		if f.gridEnd == 0 {
-			if f.gridEnd = f.checkDeadlock(0, horizon); f.gridEnd == 0 {
-				return false
+			if f.gridEnd = f.checkDeadlock(0, limit); f.gridEnd == 0 {
+				return BatchOver
 			}
 		}
-		h := min(horizon, f.gridEnd)
+		h := min(limit, f.gridEnd)
+		if h > pause {
+			// The stretch goes on past the pause: run to the pause only.
+			if ev, ok := e.Next(pause); ok {
+				f.dispatch(&ev)
+				i++
+				continue
+			}
+			return BatchPaused
+		}
 		if ev, ok := e.Next(h); ok {
 			f.dispatch(&ev)
 			i++
 			continue
 		}
-		if h >= horizon {
-			return false
+		if h >= limit {
+			return BatchOver
 		}
-		if f.gridEnd = f.checkDeadlock(h, horizon); f.gridEnd == 0 {
-			return false
+		if f.gridEnd = f.checkDeadlock(h, limit); f.gridEnd == 0 {
+			return BatchOver
 		}
 	}
-	return true
+	return BatchMore
+}
+
+// SnapshotAnchors are the parts of the fabric that a build from the same
+// configuration makes identically and a run never changes (the topology,
+// the routes, the flows and tasks): a checkpoint refers to them instead
+// of copying them (internal/snapshot).
+func (f *Fabric) SnapshotAnchors() []any {
+	as := []any{f.topo}
+	if f.routes != nil {
+		as = append(as, f.routes)
+	}
+	if len(f.tr.Flows) > 0 {
+		as = append(as, f.tr.Flows)
+	}
+	if len(f.tr.Tasks) > 0 {
+		as = append(as, f.tr.Tasks)
+	}
+	return as
 }
 
 // checkDeadlock searches the grid times from h (every event before it

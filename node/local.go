@@ -11,6 +11,7 @@ import (
 	"github.com/lockstep-sim/lockstep/partition"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/scenario"
+	"github.com/lockstep-sim/lockstep/sim"
 )
 
 // LocalOptions tune RunLocal.
@@ -27,6 +28,47 @@ type LocalOptions struct {
 	// ErrStopped.
 	Stop       <-chan struct{}
 	StopReason string
+	// Checkpoint, if set, is handed the run's state at window boundaries
+	// (every partition ran the last window and every report is stepped):
+	// at the first boundary at or after each multiple of CheckpointEvery
+	// of virtual time, and at the next boundary whenever CheckpointDue,
+	// if set, says one is due (a wall-clock interval). An error ends the
+	// run with it.
+	Checkpoint      func(*LocalState) error
+	CheckpointEvery sim.Time
+	CheckpointDue   func() bool
+	// Restore, if set, is called once every partition is built and set
+	// up: it restores the state from a checkpoint, and the run goes on
+	// from there.
+	Restore func(*LocalState) error
+}
+
+// LocalState is what a checkpoint of an in-memory run holds: the barrier
+// and every partition's core, at the boundary after Window, at virtual
+// time Time (the window's end).
+type LocalState struct {
+	Barrier *barrier.Barrier
+	Cores   []*Core
+	Window  uint64
+	Time    sim.Time
+}
+
+// Roots are the state's objects, for internal/snapshot.
+func (s *LocalState) Roots() []any {
+	rs := []any{s.Barrier}
+	for _, c := range s.Cores {
+		rs = append(rs, c)
+	}
+	return rs
+}
+
+// Anchors are what the state refers to and a fresh build recreates.
+func (s *LocalState) Anchors() []any {
+	var as []any
+	for _, c := range s.Cores {
+		as = append(as, c.F.SnapshotAnchors()...)
+	}
+	return as
 }
 
 // ErrStopped is RunLocal's error when LocalOptions.Stop ended the run; the
@@ -66,6 +108,19 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 			return nil, err
 		}
 	}
+	st := &LocalState{Barrier: bar, Cores: cores}
+	if opt.Restore != nil {
+		if err := opt.Restore(st); err != nil {
+			return nil, err
+		}
+	}
+	// The next virtual checkpoint, after the boundary the run starts at
+	// (st.Time after a restore).
+	nextCk := sim.Never
+	if opt.Checkpoint != nil && opt.CheckpointEvery > 0 {
+		nextCk = (st.Time/opt.CheckpointEvery + 1) * opt.CheckpointEvery
+	}
+	first := true
 	outs := make([]Output, pl.P)
 	errs := make([]error, pl.P)
 	// Wall-clock statistics, as a node process records them (NodePerf):
@@ -79,6 +134,15 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 		took[i] = time.Since(t)
 	}
 	for {
+		if !first && opt.Checkpoint != nil && (st.Time >= nextCk || opt.CheckpointDue != nil && opt.CheckpointDue()) {
+			if err := opt.Checkpoint(st); err != nil {
+				return nil, err
+			}
+			if opt.CheckpointEvery > 0 {
+				nextCk = (st.Time/opt.CheckpointEvery + 1) * opt.CheckpointEvery
+			}
+		}
+		first = false
 		g, ok := bar.Ready()
 		if !ok {
 			return nil, fmt.Errorf("node: barrier has no grant after every report")
@@ -137,6 +201,7 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 				return nil, err
 			}
 		}
+		st.Window, st.Time = g.Window, g.End
 	}
 	wall := time.Since(start).Seconds()
 	rs := make([]*PartResult, pl.P)

@@ -67,10 +67,14 @@ func distributedAsked(cmd *cobra.Command, b *scenario.Built) bool {
 // scenario's placement section) ask for it, writing the same files into
 // out as a single-process run. It returns handled=false, and does
 // nothing, otherwise.
-func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built, out string, stdout, stderr io.Writer, cut *autoCut) (handled bool, err error) {
+func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built, out string, stdout, stderr io.Writer, cut *autoCut,
+	ck *ckptRun) (handled bool, err error) {
 	var pl *partition.Placement
 	transport := v.GetString("run.transport")
 	switch {
+	case cut != nil && cut.pl != nil && cut.explicit:
+		// A resumed run that asked for --transport memory.
+		pl, transport, cut = cut.pl, "memory", nil
 	case cut != nil && cut.pl != nil:
 		// The default cut: in-memory partitions, one per core.
 		pl, transport = cut.pl, "memory"
@@ -94,6 +98,17 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		return true, badInput(fmt.Errorf("--transport memory runs every partition in this process: no --procs, --coordinators or --nats"))
 	case v.GetDuration("run.peer-timeout") <= 0 || v.GetDuration("run.join-timeout") <= 0:
 		return true, badInput(fmt.Errorf("--peer-timeout and --join-timeout must be positive"))
+	case ck != nil && transport != "memory":
+		return true, badInput(fmt.Errorf("--checkpoint-every and --checkpoint-wall: runs in this process only (one partition or in-memory partitions), not over NATS yet"))
+	}
+	if ck != nil {
+		ri := runInfo{Mode: modeMemory, Explicit: cut == nil}
+		if cut != nil {
+			ri.Cut = cut.info
+		}
+		if err := ck.start(cmd, b, pl, out, ri); err != nil {
+			return true, err
+		}
 	}
 	auth, err := natsAuthOptions(cmd)
 	if err != nil {
@@ -153,12 +168,14 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 	if transport == "memory" {
 		// Ctrl-C or SIGTERM stops the partitions at the next window
 		// boundary; what they have is written, marked incomplete (exit 3).
-		lr, err := node.RunLocal(b, pl, node.LocalOptions{Parallel: true, Window: func(g barrier.Grant, cores []*node.Core) {
+		lopt := node.LocalOptions{Parallel: true, Window: func(g barrier.Grant, cores []*node.Core) {
 			for _, c := range cores {
 				nodeStatus(wire.NodeStatus{Partition: c.Partition(), Events: c.F.Engine().Stats.Events})
 			}
 			progress(g.Window, g.Start, false)
-		}, Stop: ctx.Done(), StopReason: "interrupted"})
+		}, Stop: ctx.Done(), StopReason: "interrupted"}
+		ck.localOptions(cmd, &lopt)
+		lr, err := node.RunLocal(b, pl, lopt)
 		if errors.Is(err, node.ErrStopped) {
 			if show {
 				fmt.Fprintln(stderr)
@@ -215,6 +232,9 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 	runtime.ReadMemStats(&ms)
 	perf := results.Perf{WallSeconds: wall, EventsPerSec: float64(sum.Events) / wall, PeakRSSBytes: peakRSS(),
 		PeakHeapBytes: ms.HeapInuse, Partitions: pl.P}
+	if f := ck.perf(cmd); f != nil {
+		perf.Checkpoints = f()
+	}
 	var extra any
 	if cut != nil {
 		// A default cut is how this run executed, not what it asked for:
