@@ -15,9 +15,9 @@ import (
 // moduleRun is what the module tests compare: every flow's completion
 // and every switch port's counters, in node and port order.
 type moduleRun struct {
-	fct   []sim.Time
-	ports []switchsim.PortCounters
-	class []switchsim.ClassCounters
+	fct                   []sim.Time
+	ports                 []switchsim.PortCounters
+	class                 []switchsim.ClassCounters
 	drops, marks, trimmed uint64
 }
 
@@ -95,7 +95,7 @@ var moduleCases = []struct {
 		Options: map[string]string{"samples": "2", "memory": "2"}}}},
 		want: func(r *moduleRun) error { return positive("drops", r.drops) }},
 	{name: "dwrr-pfc", ecn: topologies.ECNConfig{Mode: topologies.ECNStep, K: 20 << 10},
-		cfg: switchsim.Config{Classes: []switchsim.Class{{Weight: 1}, {Weight: 3}, {}}, ControlClass: 2},
+		cfg:  switchsim.Config{Classes: []switchsim.Class{{Weight: 1}, {Weight: 3}, {}}, ControlClass: 2},
 		want: func(r *moduleRun) error { return positive("marks", r.marks) }},
 	{name: "strict", cfg: switchsim.Config{Classes: []switchsim.Class{{Weight: 1}, {Weight: 3}, {}}, ControlClass: 2,
 		Modules: switchsim.Pipeline{Schedule: switchsim.ModuleRef{Name: "strict"}}},

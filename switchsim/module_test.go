@@ -19,7 +19,9 @@ type recordAQM struct {
 	n         int
 }
 
-func (a *recordAQM) OnEnqueue(*Switch, *sim.Engine, *sim.Packet, int, int, int64) Verdict { return Pass }
+func (a *recordAQM) OnEnqueue(*Switch, *sim.Engine, *sim.Packet, int, int, int64) Verdict {
+	return Pass
+}
 
 func (a *recordAQM) OnDequeue(_ *Switch, _ *sim.Engine, pkt *sim.Packet, _, _ int, sojourn sim.Time, behind int64) Verdict {
 	if pkt == nil {
