@@ -339,7 +339,14 @@ func (c *Config) defaultRef(st Stage, mode Forwarding) ModuleRef {
 	return ModuleRef{}
 }
 
-// build builds the switch's modules from s.cfg.
+// DefaultModule is the module stage st runs when a switch names none and
+// sets none of the fields that imply another (forwarding, shared_buffer,
+// trim).
+func DefaultModule(st Stage) string {
+	return (&Config{}).defaultRef(st, ECMP).Name
+}
+
+// buildModules builds the switch's modules from s.cfg.
 func (s *Switch) buildModules() error {
 	reg := s.cfg.Registry
 	if reg == nil {

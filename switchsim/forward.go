@@ -111,7 +111,11 @@ func newFlowlet(gap sim.Time) *flowletFwd {
 
 // Forward implements Forwarder.Forward.
 func (f *flowletFwd) Forward(s *Switch, e *sim.Engine, pkt *sim.Packet, next []int32) int32 {
-	h := s.FlowHash(pkt)
+	return f.port(s, e, next, s.FlowHash(pkt))
+}
+
+// port is Forward for a packet whose FlowHash is h.
+func (f *flowletFwd) port(s *Switch, e *sim.Engine, next []int32, h uint64) int32 {
 	fl := &f.table[h&(flowletSlots-1)]
 	now := e.Now()
 	if fl.key != h || fl.port < 0 || now-fl.last > f.gap {

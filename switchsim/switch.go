@@ -427,16 +427,24 @@ func (s *Switch) OnArrive(e *sim.Engine, p sim.PktRef, in int) {
 		port = next[0]
 	default:
 		// The forwarding module: a built-in's own code, a registered
-		// one's through its interface.
+		// one's through its interface. The built-ins' hash is FlowHash or
+		// EntropyHash, written out here: FlowHash is not inlined (cost
+		// 101 > 80), and the call costs ~10 instructions per packet.
+		var h uint64
 		switch s.mod.kfwd {
-		case kindECMP:
-			port = ecmp{}.Forward(s, e, pkt, next)
 		case kindSpray:
-			port = spray{}.Forward(s, e, pkt, next)
+			h = s.EntropyHash(pkt)
+		case kindECMP, kindAdaptive, kindFlowlet:
+			h = sim.Mix64(uint64(pkt.SrcHost)<<32 | uint64(uint32(pkt.DstHost)) ^ s.salt)
+			h = sim.Mix64(h ^ uint64(pkt.SrcPort)<<24 ^ uint64(pkt.DstPort)<<8 ^ uint64(pkt.Proto))
+		}
+		switch s.mod.kfwd {
+		case kindECMP, kindSpray:
+			port = next[h%uint64(len(next))]
 		case kindAdaptive:
-			port = adaptive{}.Forward(s, e, pkt, next)
+			port = s.leastLoaded(e, next, h)
 		case kindFlowlet:
-			port = s.mod.fwd.(*flowletFwd).Forward(s, e, pkt, next)
+			port = s.mod.fwd.(*flowletFwd).port(s, e, next, h)
 		case kindDrill:
 			port = s.mod.fwd.(*drill).Forward(s, e, pkt, next)
 		default:
@@ -449,11 +457,8 @@ func (s *Switch) OnArrive(e *sim.Engine, p sim.PktRef, in int) {
 	s.enqueue(e, int(port), p, pkt, in)
 }
 
-// classOf is the queue a packet goes to.
+// classOf is the queue a packet goes to. Precondition: several classes.
 func (s *Switch) classOf(pkt *sim.Packet) int {
-	if s.nc == 1 {
-		return 0
-	}
 	if s.mod.kcls == kindClass {
 		return s.mod.cls.(classByField).Classify(s, pkt)
 	}
@@ -468,7 +473,10 @@ func (s *Switch) enqueue(e *sim.Engine, j int, p sim.PktRef, pkt *sim.Packet, in
 	if pt.lazy {
 		s.settle(e, pt)
 	}
-	c := s.classOf(pkt)
+	c := 0
+	if s.nc > 1 {
+		c = s.classOf(pkt)
+	}
 	if s.storming > 0 && s.stormDrop(e, pt, p, c, in) {
 		return
 	}
@@ -542,7 +550,9 @@ func (s *Switch) enqueue(e *sim.Engine, j int, p sim.PktRef, pkt *sim.Packet, in
 	// The AQM on admission.
 	switch s.mod.kaqm {
 	case kindECN:
-		if s.ecnOnArrival(e, pt, pkt, qocc) == Mark {
+		// ecnOnArrival, written out (its cost, 83, is over the inlining
+		// budget).
+		if !pt.Queue.ECN.Dequeue && pkt.Flags&sim.FlagECT != 0 && s.mark(e, &pt.Queue.ECN, qocc) {
 			s.markCE(pt, pkt, c)
 		}
 	case kindCoDel:
