@@ -301,6 +301,14 @@ type pipeline struct {
 	aqm  AQM
 	sch  Scheduler
 	trim Trimmer // nil: no trimming
+	// The stateful built-ins as their own types (set with their kind),
+	// so that the hot path calls them without a type assertion.
+	flowlet *flowletFwd
+	drill   *drill
+	dyn     *dynamicBuffer
+	codel   *CoDel
+	dwrr    *dwrr
+	ndp     *ndpTrim
 
 	kcls, kfwd, kbuf, kaqm, ksch, ktrim kind
 	// deqAQM: the AQM decides on dequeue (a DequeueAQM); aqmDeq: the
@@ -387,6 +395,20 @@ func (s *Switch) buildModules() error {
 		}
 		if _, ok := v.(PortStateUser); ok {
 			p.portState = true
+		}
+		switch x := v.(type) {
+		case *flowletFwd:
+			p.flowlet = x
+		case *drill:
+			p.drill = x
+		case *dynamicBuffer:
+			p.dyn = x
+		case *CoDel:
+			p.codel = x
+		case *dwrr:
+			p.dwrr = x
+		case *ndpTrim:
+			p.ndp = x
 		}
 	}
 	s.mod = p

@@ -10,8 +10,14 @@ type classByField struct{ control int }
 
 // Classify implements Classifier.Classify.
 func (k classByField) Classify(s *Switch, pkt *sim.Packet) int {
+	return classOfField(pkt, k.control, s.nc)
+}
+
+// classOfField is classByField's rule for a switch of nc classes (small
+// enough to be inlined where the core calls it).
+func classOfField(pkt *sim.Packet, control, nc int) int {
 	if pkt.Payload == 0 || pkt.Flags&(sim.FlagData|sim.FlagTrimmed) != sim.FlagData {
-		return k.control
+		return control
 	}
-	return min(pkt.Class(), s.nc-1)
+	return min(pkt.Class(), nc-1)
 }

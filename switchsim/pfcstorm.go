@@ -70,7 +70,7 @@ func (s *Switch) stormCheck(e *sim.Engine, idx int) {
 	}
 	cq.restoreAt = now + s.cfg.PFC.Storm.Restore
 	e.Schedule(s.ID, cq.restoreAt, timerRestore<<timerShift|int64(idx), sim.NoPacket)
-	s.kick(e, j)
+	s.kick(e, pt, j)
 }
 
 // stormRestore is the restoration check of class queue idx: the port

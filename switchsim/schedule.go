@@ -18,7 +18,11 @@ type dwrr struct {
 
 // Pick implements Scheduler.Pick.
 func (w *dwrr) Pick(s *Switch, e *sim.Engine, port int) int {
-	pt := &s.Ports[port]
+	return w.pick(s, e, &s.Ports[port])
+}
+
+// pick is Pick for port pt.
+func (w *dwrr) pick(s *Switch, e *sim.Engine, pt *Port) int {
 	weighted := false
 	for c := s.nc - 1; c >= 0; c-- {
 		cq := &pt.cls[c]

@@ -444,9 +444,9 @@ func (s *Switch) OnArrive(e *sim.Engine, p sim.PktRef, in int) {
 		case kindAdaptive:
 			port = s.leastLoaded(e, next, h)
 		case kindFlowlet:
-			port = s.mod.fwd.(*flowletFwd).port(s, e, next, h)
+			port = s.mod.flowlet.port(s, e, next, h)
 		case kindDrill:
-			port = s.mod.fwd.(*drill).Forward(s, e, pkt, next)
+			port = s.mod.drill.Forward(s, e, pkt, next)
 		default:
 			port = s.mod.fwd.Forward(s, e, pkt, next)
 			if port < 0 || int(port) >= len(s.Ports) {
@@ -454,28 +454,23 @@ func (s *Switch) OnArrive(e *sim.Engine, p sim.PktRef, in int) {
 			}
 		}
 	}
-	s.enqueue(e, int(port), p, pkt, in)
-}
-
-// classOf is the queue a packet goes to. Precondition: several classes.
-func (s *Switch) classOf(pkt *sim.Packet) int {
-	if s.mod.kcls == kindClass {
-		return s.mod.cls.(classByField).Classify(s, pkt)
-	}
-	return max(0, min(s.mod.cls.Classify(s, pkt), s.nc-1))
+	s.enqueue(e, &s.Ports[port], int(port), p, pkt, in)
 }
 
 // enqueue admits pkt to port pt (drop-tail or the shared buffer's dynamic
 // threshold, PFC ingress accounting for lossless classes, trimming, ECN on
 // admission) and starts the transmitter if it is idle.
-func (s *Switch) enqueue(e *sim.Engine, j int, p sim.PktRef, pkt *sim.Packet, in int) {
-	pt := &s.Ports[j]
+func (s *Switch) enqueue(e *sim.Engine, pt *Port, j int, p sim.PktRef, pkt *sim.Packet, in int) {
 	if pt.lazy {
 		s.settle(e, pt)
 	}
 	c := 0
 	if s.nc > 1 {
-		c = s.classOf(pkt)
+		if s.mod.kcls == kindClass {
+			c = classOfField(pkt, s.cfg.ControlClass, s.nc)
+		} else {
+			c = max(0, min(s.mod.cls.Classify(s, pkt), s.nc-1))
+		}
 	}
 	if s.storming > 0 && s.stormDrop(e, pt, p, c, in) {
 		return
@@ -509,7 +504,7 @@ func (s *Switch) enqueue(e *sim.Engine, j int, p sim.PktRef, pkt *sim.Packet, in
 		switch s.mod.ktrim {
 		case kindNoTrim:
 		case kindNDP:
-			header, cut = s.mod.trim.(*ndpTrim).Trim(s, pkt, j, c)
+			header, cut = s.mod.ndp.Trim(s, pkt, j, c)
 		default:
 			header, cut = s.mod.trim.Trim(s, pkt, j, c)
 		}
@@ -556,7 +551,7 @@ func (s *Switch) enqueue(e *sim.Engine, j int, p sim.PktRef, pkt *sim.Packet, in
 			s.markCE(pt, pkt, c)
 		}
 	case kindCoDel:
-		s.mod.aqm.(*CoDel).OnEnqueue(s, e, pkt, j, c, qocc)
+		s.mod.codel.OnEnqueue(s, e, pkt, j, c, qocc)
 	default:
 		if s.aqmVerdict(e, pt, pkt, c, s.mod.aqm.OnEnqueue(s, e, pkt, j, c, qocc)) {
 			pt.Dropped++
@@ -622,7 +617,7 @@ func (s *Switch) enqueue(e *sim.Engine, j int, p sim.PktRef, pkt *sim.Packet, in
 		pt.in[c].Push(int16(in))
 	}
 	pt.queued += size
-	s.kick(e, j)
+	s.kick(e, pt, j)
 }
 
 // admit is the lossy admission by the buffer module (port pt is port j,
@@ -632,7 +627,7 @@ func (s *Switch) admit(pt *Port, j int, cq *classQ, c int, size, occ int64) bool
 	case kindStatic:
 		return s.staticAdmit(pt, size, occ)
 	case kindDynamic:
-		return s.mod.buf.(*dynamicBuffer).admit(s, cq, c, size)
+		return s.mod.dyn.admit(s, cq, c, size)
 	}
 	return s.mod.buf.Admit(s, j, c, size)
 }
@@ -680,7 +675,7 @@ func (s *Switch) dequeueAQM(e *sim.Engine, j int, pt *Port, p sim.PktRef, c int,
 	pkt := e.Pool.Get(p)
 	var v Verdict
 	if s.mod.kaqm == kindCoDel {
-		v = s.mod.aqm.(*CoDel).OnDequeue(s, e, pkt, j, c, sojourn, behind)
+		v = s.mod.codel.OnDequeue(s, e, pkt, j, c, sojourn, behind)
 	} else {
 		v = s.mod.aqm.OnDequeue(s, e, pkt, j, c, sojourn, behind)
 	}
@@ -833,8 +828,9 @@ func (s *Switch) pushINT(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 // OnTxDone frees the buffer of the packet that finished and starts the
 // next one.
 func (s *Switch) OnTxDone(e *sim.Engine, port int) {
-	s.complete(e, &s.Ports[port])
-	s.kick(e, port)
+	pt := &s.Ports[port]
+	s.complete(e, pt)
+	s.kick(e, pt, port)
 }
 
 // complete frees the buffer of the packet that finished; the port is idle.
@@ -867,8 +863,7 @@ func (s *Switch) release(e *sim.Engine, in, c int, n int64) {
 // the class the scheduler picks; paused classes wait. An AQM that decides
 // on dequeue may drop packets first: the class's next one is then
 // considered at once, and the scheduler asked again once it is empty.
-func (s *Switch) kick(e *sim.Engine, j int) {
-	pt := &s.Ports[j]
+func (s *Switch) kick(e *sim.Engine, pt *Port, j int) {
 	if pt.busy {
 		return
 	}
@@ -880,7 +875,18 @@ func (s *Switch) kick(e *sim.Engine, j int) {
 		return
 	}
 	for {
-		c := s.pick(e, pt, j)
+		var c int
+		switch {
+		case s.nc == 1:
+			c = -1
+			if pt.cls[0].q.Len() > 0 && !s.paused(e, pt, 0) {
+				c = 0
+			}
+		case s.mod.ksch == kindDWRR:
+			c = s.mod.dwrr.pick(s, e, pt)
+		default:
+			c = s.pick(e, pt, j)
+		}
 		if c < 0 {
 			return
 		}
@@ -907,24 +913,18 @@ func (s *Switch) kick(e *sim.Engine, j int) {
 		}
 		// Every packet of the class was dropped on dequeue.
 		if s.mod.kaqm == kindCoDel {
-			s.mod.aqm.(*CoDel).OnDequeue(s, e, nil, j, c, 0, 0)
+			s.mod.codel.OnDequeue(s, e, nil, j, c, 0, 0)
 		} else {
 			s.mod.aqm.OnDequeue(s, e, nil, j, c, 0, 0)
 		}
 	}
 }
 
-// pick chooses the class of port pt (port j) to serve, or -1.
+// pick chooses the class of port pt (port j) to serve, or -1, with a
+// scheduler other than DWRR (kick calls that one itself). Precondition:
+// several classes.
 func (s *Switch) pick(e *sim.Engine, pt *Port, j int) int {
-	if s.nc == 1 {
-		if pt.cls[0].q.Len() == 0 || s.paused(e, pt, 0) {
-			return -1
-		}
-		return 0
-	}
 	switch s.mod.ksch {
-	case kindDWRR:
-		return s.mod.sch.(*dwrr).Pick(s, e, j)
 	case kindStrict:
 		return strictPriority{}.Pick(s, e, j)
 	}
@@ -956,7 +956,8 @@ func (s *Switch) armSample(e *sim.Engine) {
 func (s *Switch) OnTimer(e *sim.Engine, arg int64) {
 	switch arg >> timerShift {
 	case timerWake:
-		s.kick(e, int(arg&(1<<timerShift-1)))
+		j := int(arg & (1<<timerShift - 1))
+		s.kick(e, &s.Ports[j], j)
 	case timerPFC:
 		s.refresh(e, int(arg&(1<<timerShift-1)))
 	case timerStorm:
