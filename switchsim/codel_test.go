@@ -37,6 +37,7 @@ func (h *codelHarness) serve(now, sojourn sim.Time, behind int64, ect bool) {
 			continue
 		case Mark:
 			h.marks = append(h.marks, now)
+		case Pass:
 		}
 		return
 	}

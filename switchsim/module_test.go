@@ -88,11 +88,9 @@ func TestModules_DropOnDequeueFreesTheBuffer(t *testing.T) {
 	a := &recordAQM{dropEvery: 3}
 	cfg := Config{Registry: recordRegistry(t, a), Modules: Pipeline{AQM: ModuleRef{Name: "record"}}}
 	s, e := multiSwitch(t, 1, topologies.QueueConfig{Buffer: 1 << 20}, cfg)
-	var ids []uint64
 	for i := range 9 {
 		p := put(s, e, 0, 1000, 0, -1)
 		e.Pool.Get(p).ID = uint64(i)
-		ids = append(ids, uint64(i))
 	}
 	out := drain(s, e, sim.Never)
 	var got []uint64

@@ -14,6 +14,11 @@
 //
 // In-band telemetry (Config.INT) appends per-hop records for HPCC.
 //
+// The forwarding, classification, admission, marking, scheduling and
+// trimming are modules of a pipeline (module.go): the behaviours above
+// are its built-in modules, CoDel (RFC 8289), DRILL and strict priority
+// are others, and a program registers its own (Registry).
+//
 // It does not model input queueing, nor header
 // processing time other than a fixed latency, which the fabric adds
 // to the outgoing links.
@@ -437,6 +442,7 @@ func (s *Switch) OnArrive(e *sim.Engine, p sim.PktRef, in int) {
 		case kindECMP, kindAdaptive, kindFlowlet:
 			h = sim.Mix64(uint64(pkt.SrcHost)<<32 | uint64(uint32(pkt.DstHost)) ^ s.salt)
 			h = sim.Mix64(h ^ uint64(pkt.SrcPort)<<24 ^ uint64(pkt.DstPort)<<8 ^ uint64(pkt.Proto))
+		default: // the module hashes what it needs
 		}
 		switch s.mod.kfwd {
 		case kindECMP, kindSpray:
@@ -628,8 +634,9 @@ func (s *Switch) admit(pt *Port, j int, cq *classQ, c int, size, occ int64) bool
 		return s.staticAdmit(pt, size, occ)
 	case kindDynamic:
 		return s.mod.dyn.admit(s, cq, c, size)
+	default:
+		return s.mod.buf.Admit(s, j, c, size)
 	}
-	return s.mod.buf.Admit(s, j, c, size)
 }
 
 // markCE marks packet pkt of class c at port pt, if it is ECN-capable.
@@ -924,8 +931,7 @@ func (s *Switch) kick(e *sim.Engine, pt *Port, j int) {
 // scheduler other than DWRR (kick calls that one itself). Precondition:
 // several classes.
 func (s *Switch) pick(e *sim.Engine, pt *Port, j int) int {
-	switch s.mod.ksch {
-	case kindStrict:
+	if s.mod.ksch == kindStrict {
 		return strictPriority{}.Pick(s, e, j)
 	}
 	c := s.mod.sch.Pick(s, e, j)
