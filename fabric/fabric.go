@@ -54,6 +54,9 @@ type Config struct {
 	// Storms are hosts whose receive pipeline stalls (a PFC storm source;
 	// hostsim.Storm).
 	Storms []HostStorm
+	// External replaces the switches of these topology nodes by elements
+	// that run outside the fabric (external.go, elementproto).
+	External map[int]ExternalPeer
 }
 
 // HostStorm makes host Host's receive pipeline stall. Zero XOFF, XON (when
@@ -148,7 +151,8 @@ func (c *Config) switchConfigs() (def switchsim.Config, tiers map[int]switchsim.
 const (
 	kindHost uint8 = iota + 1
 	kindSwitch
-	kindCompat // a compatibility profile's one element (compat.go)
+	kindCompat   // a compatibility profile's one element (compat.go)
+	kindExternal // an element outside the fabric (external.go)
 )
 
 // Fabric is a built network, ready to run.
@@ -174,6 +178,15 @@ type Fabric struct {
 	// pfcReport and lossless: Config.PFCReport and LosslessClasses.
 	pfcReport bool
 	lossless  uint8
+	// External elements (external.go): the proxies in node order and by
+	// node, the window length (the smallest delay of their links), the
+	// current window [winStart, winEnd) (winEnd 0: between windows), its
+	// number, and the error that stopped the run.
+	ext                    []*external
+	extOf                  []*external
+	extL, winStart, winEnd sim.Time
+	winSeq                 uint64
+	extErr                 error
 }
 
 // PFCReport reports whether the fabric keeps the PFC report's counters
@@ -385,6 +398,10 @@ func New(cfg Config) (*Fabric, error) {
 	if f.threshold = cfg.Watchdog(); f.threshold > 0 {
 		f.every = DeadlockGrid(f.threshold)
 	}
+	f.extOf = make([]*external, n)
+	if err := f.newExternals(&cfg); err != nil {
+		return nil, err
+	}
 	eng.OnLazyDone = f.lazyDone
 	for i := range cfg.Flows {
 		fl := &cfg.Flows[i]
@@ -551,6 +568,9 @@ func (f *Fabric) RunUntil(horizon sim.Time) uint64 {
 // searches the grid times from h to the next event (sim.FindDeadlock).
 func (f *Fabric) RunUntilBatch(horizon sim.Time, n int) bool {
 	e := f.eng
+	if f.ext != nil {
+		return f.runExternalBatch(horizon, n)
+	}
 	if f.every == 0 {
 		for i := 0; i < n; i++ {
 			ev, ok := e.Next(horizon)
@@ -656,6 +676,10 @@ func (f *Fabric) dispatch(ev *sim.Event) {
 		}
 	case kindCompat:
 		f.compat.OnEvent(e, ev)
+	case kindExternal:
+		if ev.Kind == sim.EvArrive {
+			f.extOf[ev.Dst].onArrive(e, ev.Pkt, int(f.linkPort[ev.Arg^1]))
+		}
 	}
 }
 
@@ -710,6 +734,10 @@ func (f *Fabric) Conservation() Conservation {
 		for i := range s.Ports {
 			c.QueueDrops += s.Ports[i].Dropped
 		}
+	}
+	for _, x := range f.ext {
+		c.InQueues += len(x.pending)
+		c.QueueDrops += x.drops
 	}
 	c.LinkLost = f.eng.Stats.LinkLost
 	c.OnWire = f.eng.OnWire()
