@@ -568,10 +568,7 @@ func (f *Fabric) RunUntil(horizon sim.Time) uint64 {
 // searches the grid times from h to the next event (sim.FindDeadlock).
 func (f *Fabric) RunUntilBatch(horizon sim.Time, n int) bool {
 	e := f.eng
-	if f.ext != nil {
-		return f.runExternalBatch(horizon, n)
-	}
-	if f.every == 0 {
+	if f.every == 0 && f.ext == nil {
 		for i := 0; i < n; i++ {
 			ev, ok := e.Next(horizon)
 			if !ok {
@@ -580,6 +577,9 @@ func (f *Fabric) RunUntilBatch(horizon sim.Time, n int) bool {
 			f.dispatch(&ev)
 		}
 		return true
+	}
+	if f.ext != nil {
+		return f.runExternalBatch(horizon, n)
 	}
 	for i := 0; i < n; {
 		if f.deadlock != nil {
@@ -676,10 +676,16 @@ func (f *Fabric) dispatch(ev *sim.Event) {
 		}
 	case kindCompat:
 		f.compat.OnEvent(e, ev)
-	case kindExternal:
-		if ev.Kind == sim.EvArrive {
-			f.extOf[ev.Dst].onArrive(e, ev.Pkt, int(f.linkPort[ev.Arg^1]))
-		}
+	default:
+		f.dispatchExternal(ev)
+	}
+}
+
+// dispatchExternal hands an event to an external element's proxy (out of
+// dispatch's switch, whose three cases stay a short chain of compares).
+func (f *Fabric) dispatchExternal(ev *sim.Event) {
+	if f.kind[ev.Dst] == kindExternal && ev.Kind == sim.EvArrive {
+		f.extOf[ev.Dst].onArrive(f.eng, ev.Pkt, int(f.linkPort[ev.Arg^1]))
 	}
 }
 
