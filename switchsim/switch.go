@@ -513,6 +513,9 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, j int, p sim.PktRef, pkt *sim.
 			header, cut = s.mod.ndp.Trim(s, pkt, j, c)
 		default:
 			header, cut = s.mod.trim.Trim(s, pkt, j, c)
+			if cut && (header <= 0 || header > pkt.Size) {
+				panic(fmt.Sprintf("switchsim: switch %d: trimming module cut a %d-byte packet to %d bytes", s.ID, pkt.Size, header))
+			}
 		}
 		if !cut {
 			pt.Dropped++
