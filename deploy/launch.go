@@ -562,6 +562,13 @@ func (l *launch) collect(nc *nats.Conn) error {
 			l.failf("%v", err)
 		}
 	}()
+	go func() {
+		// A node that failed on its own (an external element) says why in
+		// the partial result it pushed, before its process exits.
+		if err := <-col.Failures(); err != nil {
+			l.failf("%v", err)
+		}
+	}()
 	_, err = nc.Subscribe(l.subj.Status(), func(msg *nats.Msg) {
 		m, err := wire.Decode(msg.Data)
 		if err != nil || m.Kind != wire.KindControl || m.Control.Type != wire.TypeStatus {

@@ -56,7 +56,7 @@ func addRunDistributedFlags(cmd *cobra.Command, v *viper.Viper) {
 // distributed flag was given, or the scenario has a placement section.
 func distributedAsked(cmd *cobra.Command, b *scenario.Built) bool {
 	for _, n := range distFlags {
-		if cmd.Flags().Changed(n) {
+		if cmd.Flags().Changed(n) && asksDistribution(n, b) {
 			return true
 		}
 	}
@@ -94,7 +94,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		return true, badInput(fmt.Errorf("--coordinators %d: want 1 or 3", coords))
 	case v.GetBool("run.external") && (v.GetString("run.nats") == "" || v.GetString("run.run-id") == "" || procs):
 		return true, badInput(fmt.Errorf("--external needs --nats and --run-id (and starts no --procs)"))
-	case transport == "memory" && (procs || coords != 1 || v.GetString("run.nats") != "" || v.GetBool("run.external")):
+	case transport == "memory" && (procs || coords != 1 || v.GetString("run.nats") != "" && len(b.External) == 0 || v.GetBool("run.external")):
 		return true, badInput(fmt.Errorf("--transport memory runs every partition in this process: no --procs, --coordinators or --nats"))
 	case v.GetDuration("run.peer-timeout") <= 0 || v.GetDuration("run.join-timeout") <= 0:
 		return true, badInput(fmt.Errorf("--peer-timeout and --join-timeout must be positive"))
@@ -182,6 +182,13 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 			}
 			return true, writePartial(&deploy.Result{Outputs: lr.Outputs}, out, time.Since(start).Seconds(), pl.P,
 				errors.New("interrupted: every partition stopped at the same window boundary"))
+		}
+		if err != nil && lr != nil {
+			// An external element failed: what the partitions have.
+			if show {
+				fmt.Fprintln(stderr)
+			}
+			return true, writePartial(&deploy.Result{Outputs: lr.Outputs}, out, time.Since(start).Seconds(), pl.P, err)
 		}
 		if err != nil {
 			return true, err
