@@ -49,18 +49,19 @@ func (p *Peer) call(kind string, msg []byte) ([]byte, error) {
 	if len(msg) > elementproto.MaxMessage {
 		return nil, fmt.Errorf("a %s message of %d bytes, more than %d", kind, len(msg), elementproto.MaxMessage)
 	}
+	// No element subscribed (not yet, or reconnecting): the request
+	// reached nobody, so it is asked again until one does, within the
+	// timeout.
+	deadline := time.Now().Add(p.timeout)
 	r, err := p.nc.Request(p.prefix+"."+kind, msg, p.timeout)
-	if kind == "setup" {
-		// The element may not have subscribed yet: ask again until it
-		// has, within the timeout.
-		deadline := time.Now().Add(p.timeout)
-		for errors.Is(err, nats.ErrNoResponders) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond) // polling against the deadline
-			r, err = p.nc.Request(p.prefix+"."+kind, msg, time.Until(deadline))
-		}
+	for errors.Is(err, nats.ErrNoResponders) && time.Until(deadline) > 20*time.Millisecond {
+		time.Sleep(20 * time.Millisecond) // polling against the deadline
+		r, err = p.nc.Request(p.prefix+"."+kind, msg, time.Until(deadline))
 	}
 	switch {
-	case errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders):
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil, fmt.Errorf("%s: no reply within the peer timeout (%v): no element subscribed to %s.*", kind, p.timeout, p.prefix)
+	case errors.Is(err, nats.ErrTimeout):
 		return nil, fmt.Errorf("%s: no reply within the peer timeout (%v): %v", kind, p.timeout, err)
 	case err != nil:
 		return nil, fmt.Errorf("%s: %v", kind, err)
