@@ -338,9 +338,14 @@ func (f *Fabric) RunWindow(start, end sim.Time) (uint64, error) {
 }
 
 // ExternalCounters are the port counters external element node last
-// reported (nil: none, or node is not a local external element).
+// reported: zeros if it was never stepped (no packet reached it), nil if
+// it was but reported none (or node is not a local external element).
 func (f *Fabric) ExternalCounters(node int) []elementproto.Counters {
-	if x := f.extOf[node]; x != nil {
+	if node < len(f.extOf) && f.extOf[node] != nil {
+		x := f.extOf[node]
+		if x.steps == 0 {
+			return make([]elementproto.Counters, len(x.links))
+		}
 		return x.counters
 	}
 	return nil
@@ -349,7 +354,8 @@ func (f *Fabric) ExternalCounters(node int) []elementproto.Counters {
 // ExternalLinks are the link directions leaving the ports of external
 // element node, by port (nil: node is not a local external element).
 func (f *Fabric) ExternalLinks(node int) []sim.LinkID {
-	if x := f.extOf[node]; x != nil {
+	if node < len(f.extOf) && f.extOf[node] != nil {
+		x := f.extOf[node]
 		return x.links
 	}
 	return nil
