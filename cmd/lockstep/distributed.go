@@ -29,7 +29,7 @@ import (
 
 // distFlags are the run flags of a distributed run.
 var distFlags = []string{"partitions", "procs", "coordinators", "nats", "transport", "run-id", "mark-every", "status-every", "external",
-	"peer-timeout", "join-timeout"}
+	"peer-timeout", "join-timeout", "element-keys"}
 
 // addRunDistributedFlags adds the distributed-run flags to `lockstep run`.
 func addRunDistributedFlags(cmd *cobra.Command, v *viper.Viper) {
@@ -45,6 +45,7 @@ func addRunDistributedFlags(cmd *cobra.Command, v *viper.Viper) {
 	f.Duration("status-every", 0, "how often the coordinator leader and the nodes publish their status, their heartbeat (default 250ms)")
 	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long a node or the coordinator leader may be silent, or the NATS server unreachable, before the run fails (exit 3); back within it, the run goes on unchanged")
 	f.Duration("join-timeout", deploy.DefaultJoinTimeout, "how long to wait for the coordinator leader and every node to be heard from (with --external: progress on stderr)")
+	f.String("element-keys", "", "with the scenario's external elements on the embedded NATS server: write their keys, the server's URL and the run id into this directory")
 	addNATSAuthFlags(cmd)
 	addRunMetricsFlag(cmd)
 	for _, n := range distFlags {
@@ -206,8 +207,9 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 			NATS:     v.GetString("run.nats"), Auth: auth, ChildArgs: childArgs, RunID: v.GetString("run.run-id"),
 			ExeEnv: childEnv, NodeProfile: nodeProfile(cmd, procs), MarkEvery: v.GetUint64("run.mark-every"), StatusEvery: v.GetDuration("run.status-every"),
 			PeerTimeout: v.GetDuration("run.peer-timeout"), JoinTimeout: v.GetDuration("run.join-timeout"),
-			Stderr:   stderr,
-			OnStatus: func(s wire.Status) { progress(s.Window, sim.Time(s.Start), false) }, OnNodeStatus: nodeStatus})
+			ElementKeys: v.GetString("run.element-keys"),
+			Stderr:      stderr,
+			OnStatus:    func(s wire.Status) { progress(s.Window, sim.Time(s.Start), false) }, OnNodeStatus: nodeStatus})
 		if err != nil {
 			if show {
 				fmt.Fprintln(stderr)

@@ -43,9 +43,18 @@ func connectElements(cmd *cobra.Command, v *viper.Viper, b *scenario.Built, inPr
 		return none, nil
 	}
 	url, run := v.GetString("run.nats"), v.GetString("run.run-id")
+	if v.GetString("run.element-keys") != "" {
+		// On the embedded server, whose URL and the elements' keys the
+		// launcher writes (deploy.Options.ElementKeys).
+		if inProcess || url != "" {
+			return none, badInput(fmt.Errorf("--element-keys: for a run over the embedded NATS server (no --nats, no --transport memory)"))
+		}
+		return none, nil
+	}
 	if url == "" || run == "" {
 		return none, badInput(fmt.Errorf("%s: external: %d switches run as external elements, which serve on NATS: give --nats URL and --run-id ID "+
-			"(their subjects are lockstep.ID.element.NAME; docs/external-elements.md)", b.File, len(b.External)))
+			"(their subjects are lockstep.ID.element.NAME), or --element-keys DIR for a run over the embedded server (docs/external-elements.md)",
+			b.File, len(b.External)))
 	}
 	if _, err := wire.NewSubjects(run); err != nil {
 		return none, badInput(fmt.Errorf("--run-id %q: %v", run, err))

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -223,6 +225,92 @@ func TestRun_ExternalElementsUsage(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
 			t.Errorf("%v: --out written", c.args)
+		}
+	}
+}
+
+// TestRun_ExternalElementsOnTheEmbeddedServer: a run over the embedded
+// NATS server writes each external element's key, the server's URL and
+// the run id into --element-keys; elements that log in with them serve
+// the run (byte-identical to lockstep's own switches). The server lets
+// nobody in without a key, and an element's key answers its own
+// subjects only: it can neither hear another element's requests nor
+// publish a report.
+func TestRun_ExternalElementsOnTheEmbeddedServer(t *testing.T) {
+	requireWired(t)
+	t.Setenv(asMainEnv, "1")
+	dir := write(t, map[string]string{"ref.yaml": extFatTreeYAML, "ext.yaml": extFatTreeYAML + extList})
+	ref := filepath.Join(dir, "builtin")
+	runCLI(t, "run", filepath.Join(dir, "ref.yaml"), "--partitions", "1", "--out", ref, "--quiet")
+	for _, procs := range []bool{false, true} {
+		keys, out := filepath.Join(dir, fmt.Sprintf("keys%v", procs)), filepath.Join(dir, fmt.Sprintf("out%v", procs))
+		args := []string{"run", filepath.Join(dir, "ext.yaml"), "--partitions", "2", "--element-keys", keys, "--out", out, "--quiet"}
+		if procs {
+			args = append(args, "--procs")
+		}
+		var stderr bytes.Buffer
+		done := make(chan int, 1)
+		go func() { done <- run(args, io.Discard, &syncWriter{w: &stderr}) }()
+		deadline := time.Now().Add(30 * time.Second)
+		var url []byte
+		for {
+			if b, err := os.ReadFile(filepath.Join(keys, "url")); err == nil {
+				url = bytes.TrimSpace(b)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no url written")
+			}
+			time.Sleep(5 * time.Millisecond) // polling the file against the deadline
+		}
+		runID := strings.TrimSpace(string(readOut(t, keys, "run")))
+		if nc, err := nats.Connect(string(url), nats.MaxReconnects(0)); err == nil {
+			nc.Close()
+			t.Errorf("the embedded server let a client in without a key")
+		}
+		violations := make(chan error, 16)
+		for _, el := range extElements {
+			opt, err := nats.NkeyOptionFromSeed(filepath.Join(keys, el+".nk"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			nc, err := nats.Connect(string(url), opt, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+				violations <- err
+			}))
+			if err != nil {
+				t.Fatalf("element %s: %v", el, err)
+			}
+			defer nc.Close()
+			if _, err := natspeer.Serve(nc, natspeer.Subject(runID, el), extswitch.New()); err != nil {
+				t.Fatal(err)
+			}
+			if el == "tor0" {
+				_, _ = nc.Subscribe(natspeer.Subject(runID, "core0")+".*", func(*nats.Msg) {})
+				_ = nc.Publish("lockstep."+runID+".report.0", []byte("forged"))
+				_ = nc.Flush()
+			}
+		}
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Fatalf("procs %v: exit %d:\n%s", procs, code, stderr.String())
+			}
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("procs %v: the run did not end:\n%s", procs, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "external elements tor0,aggregation-1,core0,core1,core2,core3 of run "+runID) {
+			t.Errorf("stderr does not say where the elements serve:\n%s", stderr.String())
+		}
+		sameFiles(t, fmt.Sprintf("embedded server, procs %v", procs), ref, out)
+		for _, want := range []string{"Subscription to \"lockstep." + runID + ".element.core0.*\"", "Publish to \"lockstep." + runID + ".report.0\""} {
+			select {
+			case err := <-violations:
+				if !strings.Contains(err.Error(), "Permissions Violation") {
+					t.Errorf("want a permissions violation (%s), got %v", want, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Errorf("no permissions violation for %s", want)
+			}
 		}
 	}
 }

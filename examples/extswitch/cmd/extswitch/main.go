@@ -6,7 +6,10 @@
 // Each element answers on lockstep.R.element.NAME.setup and .step (the
 // scenario's external list names them: the switch's name unless the
 // entry gives element). A token, if the server wants one, comes from
-// $LOCKSTEP_NATS_TOKEN. It serves until SIGINT or SIGTERM.
+// $LOCKSTEP_NATS_TOKEN; on a run's embedded server the element logs in
+// with the key lockstep wrote (-nkey DIR/NAME.nk, lockstep run
+// --element-keys DIR), one element per process. It serves until SIGINT
+// or SIGTERM.
 //
 // It imports nothing of lockstep but the element protocol and its NATS
 // transport (docs/external-elements.md).
@@ -38,12 +41,21 @@ func run() error {
 	url := flag.String("nats", nats.DefaultURL, "the NATS server")
 	runID := flag.String("run", "", "the run's id (lockstep run --run-id)")
 	elements := flag.String("element", "", "the elements to serve, comma-separated (the switches' names unless the scenario names them)")
+	nkey := flag.String("nkey", "", "the element's key (lockstep run --element-keys DIR writes DIR/NAME.nk): its login on the run's embedded server")
 	flag.Parse()
 	if *runID == "" || *elements == "" {
 		return fmt.Errorf("-run and -element are required")
 	}
-	nc, err := nats.Connect(*url, nats.Token(os.Getenv("LOCKSTEP_NATS_TOKEN")), nats.Name("extswitch"),
-		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	opts := []nats.Option{nats.Token(os.Getenv("LOCKSTEP_NATS_TOKEN")), nats.Name("extswitch"),
+		nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}
+	if *nkey != "" {
+		o, err := nats.NkeyOptionFromSeed(*nkey)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, o)
+	}
+	nc, err := nats.Connect(*url, opts...)
 	if err != nil {
 		return err
 	}
