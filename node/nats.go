@@ -149,7 +149,9 @@ func Run(ctx context.Context, cfg Config) error {
 		if ctx.Err() == nil && nc.IsConnected() {
 			pctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
 			res := core.PartialResult()
-			res.Reason = err.Error()
+			if xe := (*fabric.ExternalError)(nil); errors.As(err, &xe) {
+				res.Reason = err.Error() // the launcher reports it (deploy.Collector.Failures)
+			}
 			if perr := sendResult(pctx, nc, subj, cfg, res); perr != nil {
 				log.Warn("partial result not sent", "err", perr)
 			}
