@@ -100,6 +100,9 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 			return nil, fmt.Errorf("partition %d: %w", i, err)
 		}
 	}
+	if (opt.Checkpoint != nil || opt.Restore != nil) && len(b.External) > 0 {
+		return nil, fmt.Errorf("node: a run with external elements cannot checkpoint or restore: their state is not the fabric's")
+	}
 	for _, c := range cores {
 		out, err := c.Setup()
 		if err != nil {
