@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lockstep-sim/lockstep/examples/extswitch"
@@ -151,4 +152,19 @@ func perElement(n int) []int {
 		part[i] = i
 	}
 	return part
+}
+
+// TestExternalSwitch_NoCheckpoints: an in-memory run with external
+// elements refuses to checkpoint (their state is not lockstep's).
+func TestExternalSwitch_NoCheckpoints(t *testing.T) {
+	b := load(t, externalYAML)
+	connect(b)
+	pl, err := partition.ForScenario(b, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = lnode.RunLocal(b, pl, lnode.LocalOptions{Checkpoint: func(*lnode.LocalState) error { return nil }, CheckpointEvery: 1})
+	if err == nil || !strings.Contains(err.Error(), "cannot checkpoint") {
+		t.Fatalf("want a refusal, got %v", err)
+	}
 }
