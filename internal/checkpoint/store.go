@@ -239,3 +239,132 @@ func unwrapPath(err error) error {
 	}
 	return err
 }
+
+// DirName is checkpoint seq's directory name in a store.
+func DirName(seq uint64) string { return dirName(seq) }
+
+// PutPart writes one file of checkpoint seq into its directory (created if
+// need be), atomically: a temporary file, synced, renamed into place, and
+// the directory synced. The nodes of a distributed run each put their part
+// this way; Commit writes the manifest once every part is in.
+func (s *Store) PutPart(seq uint64, name string, data []byte) (string, error) {
+	if name != filepath.Base(name) || name == ManifestName || strings.HasPrefix(name, ".") {
+		return "", fmt.Errorf("checkpoint: file name %q", name)
+	}
+	dir := filepath.Join(s.Dir, dirName(seq))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, ".tmp-"+name+"-")
+	if err != nil {
+		return "", err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // a no-op after the rename
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name)
+	if err := os.Rename(tmp, path); err != nil {
+		return "", err
+	}
+	return path, syncDir(dir)
+}
+
+// ReadPart reads file want of checkpoint seq and checks it against want
+// (size, header digest) and itself (every section's digest): a part that
+// fails is refused with one line naming the file.
+func (s *Store) ReadPart(seq uint64, want Part) ([]byte, error) {
+	if want.Name != filepath.Base(want.Name) || want.Name == ManifestName {
+		return nil, fmt.Errorf("%w: file name %q", ErrCorrupt, want.Name)
+	}
+	fp := filepath.Join(s.Dir, dirName(seq), want.Name)
+	data, err := os.ReadFile(fp)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, fp, unwrapPath(err))
+	}
+	if err := CheckPart(fp, data, want); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// CheckPart checks file data (called name in errors) against want: its
+// size, its header digest and every section's digest.
+func CheckPart(name string, data []byte, want Part) error {
+	if int64(len(data)) != want.Bytes {
+		return fmt.Errorf("%w: %s: %d bytes, the manifest says %d (truncated)", ErrCorrupt, name, len(data), want.Bytes)
+	}
+	if got := HeaderDigest(data); got != want.SHA256 {
+		return fmt.Errorf("%w: %s: header SHA-256 differs from the manifest's (the file is corrupted)", ErrCorrupt, name)
+	}
+	_, err := Decode(name, data)
+	return err
+}
+
+// Commit writes the manifest of checkpoint m.Seq, whose files its nodes
+// put (PutPart), atomically; from then on Load and Latest see the
+// checkpoint. Then it removes every checkpoint older than the Keep newest
+// committed ones (a checkpoint still being written, newer than every
+// committed one, stays).
+func (s *Store) Commit(m Manifest) (string, error) {
+	m.Format = Format
+	dir := filepath.Join(s.Dir, dirName(m.Seq))
+	mb, err := json.MarshalIndent(&m, "", " ")
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, ".tmp-"+ManifestName+"-")
+	if err != nil {
+		return "", err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, err = f.Write(append(mb, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, ManifestName)); err != nil {
+		return "", err
+	}
+	if err := syncDir(dir); err != nil {
+		return "", err
+	}
+	return dir, s.pruneCommitted()
+}
+
+// pruneCommitted removes the checkpoints older than the Keep newest ones
+// that have a manifest.
+func (s *Store) pruneCommitted() error {
+	seqs, err := s.seqs()
+	if err != nil {
+		return err
+	}
+	keep, n := max(s.Keep, 1), 0
+	for i := len(seqs) - 1; i >= 0; i-- {
+		d := filepath.Join(s.Dir, dirName(seqs[i]))
+		if n >= keep {
+			if err := os.RemoveAll(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(d, ManifestName)); err == nil {
+			n++
+		}
+	}
+	return nil
+}
