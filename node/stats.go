@@ -99,15 +99,6 @@ type NodeStats struct {
 	PublishSeconds   float64 `json:"publish_seconds"`
 	DecodeSeconds    float64 `json:"decode_seconds"`
 	ImbalanceSeconds float64 `json:"imbalance_seconds"`
-	// Checkpoints: the parts this node stored, their bytes and the
-	// seconds it took to encode and store them; restores and messages
-	// dropped as of another epoch (docs/decisions.md, "Distributed
-	// checkpoints"). Absent when zero.
-	Checkpoints       uint64  `json:"checkpoints,omitempty"`
-	CheckpointBytes   uint64  `json:"checkpoint_bytes,omitempty"`
-	CheckpointSeconds float64 `json:"checkpoint_seconds,omitempty"`
-	Restores          uint64  `json:"restores,omitempty"`
-	Stale             uint64  `json:"stale,omitempty"`
 }
 
 // RunStats gathers the distributed statistics of a run cut by pl that
@@ -139,9 +130,7 @@ func RunStats(pl *partition.Placement, rs []*PartResult, end sim.Time, wall floa
 			WallSeconds: r.Perf.WallSeconds, RunSeconds: r.Perf.RunSeconds, WaitSeconds: r.Perf.WaitSeconds,
 			MaxWaitMs: r.Perf.MaxWait * 1e3, Rejected: r.Perf.Rejected,
 			ComputeSeconds: r.Perf.ComputeSeconds, EncodeSeconds: r.Perf.EncodeSeconds, PublishSeconds: r.Perf.PublishSeconds,
-			DecodeSeconds: r.Perf.DecodeSeconds, ImbalanceSeconds: r.Perf.ImbalanceSeconds,
-			Checkpoints: r.Perf.Checkpoints, CheckpointBytes: r.Perf.CheckpointBytes, CheckpointSeconds: r.Perf.CheckpointSeconds,
-			Restores: r.Perf.Restores, Stale: r.Perf.Stale}
+			DecodeSeconds: r.Perf.DecodeSeconds, ImbalanceSeconds: r.Perf.ImbalanceSeconds}
 		if w := r.Perf.WallSeconds; w > 0 {
 			ns.EventsPerSec = float64(p.Stats.Events) / w
 			ns.WindowsPerSec = float64(c.Windows) / w

@@ -347,7 +347,9 @@ func (s *Store) Commit(m Manifest) (string, error) {
 }
 
 // pruneCommitted removes the checkpoints older than the Keep newest ones
-// that have a manifest.
+// that have a manifest, and those older than the newest committed one
+// that have none (never committed, or committed while nobody wrote the
+// manifest: superseded either way).
 func (s *Store) pruneCommitted() error {
 	seqs, err := s.seqs()
 	if err != nil {
@@ -356,13 +358,15 @@ func (s *Store) pruneCommitted() error {
 	keep, n := max(s.Keep, 1), 0
 	for i := len(seqs) - 1; i >= 0; i-- {
 		d := filepath.Join(s.Dir, dirName(seqs[i]))
-		if n >= keep {
+		_, err := os.Stat(filepath.Join(d, ManifestName))
+		committed := err == nil
+		if n >= keep || n > 0 && !committed {
 			if err := os.RemoveAll(d); err != nil {
 				return err
 			}
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(d, ManifestName)); err == nil {
+		if committed {
 			n++
 		}
 	}

@@ -214,12 +214,15 @@ type Rollback struct {
 
 // Restart is one rollback as summary.json reports it: the epoch it
 // started, the partition lost, the window the run had reached (as the
-// leader saw it) and the checkpoint's window it went back to.
+// leader saw it), the checkpoint's window it went back to, and whether
+// the node was lost by its silence (a hung node, which its launcher then
+// kills) rather than by a new incarnation asking for the setup.
 type Restart struct {
 	Epoch      uint64 `json:"epoch"`
 	Partition  int    `json:"partition"`
 	LostAt     uint64 `json:"lost_at_window"`
 	FromWindow uint64 `json:"from_window"`
+	Silent     bool   `json:"silent,omitempty"`
 }
 
 // File is one file a scenario reads. Setup carries a list, not a map: no
@@ -277,9 +280,10 @@ type Status struct {
 	Rejected uint64
 	// Epoch is the run's epoch, Checkpoint the last checkpoint committed
 	// (nil: none) and Restarts the rollbacks so far, as raft has them.
-	Epoch      uint64         `msgpack:",omitempty"`
-	Checkpoint *CheckpointRef `msgpack:",omitempty"`
-	Restarts   []Restart      `msgpack:",omitempty"`
+	Epoch       uint64         `msgpack:",omitempty"`
+	Checkpoint  *CheckpointRef `msgpack:",omitempty"`
+	Checkpoints uint64         `msgpack:",omitempty"` // committed so far
+	Restarts    []Restart      `msgpack:",omitempty"`
 }
 
 // NodeStatus is a node's periodic progress.
