@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -197,6 +198,9 @@ func (s *Store) Latest() (*Loaded, []string, error) {
 func Load(dir string) (*Loaded, error) {
 	mp := filepath.Join(dir, ManifestName)
 	mb, err := os.ReadFile(mp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s: no manifest: the checkpoint is incomplete (never committed)", ErrCorrupt, mp)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, mp, unwrapPath(err))
 	}
