@@ -315,7 +315,7 @@ func (l *leader) onNodeStatus(msg *nats.Msg) {
 			l.bar.Resync()
 			l.progress = time.Now()
 			_ = l.c.cfg.Conn.Publish(l.c.subj.Resync(), l.enc.Resync(wire.Resync{Term: l.term, Epoch: l.epoch}))
-			l.c.log.Info("rollback done: every node restored", "epoch", l.epoch)
+			l.c.log.Warn("rollback done: every node restored its part", "epoch", l.epoch)
 		}
 	}
 	if !st.Finished || l.stopped || l.finished {

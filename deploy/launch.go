@@ -38,6 +38,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lockstep-sim/lockstep/coordinator"
+	"github.com/lockstep-sim/lockstep/coordinator/barrier"
 	"github.com/lockstep-sim/lockstep/internal/checkpoint"
 	"github.com/lockstep-sim/lockstep/internal/liveness"
 	"github.com/lockstep-sim/lockstep/internal/member"
@@ -212,6 +213,7 @@ type launch struct {
 	ckpts    int
 	restarts []wire.Restart
 	spawned  int
+	finished bool // a leader said the run finished
 }
 
 type child struct {
@@ -625,6 +627,7 @@ func (l *launch) collect(nc *nats.Conn) error {
 			l.leaders = append(l.leaders, st)
 		}
 		l.rejectedBy[st.Term] = max(l.rejectedBy[st.Term], st.Rejected)
+		l.finished = l.finished || st.Phase == barrier.PhaseFinished.String()
 		var hung []int
 		if len(st.Restarts) > len(l.restarts) {
 			for _, r := range st.Restarts[len(l.restarts):] {
@@ -845,7 +848,9 @@ func (l *launch) spawnNode(ctx context.Context, i int) error {
 // false when the run cannot.
 func (l *launch) restartNode(ctx context.Context, part int, c *child) bool {
 	l.mu.Lock()
-	ok := l.o.Procs && l.ckpt != nil && l.spawned < l.o.MaxRestarts && l.aborted == "" && ctx.Err() == nil
+	// After the finish there is nothing to roll back to: the others are
+	// done (a node lost while it sends its result fails the run).
+	ok := l.o.Procs && l.ckpt != nil && l.spawned < l.o.MaxRestarts && l.aborted == "" && !l.finished && ctx.Err() == nil
 	if ok {
 		l.spawned++
 	}

@@ -463,6 +463,7 @@ func Run(ctx context.Context, cfg Config) error {
 				continue
 			}
 			switch m.Kind {
+			case wire.KindGrant, wire.KindControl:
 			case wire.KindReport, wire.KindBatch, wire.KindResync:
 				if m.Epoch != epoch {
 					// From before a rollback, or from a peer that
