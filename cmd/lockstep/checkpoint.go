@@ -61,8 +61,8 @@ type runInfo struct {
 // addCheckpointFlags adds the checkpoint flags to `lockstep run`.
 func addCheckpointFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.Duration("checkpoint-every", 0, "checkpoint the run every this long of virtual time, e.g. 100us (at the first window boundary after each multiple); resume with 'lockstep resume'")
-	f.Duration("checkpoint-wall", 0, "also checkpoint whenever this much wall-clock time has passed since the last one, e.g. 10m")
+	f.Duration("checkpoint-every", 0, "checkpoint the run every this long of virtual time, e.g. 100us (at the first window boundary after each multiple; over NATS every node stores its part and the raft leader commits the checkpoint); resume with 'lockstep resume'")
+	f.Duration("checkpoint-wall", 0, "also checkpoint whenever this much wall-clock time has passed since the last one, e.g. 10m (runs in this process only)")
 	f.String("checkpoint-dir", "", "directory of the checkpoints (default: OUT/checkpoints)")
 	f.Int("checkpoint-keep", 2, "checkpoints kept (the older ones are removed once a newer one is written)")
 	f.Int("max-restarts", 3, "with --procs and checkpoints: how many times a lost node (its process exited, or it went silent for --peer-timeout) is replaced and every node rolled back to the last committed checkpoint before the run fails (0: a lost node fails the run)")
@@ -349,9 +349,13 @@ perf fields aside). DIR is the checkpoint directory (--checkpoint-dir) or the
 run's --out (whose checkpoints/ it then reads). A checkpoint that is
 truncated or corrupted is refused, with one line on stderr naming the file,
 and the one before it is used; with none usable, resume exits 2. The run
-goes on checkpointing as it was asked to.`,
-		Example: "  lockstep run examples/dcqcn.yaml --out out/d --checkpoint-every 100us\n  lockstep resume out/d",
-		Args:    cobra.ExactArgs(1),
+goes on checkpointing as it was asked to. A run over NATS (--partitions P,
+--procs, --coordinators 3) resumes the same way, with new processes: every
+node restores its part of the checkpoint (its launcher died; a lost node
+alone needs no resume, the run replaces it by itself).`,
+		Example: "  lockstep run examples/dcqcn.yaml --out out/d --checkpoint-every 100us\n  lockstep resume out/d\n" +
+			"  lockstep run s.yaml --out out/p --partitions 4 --procs --coordinators 3 --checkpoint-every 100us\n  lockstep resume out/p",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runResume(cmd, args[0], stdout, stderr)
 		},
