@@ -124,9 +124,6 @@ type Options struct {
 	MaxRestarts int
 	// Resume is the checkpoint the run starts from (nil: the start).
 	Resume *wire.CheckpointRef
-	// OnCheckpoint, if set, is called with every checkpoint committed
-	// (tests).
-	OnCheckpoint func(*wire.CheckpointRef)
 }
 
 // DefaultJoinTimeout is Options.JoinTimeout's default.
@@ -531,6 +528,17 @@ func (l *launch) watch(ctx context.Context, nc *nats.Conn, start time.Time) {
 					now.Sub(start).Seconds(), o.JoinTimeout)
 			}
 		}
+		if len(silent) > 0 && l.canRestart(ctx) {
+			// A hung node process is a lost node: killed, its exit
+			// starts a new one (restartNode), and the run rolls back.
+			for _, i := range silent {
+				l.killNode(i, 0)
+				l.mu.Lock()
+				l.peers.Heard(i, now) // the new process gets the timeout again
+				l.mu.Unlock()
+			}
+			silent = nil
+		}
 		switch {
 		case leaderGone && !anyResult:
 			l.failf("coordinator: no status from the leader for %v", o.PeerTimeout)
@@ -647,7 +655,7 @@ func (l *launch) collect(nc *nats.Conn) error {
 		l.ckpts = max(l.ckpts, int(st.Checkpoints))
 		l.mu.Unlock()
 		for _, i := range hung {
-			l.killNode(i)
+			l.killNode(i, l.o.PeerTimeout/2)
 		}
 		if committed != nil {
 			l.committed(committed)
@@ -848,9 +856,7 @@ func (l *launch) spawnNode(ctx context.Context, i int) error {
 // false when the run cannot.
 func (l *launch) restartNode(ctx context.Context, part int, c *child) bool {
 	l.mu.Lock()
-	// After the finish there is nothing to roll back to: the others are
-	// done (a node lost while it sends its result fails the run).
-	ok := l.o.Procs && l.ckpt != nil && l.spawned < l.o.MaxRestarts && l.aborted == "" && !l.finished && ctx.Err() == nil
+	ok := l.restartable(ctx)
 	if ok {
 		l.spawned++
 	}
@@ -866,10 +872,25 @@ func (l *launch) restartNode(ctx context.Context, part int, c *child) bool {
 	return true
 }
 
-// killNode kills partition i's node process, which the leader found
-// silent and rolled the run back without: its exit starts a new one
-// (restartNode).
-func (l *launch) killNode(i int) {
+// canRestart says a lost node process can be replaced now.
+func (l *launch) canRestart(ctx context.Context) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.restartable(ctx)
+}
+
+// restartable is canRestart; precondition: mu held. After the finish
+// there is nothing to roll back to: the others are done (a node lost while
+// it sends its result fails the run).
+func (l *launch) restartable(ctx context.Context) bool {
+	return l.o.Procs && l.ckpt != nil && l.spawned < l.o.MaxRestarts && l.aborted == "" && !l.finished && ctx.Err() == nil
+}
+
+// killNode kills partition i's node process, found silent (by the
+// launcher, or by the leader, which rolled the run back without it): its
+// exit starts a new one (restartNode). It leaves alone a process heard from
+// within the last silentFor (a new one already started).
+func (l *launch) killNode(i int, silentFor time.Duration) {
 	name := fmt.Sprintf("node %d", i)
 	l.mu.Lock()
 	var c *child
@@ -878,8 +899,9 @@ func (l *launch) killNode(i int) {
 			c = k // the newest
 		}
 	}
+	heard := l.peers.Since(i, time.Now())
 	l.mu.Unlock()
-	if c == nil {
+	if c == nil || heard < silentFor {
 		return
 	}
 	select {
@@ -893,16 +915,13 @@ func (l *launch) killNode(i int) {
 // committed records checkpoint ref, which raft committed: with a
 // checkpoint directory, its manifest goes next to the nodes' parts (so
 // that `lockstep resume` reads it), and the older checkpoints beyond
-// CheckpointKeep are removed.
+// CheckpointKeep are removed (with JetStream, nothing to do here).
 func (l *launch) committed(ref *wire.CheckpointRef) {
 	if l.o.CheckpointDir != "" {
 		st := checkpoint.Store{Dir: l.o.CheckpointDir, Keep: max(l.o.CheckpointKeep, 1)}
 		if _, err := st.Commit(node.Manifest(ref, l.o.Built.Digest(), l.o.Placement.P)); err != nil {
 			fmt.Fprintf(l.out, "lockstep: checkpoint of window %d: manifest not written: %v\n", ref.Window, err)
 		}
-	}
-	if l.o.OnCheckpoint != nil {
-		l.o.OnCheckpoint(ref)
 	}
 }
 

@@ -327,3 +327,62 @@ func TestCheckpoint_LauncherKilledResumes(t *testing.T) {
 		t.Errorf("perf.checkpoints.resumed_from %+v: want %s", cp.ResumedFrom, third)
 	}
 }
+
+// TestCheckpoint_HungNodeIsReplaced stops a node process (SIGSTOP) once a
+// checkpoint is committed: silent for --peer-timeout, it is lost like a
+// dead one (killed, replaced, every node rolled back), and the run
+// completes with the single-process run's files.
+func TestCheckpoint_HungNodeIsReplaced(t *testing.T) {
+	requireWired(t)
+	if testing.Short() {
+		t.Skip("4 node processes, a 2 s peer timeout")
+	}
+	t.Setenv(asMainEnv, "1")
+	scen := randomLong(t)
+	dir := t.TempDir()
+	single := filepath.Join(dir, "single")
+	runCLI(t, "run", scen, "--out", single, "--quiet", "--partitions", "1")
+	out := filepath.Join(dir, "out")
+	ckdir := filepath.Join(dir, "ckpt")
+	var stdout, stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"run", scen, "--out", out, "--quiet", "--checkpoint-dir", ckdir, "--partitions", "4", "--procs",
+			"--checkpoint-every", "100us", "--peer-timeout", "2s"}, &stdout, &stderr)
+	}()
+	w := &ckptWatch{dir: ckdir, seen: map[string]bool{}}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		select {
+		case code := <-done:
+			t.Fatalf("the run ended (exit %d) before the stop: %s", code, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no committed checkpoint within 3 minutes")
+		}
+		w.poll()
+		if pid := nodeProcess(1); w.committed && pid > 0 {
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		time.Sleep(2 * time.Millisecond) // a poll, bounded by the deadline
+	}
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(5 * time.Minute):
+		t.Fatal("the run did not end within 5 minutes of the stop")
+	}
+	if code != 0 || !strings.Contains(stderr.String(), "partition 1: node process") {
+		t.Fatalf("exit %d: %s; want 0 and node 1's process replaced", code, stderr.String())
+	}
+	sameFiles(t, "hung node replaced", single, out)
+	cp := ckptSummary(t, out)
+	if cp.Restarts < 1 || cp.Restarted[0].Partition != 1 {
+		t.Errorf("perf.checkpoints restarts %d %+v: want partition 1 restarted", cp.Restarts, cp.Restarted)
+	}
+	t.Logf("restarted %+v; stderr:\n%s", cp.Restarted, stderr.String())
+}
