@@ -413,6 +413,16 @@ func runResume(cmd *cobra.Command, dir string, stdout, stderr io.Writer) error {
 		if !ok {
 			return badInput(fmt.Errorf("%s: not a checkpoint of the run's %d partitions", filepath.Join(l.Dir, checkpoint.ManifestName), rs.pl.P))
 		}
+		// The checkpoints after it (refused, or never committed) are of
+		// windows the nodes checkpoint again: their stale parts and
+		// manifests must not mix with the new ones.
+		gone, err := store.RemoveNewer(l.Manifest.Seq)
+		for _, d := range gone {
+			fmt.Fprintf(stderr, "lockstep: removed %s (after the checkpoint resumed from)\n", d)
+		}
+		if err != nil {
+			return failedRun(err)
+		}
 	}
 	rs.loaded = l
 	out := rs.info.Out

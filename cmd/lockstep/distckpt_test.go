@@ -321,6 +321,13 @@ func TestCheckpoint_LauncherKilledResumes(t *testing.T) {
 	if !refusedFlipped || !refusedTruncated || !strings.Contains(stderr.String(), "resuming") || !strings.Contains(stderr.String(), third) {
 		t.Fatalf("stderr %q: want %s and %s refused by name, and the run resumed from %s", stderr.String(), flipped, truncated, third)
 	}
+	// The refused ones are of windows the resumed run checkpoints again:
+	// removed first, so that no stale part or manifest mixes with the new.
+	for _, d := range []string{newest, second} {
+		if !strings.Contains(stderr.String(), "removed "+d) {
+			t.Errorf("stderr does not say %s was removed: %q", d, stderr.String())
+		}
+	}
 	sameFiles(t, "resumed", single, out)
 	cp := ckptSummary(t, out)
 	if cp.ResumedFrom == nil || cp.ResumedFrom.Window == 0 || !strings.HasSuffix(third, fmt.Sprintf("%012d", cp.ResumedFrom.Window)) {

@@ -68,4 +68,10 @@ func TestStore_PartsCommitAndPrune(t *testing.T) {
 	if got, err := s.ReadPart(30, NewPart("part-0.ckpt", data)); err != nil || len(got) != len(data) {
 		t.Errorf("a good part: %v", err)
 	}
+	if gone, err := s.RemoveNewer(30); err != nil || len(gone) != 2 {
+		t.Errorf("RemoveNewer(30): %v, %v; want 40 and 50 removed", gone, err)
+	}
+	if seqs, _ := s.seqs(); len(seqs) != 1 || seqs[0] != 30 {
+		t.Errorf("after RemoveNewer(30): %v", seqs)
+	}
 }

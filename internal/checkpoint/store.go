@@ -347,20 +347,45 @@ func (s *Store) Commit(m Manifest) (string, error) {
 	if err := syncDir(dir); err != nil {
 		return "", err
 	}
-	return dir, s.pruneCommitted()
+	return dir, s.pruneCommitted(m.Seq)
 }
 
-// pruneCommitted removes the checkpoints older than the Keep newest ones
-// that have a manifest, and those older than the newest committed one
-// that have none (never committed, or committed while nobody wrote the
-// manifest: superseded either way).
-func (s *Store) pruneCommitted() error {
+// RemoveNewer removes the checkpoints newer than seq and returns their
+// directories: a resumed distributed run's nodes write their parts of those
+// windows again, and a stale manifest or part must not mix with them.
+func (s *Store) RemoveNewer(seq uint64) ([]string, error) {
+	seqs, err := s.seqs()
+	if err != nil {
+		return nil, err
+	}
+	var gone []string
+	for _, q := range seqs {
+		if q > seq {
+			d := filepath.Join(s.Dir, dirName(q))
+			if err := os.RemoveAll(d); err != nil {
+				return gone, err
+			}
+			gone = append(gone, d)
+		}
+	}
+	return gone, nil
+}
+
+// pruneCommitted removes, of the checkpoints older than seq (the one just
+// committed), those beyond the Keep newest that have a manifest, and those
+// older than a committed one that have none (never committed, or
+// committed while nobody wrote the manifest: superseded either way). A
+// checkpoint newer than seq may be being written: it stays.
+func (s *Store) pruneCommitted(seq uint64) error {
 	seqs, err := s.seqs()
 	if err != nil {
 		return err
 	}
 	keep, n := max(s.Keep, 1), 0
 	for i := len(seqs) - 1; i >= 0; i-- {
+		if seqs[i] > seq {
+			continue
+		}
 		d := filepath.Join(s.Dir, dirName(seqs[i]))
 		_, err := os.Stat(filepath.Join(d, ManifestName))
 		committed := err == nil
