@@ -12,7 +12,20 @@ FUZZTIME ?= 200000x
 # tools/go.mod or tools/go.sum change.
 GOLANGCI_LINT ?= bin/golangci-lint
 
-.PHONY: help build run deps test test-race test-slow bench bench-smoke bench-scale bench-dist fuzz verify fmt vet lint tidy-check ci image test-cluster
+# Kubernetes (kube-apiserver, kube-controller-manager, kube-scheduler,
+# kubelet, kubectl) is pinned in tools/k8s/go.mod and built from there into
+# bin/k8s/ the same way, for make test-k8s: the first build takes about
+# 12 minutes on 2 cores, later ones only when tools/k8s/go.mod or go.sum
+# change. Static (no cgo) and with the version stamped, as Kubernetes'
+# own release builds.
+K8S_VERSION := $(shell sed -n 's/^[[:space:]]*k8s.io\/kubernetes \(v[0-9.]*\).*/\1/p' tools/k8s/go.mod)
+K8S_BIN     ?= bin/k8s
+K8S_MINOR   := $(word 2,$(subst ., ,$(K8S_VERSION)))
+K8S_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+  -X $(p).gitVersion=$(K8S_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=$(K8S_MINOR) -X $(p).gitTreeState=clean)
+K8S_CONTROL := kube-apiserver kube-controller-manager kubectl
+
+.PHONY: help build run deps test test-race test-slow bench bench-smoke bench-scale bench-dist fuzz verify fmt vet lint tidy-check ci image test-cluster test-k8s k8s-control deps-k8s
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -44,6 +57,19 @@ image: ## build the container image lockstep:VERSION (FROM scratch, reproducible
 # networks: they need a Docker daemon (.ci/run starts one if none answers).
 test-cluster: image ## containers: identical runs, leader killed, node cut off, NATS restarted; k8s pod specs as rendered
 	LOCKSTEP_IMAGE=$(IMAGE) $(GO) test -tags cluster -count=1 -v -timeout 15m ./deploy/cluster/
+
+# The Kubernetes tests (deploy/k8sapi, build tag k8sapi) start etcd
+# (Debian's etcd-server), kube-apiserver and kube-controller-manager on
+# loopback and check every rendering and overlay against them: about a
+# minute once bin/k8s is built (make k8s-control).
+deps-k8s: ## install etcd (Debian's etcd-server) for make test-k8s (apt-get; needs root)
+	@command -v etcd >/dev/null && exit 0; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+	  echo "make deps-k8s: etcd is missing and installing it needs root and apt-get: run 'sudo make deps-k8s' or install etcd-server yourself" >&2; exit 1; fi; \
+	$(APT_GET) update -qq && $(APT_GET) install -y -qq etcd-server >/dev/null && command -v etcd >/dev/null
+
+test-k8s: deps-k8s k8s-control ## the k8s manifests against a real control plane: dry-run of P = 1..64 and the overlays, applies, controllers (first build about 10 min)
+	LOCKSTEP_K8S_BIN=$(abspath $(K8S_BIN)) $(GO) test -tags k8sapi -count=1 -v -timeout 15m ./deploy/k8sapi/
 
 run: ## run the main example (examples/dumbbell.yaml) into out/dumbbell
 	$(GO) run ./cmd/lockstep run examples/dumbbell.yaml --out out/dumbbell
@@ -111,8 +137,13 @@ lint: $(GOLANGCI_LINT) ## golangci-lint with .golangci.yml (layers by depguard, 
 $(GOLANGCI_LINT): tools/go.mod tools/go.sum
 	cd tools && $(GO) build -o $(abspath $(GOLANGCI_LINT)) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
+k8s-control: $(addprefix $(K8S_BIN)/,$(K8S_CONTROL)) ## build Kubernetes' control plane into bin/k8s (tools/k8s; first time about 12 min)
+
+$(K8S_BIN)/%: tools/k8s/go.mod tools/k8s/go.sum
+	cd tools/k8s && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(K8S_LDFLAGS)' -o $(abspath $@) k8s.io/kubernetes/cmd/$*
+
 tidy-check:
-	@for m in . tools; do \
+	@for m in . tools tools/k8s; do \
 	  if ! out=$$(cd $$m && $(GO) mod tidy -diff); then \
 	    echo "go mod tidy changes $$m/go.mod or $$m/go.sum:"; echo "$$out"; exit 1; fi; \
 	done
