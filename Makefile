@@ -24,8 +24,11 @@ K8S_MINOR   := $(word 2,$(subst ., ,$(K8S_VERSION)))
 K8S_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
   -X $(p).gitVersion=$(K8S_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=$(K8S_MINOR) -X $(p).gitTreeState=clean)
 K8S_CONTROL := kube-apiserver kube-controller-manager kubectl
+# What the kubelet test adds: a worker node (kube-scheduler, kubelet,
+# kube-proxy) and cluster DNS (CoreDNS, from tools/coredns/go.mod).
+K8S_NODE    := kube-scheduler kubelet kube-proxy coredns
 
-.PHONY: help build run deps test test-race test-slow bench bench-smoke bench-scale bench-dist fuzz verify fmt vet lint tidy-check ci image test-cluster test-k8s k8s-control deps-k8s
+.PHONY: help build run deps test test-race test-slow bench bench-smoke bench-scale bench-dist fuzz verify fmt vet lint tidy-check ci image test-cluster test-k8s k8s-control k8s-node deps-k8s
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -60,15 +63,19 @@ test-cluster: image ## containers: identical runs, leader killed, node cut off, 
 
 # The Kubernetes tests (deploy/k8sapi, build tag k8sapi) start etcd
 # (Debian's etcd-server), kube-apiserver and kube-controller-manager on
-# loopback and check every rendering and overlay against them: about a
-# minute once bin/k8s is built (make k8s-control).
-deps-k8s: ## install etcd (Debian's etcd-server) for make test-k8s (apt-get; needs root)
-	@command -v etcd >/dev/null && exit 0; \
+# loopback and check every rendering and overlay against them; then a
+# worker (containerd with CRI, the CNI plugins, kube-scheduler, kubelet,
+# kube-proxy, CoreDNS) runs a rendering's pods for real. About 1.5 minutes
+# once bin/k8s is built (make k8s-control k8s-node).
+deps-k8s: ## install etcd, containerd, runc, the CNI plugins, iptables and conntrack for make test-k8s (apt-get; needs root)
+	@command -v etcd >/dev/null && command -v containerd >/dev/null && command -v runc >/dev/null && [ -x /usr/lib/cni/bridge ] && \
+	  command -v iptables >/dev/null && command -v conntrack >/dev/null && exit 0; \
 	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
-	  echo "make deps-k8s: etcd is missing and installing it needs root and apt-get: run 'sudo make deps-k8s' or install etcd-server yourself" >&2; exit 1; fi; \
-	$(APT_GET) update -qq && $(APT_GET) install -y -qq etcd-server >/dev/null && command -v etcd >/dev/null
+	  echo "make deps-k8s: etcd, containerd, runc, the CNI plugins, iptables or conntrack is missing and installing them needs root and apt-get: run 'sudo make deps-k8s' or install etcd-server containerd runc containernetworking-plugins iptables conntrack yourself" >&2; exit 1; fi; \
+	$(APT_GET) update -qq && $(APT_GET) install -y -qq etcd-server containerd runc containernetworking-plugins iptables conntrack iproute2 >/dev/null && \
+	  command -v etcd >/dev/null && command -v containerd >/dev/null && [ -x /usr/lib/cni/bridge ]
 
-test-k8s: deps-k8s k8s-control ## the k8s manifests against a real control plane: dry-run of P = 1..64 and the overlays, applies, controllers (first build about 10 min)
+test-k8s: deps-k8s k8s-control k8s-node ## the k8s manifests against a real control plane (dry-run of P = 1..64 and the overlays, applies, controllers) and a real kubelet running a rendering (first build about 13 min)
 	LOCKSTEP_K8S_BIN=$(abspath $(K8S_BIN)) $(GO) test -tags k8sapi -count=1 -v -timeout 15m ./deploy/k8sapi/
 
 run: ## run the main example (examples/dumbbell.yaml) into out/dumbbell
@@ -139,11 +146,16 @@ $(GOLANGCI_LINT): tools/go.mod tools/go.sum
 
 k8s-control: $(addprefix $(K8S_BIN)/,$(K8S_CONTROL)) ## build Kubernetes' control plane into bin/k8s (tools/k8s; first time about 12 min)
 
+k8s-node: $(addprefix $(K8S_BIN)/,$(K8S_NODE)) ## build the kubelet test's worker (kube-scheduler, kubelet, kube-proxy, CoreDNS) into bin/k8s
+
+$(K8S_BIN)/coredns: tools/coredns/go.mod tools/coredns/go.sum tools/coredns/main.go
+	cd tools/coredns && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(abspath $@) .
+
 $(K8S_BIN)/%: tools/k8s/go.mod tools/k8s/go.sum
 	cd tools/k8s && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(K8S_LDFLAGS)' -o $(abspath $@) k8s.io/kubernetes/cmd/$*
 
 tidy-check:
-	@for m in . tools tools/k8s; do \
+	@for m in . tools tools/k8s tools/coredns; do \
 	  if ! out=$$(cd $$m && $(GO) mod tidy -diff); then \
 	    echo "go mod tidy changes $$m/go.mod or $$m/go.sum:"; echo "$$out"; exit 1; fi; \
 	done
