@@ -51,7 +51,7 @@ func runMain(m *testing.M) (code int, err error) {
 		return 1, err
 	}
 	defer os.RemoveAll(dir)
-	c := &controlPlane{dir: dir}
+	c := &controlPlane{group: group{dir: dir}}
 	defer func() {
 		if serr := c.stop(); serr != nil && err == nil {
 			err = serr
@@ -82,7 +82,7 @@ func k8sBin(name string) (string, error) {
 		return "", err
 	}
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s: %w (make k8s-control builds it; make test-k8s does both)", name, err)
+		return "", fmt.Errorf("%s: %w (make k8s-control and make k8s-node build bin/k8s; make test-k8s does both)", name, err)
 	}
 	return p, nil
 }
@@ -99,10 +99,21 @@ type proc struct {
 	err  error // the exit, once done is closed
 }
 
+// group is processes started together and stopped together.
+type group struct {
+	dir   string // their logs go here
+	procs []*proc
+}
+
 type controlPlane struct {
-	dir     string
-	procs   []*proc
+	group
 	version string
+	extra   []*group // started by a test (the node's), watched by waitFor too
+
+	// tokens are the static tokens by user, for the components a test
+	// starts: the scheduler, the node "k8sapi-node" (group system:nodes),
+	// kube-proxy and CoreDNS; the admin's is adminToken.
+	tokens map[string]string
 
 	etcdURL    string
 	server     string // https://127.0.0.1:PORT
@@ -180,9 +191,24 @@ func (c *controlPlane) start() error {
 	// system:kube-controller-manager, whose RBAC roles the apiserver
 	// bootstraps), RBAC, the default admission plugins.
 	c.adminToken = randomHex(16)
-	kcmToken := randomHex(16)
-	tokens := fmt.Sprintf("%s,admin,uid-admin,system:masters\n%s,system:kube-controller-manager,uid-kcm\n",
-		c.adminToken, kcmToken)
+	c.tokens = map[string]string{}
+	lines := []string{c.adminToken + ",admin,uid-admin,system:masters"}
+	for _, u := range []struct{ user, groups string }{
+		{"system:kube-controller-manager", ""},
+		{"system:kube-scheduler", ""},
+		{"system:node:k8sapi-node", "system:nodes"},
+		{"system:kube-proxy", ""},
+		{"system:coredns", ""},
+	} {
+		tok := randomHex(16)
+		c.tokens[u.user] = tok
+		line := fmt.Sprintf("%s,%s,uid-%s", tok, u.user, strings.ReplaceAll(u.user, ":", "-"))
+		if u.groups != "" {
+			line += "," + u.groups
+		}
+		lines = append(lines, line)
+	}
+	tokens := strings.Join(lines, "\n") + "\n"
 	if err := os.WriteFile(filepath.Join(pki, "tokens.csv"), []byte(tokens), 0o600); err != nil {
 		return err
 	}
@@ -229,7 +255,7 @@ func (c *controlPlane) start() error {
 		return err
 	}
 	kcmConfig := filepath.Join(pki, "kcm.kubeconfig")
-	if err := c.writeKubeconfig(kcmConfig, "system:kube-controller-manager", kcmToken); err != nil {
+	if err := c.writeKubeconfig(kcmConfig, "system:kube-controller-manager", c.tokens["system:kube-controller-manager"]); err != nil {
 		return err
 	}
 	// kube-controller-manager: every default controller, each with its own
@@ -269,7 +295,7 @@ func (c *controlPlane) start() error {
 
 // spawn starts one process of the control plane in its own process group;
 // it dies with the test binary too (Pdeathsig).
-func (c *controlPlane) spawn(name, bin string, args ...string) error {
+func (c *group) spawn(name, bin string, args ...string) error {
 	logPath := filepath.Join(c.dir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -295,7 +321,7 @@ func (c *controlPlane) spawn(name, bin string, args ...string) error {
 
 // stop ends every process, the last started first: SIGTERM to its group,
 // SIGKILL after 15 s. It fails if one had already died.
-func (c *controlPlane) stop() error {
+func (c *group) stop() error {
 	var errs []error
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		p := c.procs[i]
@@ -319,7 +345,7 @@ func (c *controlPlane) stop() error {
 }
 
 // alive fails if a process of the control plane has exited.
-func (c *controlPlane) alive() error {
+func (c *group) alive() error {
 	for _, p := range c.procs {
 		select {
 		case <-p.done:
@@ -331,7 +357,7 @@ func (c *controlPlane) alive() error {
 }
 
 // dumpLogs writes the last lines of every process's log.
-func (c *controlPlane) dumpLogs(w io.Writer) {
+func (c *group) dumpLogs(w io.Writer) {
 	for _, p := range c.procs {
 		b, _ := os.ReadFile(p.log)
 		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
@@ -353,6 +379,11 @@ func (c *controlPlane) waitFor(what string, d time.Duration, cond func() (bool, 
 		}
 		if err := c.alive(); err != nil {
 			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		for _, g := range c.extra {
+			if err := g.alive(); err != nil {
+				return fmt.Errorf("waiting for %s: %w", what, err)
+			}
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s: not within %v: %s", what, d, why)
