@@ -44,8 +44,47 @@ type node struct {
 	sock        string          // containerd's
 	netnsBefore map[string]bool // the named network namespaces before it started
 	kubeProxy   string
-	proxied     bool     // kube-proxy ran: its rules are to be cleaned up
-	namespaces  []string // the tests' namespaces, whose pod logs go at the end
+	proxied     bool              // kube-proxy ran: its rules are to be cleaned up
+	namespaces  []string          // the tests' namespaces, whose pod logs go at the end
+	sysctls     map[string]string // hostSysctls before it started
+}
+
+// hostSysctls are the host's settings the worker's components change: the
+// kubelet's kernel tunables (it sets vm.overcommit_memory=1,
+// kernel.panic=10, kernel.panic_on_oops=1 ...), kube-proxy's conntrack
+// and route_localnet ones (left alone by its flags here, checked all the
+// same), the CNI bridge's ip_forward. cleanup puts back what they were.
+var hostSysctls = []string{
+	"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
+	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
+	"net/netfilter/nf_conntrack_max", "net/netfilter/nf_conntrack_tcp_timeout_established",
+	"net/netfilter/nf_conntrack_tcp_timeout_close_wait", "net/netfilter/nf_conntrack_tcp_be_liberal",
+	"net/netfilter/nf_conntrack_udp_timeout", "net/netfilter/nf_conntrack_udp_timeout_stream",
+	"net/ipv4/conf/all/route_localnet", "net/ipv4/ip_forward",
+}
+
+func readSysctls() map[string]string {
+	m := map[string]string{}
+	for _, k := range hostSysctls {
+		if b, err := os.ReadFile(filepath.Join("/proc/sys", k)); err == nil {
+			m[k] = strings.TrimSpace(string(b))
+		}
+	}
+	return m
+}
+
+// restoreSysctls writes back every setting that changed since before.
+func restoreSysctls(t *testing.T, before map[string]string) {
+	now := readSysctls()
+	for k, v := range before {
+		if now[k] == v {
+			continue
+		}
+		t.Logf("sysctl %s: %s while the node ran, %s before: restored", strings.ReplaceAll(k, "/", "."), now[k], v)
+		if err := os.WriteFile(filepath.Join("/proc/sys", k), []byte(v+"\n"), 0o644); err != nil {
+			t.Errorf("restore sysctl %s: %v", k, err)
+		}
+	}
 }
 
 // pauseSource is the pods' sandbox process (the pause image: none can be
@@ -94,7 +133,7 @@ func startNode(t *testing.T) *node {
 	// unmounts what the kubelet and containerd left in it.
 	dir := t.TempDir()
 	n := &node{group: group{dir: dir}, sock: filepath.Join(dir, "containerd", "containerd.sock"),
-		netnsBefore: netnsNames(), kubeProxy: bins["kube-proxy"]}
+		netnsBefore: netnsNames(), kubeProxy: bins["kube-proxy"], sysctls: readSysctls()}
 	cp.extra = append(cp.extra, &n.group)
 	t.Cleanup(func() { n.cleanup(t) })
 
@@ -358,8 +397,9 @@ func pauseBinary(t testing.TB, dir string) string {
 // still running (the test deletes its pods first; this is for a failure),
 // the processes, every shim of this containerd (found by its socket in
 // their command line), kube-proxy's iptables rules, the mounts under its
-// directory, the network namespaces made since it started, the bridge,
-// the pods' log directories (t.TempDir then removes the directory).
+// directory, the network namespaces made since it started, the host's
+// settings it changed, the bridge, the pods' log directories (t.TempDir
+// then removes the directory).
 func (n *node) cleanup(t *testing.T) {
 	if t.Failed() {
 		n.dumpLogs(os.Stderr)
@@ -393,18 +433,41 @@ func (n *node) cleanup(t *testing.T) {
 			}
 		}
 	}
-	if out, err := exec.Command("ctr", "-a", n.sock, "-n", "k8s.io", "tasks", "ls", "-q").Output(); err == nil {
-		for _, id := range strings.Fields(string(out)) {
-			t.Logf("container %s still running: killed", id)
-			_ = exec.Command("ctr", "-a", n.sock, "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", id).Run()
+	// Containers still there (the test failed before deleting its pods):
+	// killed, waited for, deleted through containerd, so that their
+	// shims reap them.
+	ctr := func(args ...string) (string, error) {
+		out, err := exec.Command("ctr", append([]string{"-a", n.sock, "-n", "k8s.io", "tasks"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := ctr("ls", "-q"); err == nil && strings.TrimSpace(out) != "" {
+		ids := strings.Fields(out)
+		for _, id := range ids {
+			t.Logf("container %s still there: killed", id)
+			_, _ = ctr("kill", "-s", "SIGKILL", id)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			out, _ := ctr("ls")
+			if !strings.Contains(out, "RUNNING") || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond) // polling containerd against the deadline
+		}
+		for _, id := range ids {
+			_, _ = ctr("delete", "-f", id) // gone already if its sandbox went first
 		}
 	}
 	if err := n.stop(); err != nil && !strings.Contains(err.Error(), "kubelet exited before the end") {
 		t.Error(err)
 	}
-	for _, pid := range shims(n.sock) {
-		t.Logf("killing shim %d", pid)
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	// A shim left (containerd could not delete its task): its processes,
+	// then itself.
+	if ss := shims(n.sock); len(ss) > 0 {
+		for _, pid := range append(descendants(ss), ss...) {
+			t.Logf("killing %d, a shim or its child", pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 	if n.proxied {
 		// Its own cleanup (which also tries IPVS's ipsets, absent here, and
@@ -427,6 +490,7 @@ func (n *node) cleanup(t *testing.T) {
 			}
 		}
 	}
+	restoreSysctls(t, n.sysctls)
 	if out, err := exec.Command("ip", "link", "delete", podBridge).CombinedOutput(); err != nil {
 		t.Logf("ip link delete %s: %v: %s", podBridge, err, out)
 	}
@@ -577,6 +641,41 @@ func shims(sock string) []int {
 		}
 	}
 	return pids
+}
+
+// descendants are the processes below the given ones, children first.
+func descendants(roots []int) []int {
+	children := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so after the last ')'.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 {
+			if ppid, err := strconv.Atoi(f[1]); err == nil {
+				children[ppid] = append(children[ppid], pid)
+			}
+		}
+	}
+	var out []int
+	var walk func(int)
+	walk = func(p int) {
+		for _, c := range children[p] {
+			walk(c)
+			out = append(out, c)
+		}
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	return out
 }
 
 // mountsUnder are the mount points under dir, deepest first.
