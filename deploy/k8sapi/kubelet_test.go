@@ -126,6 +126,12 @@ func startNode(t *testing.T) *node {
 	if _, err := os.Stat("/sys/class/net/" + podBridge); err == nil {
 		t.Fatalf("the bridge %s exists already: another run of this test?", podBridge)
 	}
+	// Pod to Service to pod on one bridge needs the bridged replies to pass
+	// conntrack (kube-proxy's DNAT undone): br_netfilter's default, which
+	// the test checks rather than sets.
+	if b, err := os.ReadFile("/proc/sys/net/bridge/bridge-nf-call-iptables"); err != nil || strings.TrimSpace(string(b)) != "1" {
+		t.Fatalf("net.bridge.bridge-nf-call-iptables is %q (%v): the pods' Services need 1 (br_netfilter)", strings.TrimSpace(string(b)), err)
+	}
 	if cs := kubeChains(); len(cs) > 0 {
 		t.Fatalf("iptables has KUBE- or CNI- chains already (another kubelet, kube-proxy or CNI on this machine?): %v", cs)
 	}
