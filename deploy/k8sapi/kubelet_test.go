@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 
 	"github.com/lockstep-sim/lockstep/deploy/image"
 )
@@ -875,6 +877,34 @@ func TestKubelet_RunMatchesOneProcess(t *testing.T) {
 			cs := pd.Status.ContainerStatuses[0]
 			t.Logf("%s after the run: restarts %d, ready %v, state %+v, last %+v", pd.Name, cs.RestartCount, cs.Ready, cs.State, cs.LastTerminationState)
 		}
+	}
+
+	// The PDB with real pods: once the three coordinators are healthy
+	// (the restarted ones, after the run), the disruption controller
+	// allows one disruption; the Eviction API lets one coordinator go and
+	// refuses the second (429) while the first is away, as `kubectl drain`
+	// would meet it.
+	eventually(t, "the PDB allowing one disruption", 2*time.Minute, func() (bool, string) {
+		var pdb policyv1.PodDisruptionBudget
+		if err := cp.get("/apis/policy/v1/namespaces/"+ns+"/poddisruptionbudgets/coord", &pdb); err != nil {
+			return false, err.Error()
+		}
+		st := pdb.Status
+		return st.CurrentHealthy == 3 && st.DesiredHealthy == 2 && st.DisruptionsAllowed == 1, fmt.Sprintf("%+v", st)
+	})
+	evict := func(pod string) (int, string) {
+		body := fmt.Sprintf(`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":%q,"namespace":%q}}`, pod, ns)
+		code, b, err := cp.do(http.MethodPost, "/api/v1/namespaces/"+ns+"/pods/"+pod+"/eviction", "application/json", []byte(body))
+		must(t, err)
+		return code, string(b)
+	}
+	if code, b := evict("coord-0"); code != http.StatusCreated {
+		t.Errorf("evicting coord-0 with 3 healthy: %d %s, want 201", code, b)
+	}
+	if code, b := evict("coord-1"); code != http.StatusTooManyRequests || !strings.Contains(b, "disruption budget") {
+		t.Errorf("evicting coord-1 while coord-0 is away: %d %s, want 429 (the PDB)", code, b)
+	} else {
+		t.Logf("the second eviction, refused: %d %.200s", code, b)
 	}
 
 	// Delete the run and wait until the kubelet has torn every pod down.
