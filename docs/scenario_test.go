@@ -57,6 +57,7 @@ var fieldTables = map[string]reflect.Type{
 	"output":                                 reflect.TypeFor[scenario.Output](),
 	"switch":                                 reflect.TypeFor[scenario.Switch](),
 	"switch.int":                             reflect.TypeFor[scenario.INT](),
+	"switch.modules":                         reflect.TypeFor[scenario.SwitchModule](),
 	"impairments":                            reflect.TypeFor[scenario.Impairment](),
 	"placement":                              reflect.TypeFor[scenario.Placement](),
 	"Sweeps":                                 reflect.TypeFor[sweep.Spec](),

@@ -54,6 +54,9 @@ type Config struct {
 	// Storms are hosts whose receive pipeline stalls (a PFC storm source;
 	// hostsim.Storm).
 	Storms []HostStorm
+	// External replaces the switches of these topology nodes by elements
+	// that run outside the fabric (external.go, elementproto).
+	External map[int]ExternalPeer
 }
 
 // HostStorm makes host Host's receive pipeline stall. Zero XOFF, XON (when
@@ -148,7 +151,8 @@ func (c *Config) switchConfigs() (def switchsim.Config, tiers map[int]switchsim.
 const (
 	kindHost uint8 = iota + 1
 	kindSwitch
-	kindCompat // a compatibility profile's one element (compat.go)
+	kindCompat   // a compatibility profile's one element (compat.go)
+	kindExternal // an element outside the fabric (external.go)
 )
 
 // Fabric is a built network, ready to run.
@@ -174,6 +178,15 @@ type Fabric struct {
 	// pfcReport and lossless: Config.PFCReport and LosslessClasses.
 	pfcReport bool
 	lossless  uint8
+	// External elements (external.go): the proxies in node order and by
+	// node, the window length (the smallest delay of their links), the
+	// current window [winStart, winEnd) (winEnd 0: between windows), its
+	// number, and the error that stopped the run.
+	ext                    []*external
+	extOf                  []*external
+	extL, winStart, winEnd sim.Time
+	winSeq                 uint64
+	extErr                 error
 }
 
 // PFCReport reports whether the fabric keeps the PFC report's counters
@@ -385,6 +398,10 @@ func New(cfg Config) (*Fabric, error) {
 	if f.threshold = cfg.Watchdog(); f.threshold > 0 {
 		f.every = DeadlockGrid(f.threshold)
 	}
+	f.extOf = make([]*external, n)
+	if err := f.newExternals(&cfg); err != nil {
+		return nil, err
+	}
 	eng.OnLazyDone = f.lazyDone
 	for i := range cfg.Flows {
 		fl := &cfg.Flows[i]
@@ -574,7 +591,7 @@ const (
 func (f *Fabric) RunBatch(limit, pause sim.Time, n int) BatchResult {
 	e := f.eng
 	pause = min(pause, limit)
-	if f.every == 0 {
+	if f.every == 0 && f.ext == nil {
 		for i := 0; i < n; i++ {
 			ev, ok := e.Next(pause)
 			if !ok {
@@ -586,6 +603,15 @@ func (f *Fabric) RunBatch(limit, pause sim.Time, n int) BatchResult {
 			f.dispatch(&ev)
 		}
 		return BatchMore
+	}
+	if f.ext != nil {
+		// An external element's state is not the fabric's to checkpoint
+		// (runner refuses checkpoints with external elements), so a run
+		// with one never pauses before its limit.
+		if f.runExternalBatch(limit, n) {
+			return BatchMore
+		}
+		return BatchOver
 	}
 	for i := 0; i < n; {
 		if f.deadlock != nil {
@@ -709,6 +735,16 @@ func (f *Fabric) dispatch(ev *sim.Event) {
 		}
 	case kindCompat:
 		f.compat.OnEvent(e, ev)
+	default:
+		f.dispatchExternal(ev)
+	}
+}
+
+// dispatchExternal hands an event to an external element's proxy (out of
+// dispatch's switch, whose three cases stay a short chain of compares).
+func (f *Fabric) dispatchExternal(ev *sim.Event) {
+	if f.kind[ev.Dst] == kindExternal && ev.Kind == sim.EvArrive {
+		f.extOf[ev.Dst].onArrive(f.eng, ev.Pkt, int(f.linkPort[ev.Arg^1]))
 	}
 }
 
@@ -763,6 +799,10 @@ func (f *Fabric) Conservation() Conservation {
 		for i := range s.Ports {
 			c.QueueDrops += s.Ports[i].Dropped
 		}
+	}
+	for _, x := range f.ext {
+		c.InQueues += len(x.pending)
+		c.QueueDrops += x.drops
 	}
 	c.LinkLost = f.eng.Stats.LinkLost
 	c.OnWire = f.eng.OnWire()

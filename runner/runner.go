@@ -123,6 +123,9 @@ func RunPrepared(b *scenario.Built, f *fabric.Fabric, opt Options) (*Result, err
 				FlowsDone: f.Transport().Done, Flows: len(b.Fabric.Flows), Final: final})
 		}
 	}
+	if (opt.Checkpoint != nil || opt.Restore != nil) && f.HasExternal() {
+		return nil, fmt.Errorf("runner: a run with external elements cannot checkpoint or restore: their state is not the fabric's")
+	}
 	rec := results.NewRecorder(b, f)
 	st := &State{Fabric: f, Recorder: rec}
 	if opt.Restore != nil {

@@ -34,7 +34,9 @@ NATS requires of every client and every member presents (--no-auth: none). Witho
 one stream ('kubectl apply -f -'); with --out, DIR gets one file each and a
 kustomization.yaml, a base for overlays (see deploy/k8s/overlays and
 docs/deploy.md). The scenario must be self-contained (no files it refers
-to are shipped).`,
+to are shipped). A new run where another was applied: 'kubectl replace
+--force -f -' (kubectl apply cannot change the StatefulSets' selectors or
+the Job's pod template, which name the run).`,
 		Example: "  lockstep deploy k8s examples/fattree-k8-permutation.yaml --partitions 4 --image lockstep:v0.3.0 --run-id exp1 | kubectl apply -f -",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -150,7 +150,7 @@ seed give byte-identical results. See docs/scenario.md for the format.
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(newVersionCmd(stdout), newRunCmd(v, stdout, stderr), newResumeCmd(stdout, stderr), newSweepCmd(stdout, stderr), newViewCmd(stderr), newValidateCmd(stdout), newTopoCmd(stdout), newPlotCmd(stdout),
-		newCCCmd(stdout, stderr), newExperimentCmd(stdout, stderr),
+		newCCCmd(stdout, stderr), newSwitchCmd(stdout), newExperimentCmd(stdout, stderr),
 		newNodeCmd(v, stdout, stderr), newCoordinatorCmd(v, stdout, stderr), newNATSCmd(stdout, stderr), newDeployCmd(stdout), newFetchResultsCmd(stdout))
 	return root
 }

@@ -1,0 +1,290 @@
+package fabric
+
+import (
+	"fmt"
+
+	"github.com/lockstep-sim/lockstep/elementproto"
+	"github.com/lockstep-sim/lockstep/sim"
+	"github.com/lockstep-sim/lockstep/topologies"
+)
+
+// External elements (elementproto, docs/external-elements.md): a switch
+// node of the topology whose behaviour runs outside the fabric. Its
+// element here is a proxy: it keeps the packets that arrive in a window
+// and, at the window's end, sends them to the peer and applies its reply
+// (the departures, serialised on the proxy's links as the fabric's own
+// switches' are, and the drops), after checking it.
+//
+// NB(switch): runs in one process (RunUntilBatch steps the windows);
+// the node shell does not step external elements yet, so a distributed
+// run with one is refused (scenario placement) until it does.
+
+// ExternalPeer is the far side of an external element: the element
+// program, in this process or across a transport. Both calls exchange
+// msgpack messages (elementproto): Setup once, then one Step per window;
+// an error (a transport's timeout included) fails the run.
+type ExternalPeer interface {
+	Setup(msg []byte) error
+	Step(msg []byte) ([]byte, error)
+}
+
+// external is one external element's proxy.
+type external struct {
+	node int
+	name string
+	peer ExternalPeer
+	// pending are the packets the element holds, by handle: their headers
+	// (the pool's slots are freed on arrival) and arrival times.
+	pending    map[uint64]extPacket
+	nextHandle uint64
+	win        elementproto.Window // the current window's arrivals
+	next       sim.Time            // the element's next event (sim.Never: none)
+	seq        uint64              // the proxy's own event sequence numbers
+	portFree   []sim.Time          // end of the last departure by port
+	links      []sim.LinkID        // by port: the direction leaving it
+	rates      []int64             // by port, bits per second
+	counters   []elementproto.Counters
+	drops      uint64
+	err        error
+}
+
+type extPacket struct {
+	pkt sim.Packet
+	at  sim.Time
+}
+
+// ExternalError is an external element that broke the protocol or whose
+// peer failed: the run stops with it.
+type ExternalError struct {
+	Node   int
+	Name   string
+	Window uint64
+	Err    error
+}
+
+func (e *ExternalError) Error() string {
+	return fmt.Sprintf("external element %s (node %d): window %d: %v", e.Name, e.Node, e.Window, e.Err)
+}
+
+func (e *ExternalError) Unwrap() error { return e.Err }
+
+// newExternals builds the proxies of cfg.External and sends each peer its
+// Setup. They need a plain switch: no PFC, INT, impairments on their
+// links, nor a partitioned run.
+func (f *Fabric) newExternals(cfg *Config) error {
+	if len(cfg.External) == 0 {
+		return nil
+	}
+	if cfg.Local != nil {
+		return fmt.Errorf("external elements: a run in one partition only (the node shell does not step them yet)")
+	}
+	if f.lossless != 0 || f.tr.Cfg.INT.Enabled || f.every != 0 {
+		return fmt.Errorf("external elements: PFC and INT are not part of the element protocol")
+	}
+	t := f.topo
+	nodes := make([]int, 0, len(cfg.External))
+	for n := range cfg.External {
+		nodes = append(nodes, n)
+	}
+	sortInts(nodes)
+	f.extL = sim.Never
+	for _, n := range nodes {
+		if n < 0 || n >= len(t.Nodes) || t.Nodes[n].Kind != topologies.Switch {
+			return fmt.Errorf("external element: node %d is not a switch", n)
+		}
+		x := &external{node: n, name: t.Nodes[n].Name, peer: cfg.External[n], pending: map[uint64]extPacket{},
+			next: sim.Never}
+		sw := f.switches[n]
+		s := elementproto.Setup{Version: elementproto.Version, Element: int32(n), Name: x.name, Seed: cfg.Seed}
+		for i := range sw.Ports {
+			pt := &sw.Ports[i]
+			l := f.eng.Links[pt.Link]
+			if l.Spec.Impair != nil {
+				return fmt.Errorf("external element %s: impaired links are not part of the element protocol", x.name)
+			}
+			if l.Spec.Delay <= 0 {
+				return fmt.Errorf("external element %s: port %d's link has no delay, which a window needs", x.name, i)
+			}
+			f.extL = min(f.extL, l.Spec.Delay)
+			q := pt.Queue
+			s.Ports = append(s.Ports, elementproto.Port{Peer: int32(pt.Peer), RateBps: int64(l.Spec.Rate), Buffer: q.Buffer,
+				ECN: elementproto.ECN{Mode: uint8(q.ECN.Mode), K: q.ECN.K, Min: q.ECN.Min, Max: q.ECN.Max, PMax: q.ECN.PMax, Dequeue: q.ECN.Dequeue}})
+			x.links = append(x.links, pt.Link)
+			x.rates = append(x.rates, int64(l.Spec.Rate))
+		}
+		x.portFree = make([]sim.Time, len(sw.Ports))
+		s.Routes = make([][]int32, len(t.Hosts))
+		for h := range t.Hosts {
+			s.Routes[h] = append([]int32(nil), f.routes.Next(n, h)...)
+		}
+		msg, err := elementproto.Marshal(&s)
+		if err != nil {
+			return err
+		}
+		if err := x.peer.Setup(msg); err != nil {
+			return &ExternalError{Node: n, Name: x.name, Err: fmt.Errorf("setup: %w", err)}
+		}
+		f.switches[n] = nil
+		f.kind[n] = kindExternal
+		f.ext = append(f.ext, x)
+		f.extOf[n] = x
+	}
+	return nil
+}
+
+func sortInts(a []int) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j] < a[j-1]; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
+}
+
+// onArrive keeps packet p, which arrived by link direction in, for the
+// window's message.
+func (x *external) onArrive(e *sim.Engine, p sim.PktRef, port int) {
+	pkt := e.Pool.Get(p)
+	h := x.nextHandle
+	x.nextHandle++
+	x.pending[h] = extPacket{pkt: *pkt, at: e.Now()}
+	x.win.Arrivals = append(x.win.Arrivals, elementproto.Arrival{Handle: h, At: int64(e.Now()), Port: int32(port),
+		Pkt: elementproto.Header{ID: pkt.ID, Flow: pkt.Flow, SrcHost: pkt.SrcHost, DstHost: pkt.DstHost,
+			SrcPort: pkt.SrcPort, DstPort: pkt.DstPort, Proto: pkt.Proto, Hops: pkt.Hops, Flags: uint16(pkt.Flags),
+			Entropy: pkt.Entropy, Size: pkt.Size, Payload: pkt.Payload, Seq: pkt.Seq}})
+	e.Pool.Free(p)
+}
+
+// step ends the window [start, end) of the element: it sends the
+// arrivals, checks the reply and applies it.
+func (x *external) step(e *sim.Engine, seq uint64, start, end sim.Time) error {
+	x.win.Seq, x.win.Start, x.win.End = seq, int64(start), int64(end)
+	fail := func(format string, args ...any) error {
+		x.err = &ExternalError{Node: x.node, Name: x.name, Window: seq, Err: fmt.Errorf(format, args...)}
+		return x.err
+	}
+	msg, err := elementproto.Marshal(&x.win)
+	if err != nil {
+		return fail("%v", err)
+	}
+	x.win.Arrivals = x.win.Arrivals[:0]
+	out, err := x.peer.Step(msg)
+	if err != nil {
+		return fail("%v", err)
+	}
+	var r elementproto.Reply
+	if err := elementproto.Unmarshal(out, &r); err != nil {
+		return fail("cannot decode the reply: %v", err)
+	}
+	if r.Seq != seq {
+		return fail("the reply is for window %d", r.Seq)
+	}
+	if n := len(r.Departures) + len(r.Drops); n > len(x.pending) {
+		return fail("%d packets out, but it holds %d", n, len(x.pending))
+	}
+	for _, d := range r.Departures {
+		p, ok := x.pending[d.Handle]
+		if !ok {
+			return fail("departure of packet %d, which it does not hold", d.Handle)
+		}
+		at := sim.Time(d.Start)
+		switch {
+		case d.Port < 0 || int(d.Port) >= len(x.links):
+			return fail("packet %d leaves by port %d of %d", d.Handle, d.Port, len(x.links))
+		case at < p.at || at < start || at >= end:
+			return fail("packet %d (arrived at %v) starts at %v, outside [max(its arrival, %v), %v)", d.Handle, p.at, at, start, end)
+		case at < x.portFree[d.Port]:
+			return fail("packet %d starts on port %d at %v, before the previous departure ends at %v", d.Handle, d.Port, at, x.portFree[d.Port])
+		case sim.Flags(d.Flags)&^sim.FlagCE != p.pkt.Flags&^sim.FlagCE:
+			return fail("packet %d leaves with flags %#x: only CE may change (arrived with %#x)", d.Handle, d.Flags, uint16(p.pkt.Flags))
+		}
+		delete(x.pending, d.Handle)
+		l := e.Links[x.links[d.Port]]
+		tx := sim.Time(elementproto.TxTime(p.pkt.Size, x.rates[d.Port]))
+		x.portFree[d.Port] = at + tx
+		p.pkt.Flags = sim.Flags(d.Flags)
+		x.seq++
+		// Serialised by the element from at: the packet reaches the peer
+		// after its last bit and the link's delay, as from a switch.
+		e.Inject(&sim.RemotePacket{Link: x.links[d.Port], At: at + tx + l.Spec.Delay, Seq: x.seq, Pkt: p.pkt})
+	}
+	for _, h := range r.Drops {
+		if _, ok := x.pending[h]; !ok {
+			return fail("drop of packet %d, which it does not hold", h)
+		}
+		delete(x.pending, h)
+		x.drops++
+	}
+	switch {
+	case r.Next == -1 && len(x.pending) > 0:
+		return fail("no next event, but it holds %d packets", len(x.pending))
+	case r.Next == -1:
+		x.next = sim.Never
+	case sim.Time(r.Next) < end:
+		return fail("next event at %v, before the window's end %v", sim.Time(r.Next), end)
+	default:
+		x.next = sim.Time(r.Next)
+	}
+	if r.Counters != nil {
+		if len(r.Counters) != len(x.links) {
+			return fail("counters for %d ports, it has %d", len(r.Counters), len(x.links))
+		}
+		x.counters = r.Counters
+	}
+	return nil
+}
+
+// ExternalCounters are the port counters external element node last
+// reported (nil: none, or node is not external).
+func (f *Fabric) ExternalCounters(node int) []elementproto.Counters {
+	if x := f.extOf[node]; x != nil {
+		return x.counters
+	}
+	return nil
+}
+
+// runExternalBatch is RunUntilBatch with external elements: windows of
+// the smallest delay of their links, L, as a partitioned run's barrier
+// grants them (docs/design.md §3): a window that starts at the next
+// event m (the engine's or an element's) ends at m + L, so whatever an
+// element sends in it reaches its peer after the window. At a window's
+// end every element is stepped, in node order.
+func (f *Fabric) runExternalBatch(horizon sim.Time, n int) bool {
+	e := f.eng
+	for i := 0; i < n; {
+		if f.extErr != nil {
+			return false
+		}
+		if f.winEnd == 0 {
+			m := e.NextEventTime()
+			for _, x := range f.ext {
+				m = min(m, x.next)
+			}
+			if m >= horizon || m == sim.Never {
+				return false
+			}
+			f.winStart, f.winEnd = m, min(m+f.extL, horizon)
+		}
+		if ev, ok := e.Next(f.winEnd); ok {
+			f.dispatch(&ev)
+			i++
+			continue
+		}
+		for _, x := range f.ext {
+			if err := x.step(e, f.winSeq, f.winStart, f.winEnd); err != nil {
+				f.extErr = err
+				return false
+			}
+		}
+		f.winSeq++
+		f.winEnd = 0
+	}
+	return true
+}
+
+// HasExternal reports whether elements of this fabric run outside it
+// (their state is theirs, so such a run cannot be checkpointed).
+func (f *Fabric) HasExternal() bool { return len(f.ext) > 0 }
+
+// ExternalErr is the error that stopped a run with external elements, or
+// nil.
+func (f *Fabric) ExternalErr() error { return f.extErr }
