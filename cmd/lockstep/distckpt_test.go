@@ -22,10 +22,13 @@ import (
 
 // killPoint is where a test kills a node: once at least one checkpoint is
 // committed (its manifest written, so the launcher knows) and the nodes
-// have begun checkpoint dir number dirs (counting the pruned ones).
+// have begun checkpoint dir number dirs (counting the pruned ones): while
+// they write it, or, with committed, once the newest is committed (between
+// two checkpoints).
 type killPoint struct {
-	dirs int
-	part int
+	dirs      int
+	committed bool
+	part      int
 }
 
 // ckptWatch follows a checkpoint directory: the checkpoint directories
@@ -33,19 +36,20 @@ type killPoint struct {
 type ckptWatch struct {
 	dir       string
 	seen      map[string]bool
-	committed bool
+	committed bool // one has been
+	newest    bool // the newest seen is
 }
 
 func (w *ckptWatch) poll() {
-	ents, _ := os.ReadDir(w.dir)
+	ents, _ := os.ReadDir(w.dir) // in name order: ckpt-<window, 12 digits>
 	for _, e := range ents {
 		if !strings.HasPrefix(e.Name(), "ckpt-") {
 			continue
 		}
 		w.seen[e.Name()] = true
-		if _, err := os.Stat(filepath.Join(w.dir, e.Name(), "manifest.json")); err == nil {
-			w.committed = true
-		}
+		_, err := os.Stat(filepath.Join(w.dir, e.Name(), "manifest.json"))
+		w.newest = err == nil
+		w.committed = w.committed || w.newest
 	}
 }
 
@@ -99,7 +103,7 @@ func runKilling(t *testing.T, ckdir string, at killPoint, args ...string) (int, 
 			t.Fatalf("no kill point %+v within 3 minutes", at)
 		}
 		w.poll()
-		if w.committed && len(w.seen) >= at.dirs {
+		if w.committed && len(w.seen) >= at.dirs && (!at.committed || w.newest) {
 			if pid := nodeProcess(at.part); pid > 0 {
 				if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 					t.Fatal(err)
@@ -156,15 +160,16 @@ func randomLong(t *testing.T) string {
 // killedNodes kills a random node process of a 4-partition --procs run
 // with 3 coordinators at each point, and checks that every run completes
 // (exit 0) with the single-process run's files, having restarted once.
-func killedNodes(t *testing.T, scen string, points []int, every string, seed uint64) {
+func killedNodes(t *testing.T, scen string, points []killPoint, every string, seed uint64) {
 	t.Setenv(asMainEnv, "1") // for the child processes only
 	dir := t.TempDir()
 	single := filepath.Join(dir, "single")
 	runCLI(t, "run", scen, "--out", single, "--quiet", "--partitions", "1")
 	rng := rand.New(rand.NewPCG(seed, 22))
-	for _, n := range points {
-		at := killPoint{dirs: n, part: rng.IntN(4)}
-		out := filepath.Join(dir, fmt.Sprintf("kill-%d-node-%d", n, at.part))
+	for _, at := range points {
+		at.part = rng.IntN(4)
+		n := at.dirs
+		out := filepath.Join(dir, fmt.Sprintf("kill-%d-%v-node-%d", n, at.committed, at.part))
 		code, _, stderr := runKilling(t, out+".ckpt", at, "run", scen, "--out", out, "--quiet", "--checkpoint-dir", out+".ckpt",
 			"--partitions", "4", "--procs", "--coordinators", "3", "--checkpoint-every", every)
 		if code != 0 {
@@ -183,7 +188,7 @@ func killedNodes(t *testing.T, scen string, points []int, every string, seed uin
 		if cp.Written == 0 || cp.Bytes == 0 {
 			t.Errorf("perf.checkpoints %+v: want the checkpoints counted", cp)
 		}
-		t.Logf("node %d killed at checkpoint dir %d: restarted %+v", at.part, n, cp.Restarted)
+		t.Logf("node %d killed at checkpoint dir %d (committed %v): restarted %+v", at.part, n, at.committed, cp.Restarted)
 	}
 }
 
@@ -197,7 +202,7 @@ func TestCheckpoint_NodeKilledRunGoesOn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("4 node processes and 3 coordinator processes, twice")
 	}
-	killedNodes(t, randomLong(t), []int{2, 9}, "100us", 1)
+	killedNodes(t, randomLong(t), []killPoint{{dirs: 2}, {dirs: 9, committed: true}}, "100us", 1)
 }
 
 // TestCheckpoint_NodeLostWithoutCheckpointFails: a node lost before any
