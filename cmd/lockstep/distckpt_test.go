@@ -347,7 +347,7 @@ func TestCheckpoint_LauncherKilledResumes(t *testing.T) {
 func TestCheckpoint_HungNodeIsReplaced(t *testing.T) {
 	requireWired(t)
 	if testing.Short() {
-		t.Skip("4 node processes, a 2 s peer timeout")
+		t.Skip("4 node processes, a 3 s peer timeout")
 	}
 	t.Setenv(asMainEnv, "1")
 	scen := randomLong(t)
@@ -360,7 +360,7 @@ func TestCheckpoint_HungNodeIsReplaced(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run([]string{"run", scen, "--out", out, "--quiet", "--checkpoint-dir", ckdir, "--partitions", "4", "--procs",
-			"--checkpoint-every", "100us", "--peer-timeout", "2s"}, &stdout, &stderr)
+			"--checkpoint-every", "100us", "--peer-timeout", "3s", "--status-every", "50ms"}, &stdout, &stderr)
 	}()
 	w := &ckptWatch{dir: ckdir, seen: map[string]bool{}}
 	deadline := time.Now().Add(3 * time.Minute)
