@@ -59,7 +59,7 @@ image: ## build the container image lockstep:VERSION (FROM scratch, reproducible
 # The cluster tests (deploy/cluster, build tag cluster) run NATS,
 # coordinators and nodes as containers of $(IMAGE) on private Docker
 # networks: they need a Docker daemon (.ci/run starts one if none answers).
-test-cluster: image ## containers: identical runs, leader killed, node cut off, NATS restarted; k8s pod specs as rendered
+test-cluster: image ## containers: identical runs, leader killed, node cut off, NATS restarted, node killed and restarted; k8s pod specs as rendered
 	LOCKSTEP_IMAGE=$(IMAGE) $(GO) test -tags cluster -count=1 -v -timeout 15m ./deploy/cluster/
 
 # The Kubernetes tests (deploy/k8sapi, build tag k8sapi) start etcd

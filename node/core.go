@@ -79,6 +79,8 @@ type Core struct {
 	seen     map[batchKey]struct{}
 	keepFrom uint64
 	dups     uint64
+	// end is the end of the last window run.
+	end sim.Time
 }
 
 type inBatch struct {
@@ -406,6 +408,7 @@ func (c *Core) Run() (Output, error) {
 	}
 
 	n := c.F.RunUntil(g.End)
+	c.end = g.End
 	c.stats.Windows++
 	c.stats.Covered += g.Len()
 	c.stats.Skipped += g.Idle
