@@ -79,6 +79,8 @@ type Core struct {
 	seen     map[batchKey]struct{}
 	keepFrom uint64
 	dups     uint64
+	// end is the end of the last window run.
+	end sim.Time
 }
 
 type inBatch struct {
@@ -418,6 +420,7 @@ func (c *Core) Run() (Output, error) {
 	if err != nil {
 		return Output{}, err // the shell names the partition
 	}
+	c.end = g.End
 	c.stats.Windows++
 	c.stats.Covered += g.Len()
 	c.stats.Skipped += g.Idle

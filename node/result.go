@@ -48,6 +48,15 @@ type NodePerf struct {
 	// Rejected counts messages dropped because they did not come from
 	// the member they claim (or did not decode).
 	Rejected uint64
+	// Checkpoints, CheckpointBytes and CheckpointSeconds sum the parts of
+	// checkpoints this node stored (encoding and storing); Restores counts
+	// the checkpoints it restored (a rollback, a replacement node, a
+	// resume); Stale the messages dropped as of another epoch.
+	Checkpoints       uint64
+	CheckpointBytes   uint64
+	CheckpointSeconds float64
+	Restores          uint64
+	Stale             uint64
 }
 
 // Result collects the partition's result. Precondition: Over.

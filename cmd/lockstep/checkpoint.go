@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockstep-sim/lockstep/deploy"
 	"github.com/lockstep-sim/lockstep/internal/checkpoint"
+	"github.com/lockstep-sim/lockstep/internal/wire"
 	"github.com/lockstep-sim/lockstep/node"
 	"github.com/lockstep-sim/lockstep/partition"
 	"github.com/lockstep-sim/lockstep/results"
@@ -39,6 +40,7 @@ const (
 const (
 	modeOne    = "one"    // one partition in this process
 	modeMemory = "memory" // in-memory partitions (the default cut, or --transport memory)
+	modeNATS   = "nats"   // partitions over NATS (goroutine nodes, --procs, --external)
 )
 
 // runInfo is run.json: what `lockstep resume` needs besides the setup.
@@ -59,10 +61,11 @@ type runInfo struct {
 // addCheckpointFlags adds the checkpoint flags to `lockstep run`.
 func addCheckpointFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.Duration("checkpoint-every", 0, "checkpoint the run every this long of virtual time, e.g. 100us (at the first window boundary after each multiple); resume with 'lockstep resume'")
-	f.Duration("checkpoint-wall", 0, "also checkpoint whenever this much wall-clock time has passed since the last one, e.g. 10m")
+	f.Duration("checkpoint-every", 0, "checkpoint the run every this long of virtual time, e.g. 100us (at the first window boundary after each multiple; over NATS every node stores its part and the raft leader commits the checkpoint); resume with 'lockstep resume'")
+	f.Duration("checkpoint-wall", 0, "also checkpoint whenever this much wall-clock time has passed since the last one, e.g. 10m (runs in this process only)")
 	f.String("checkpoint-dir", "", "directory of the checkpoints (default: OUT/checkpoints)")
 	f.Int("checkpoint-keep", 2, "checkpoints kept (the older ones are removed once a newer one is written)")
+	f.Int("max-restarts", 3, "with --procs and checkpoints: how many times a lost node (its process exited, or it went silent for --peer-timeout) is replaced and every node rolled back to the last committed checkpoint before the run fails (0: a lost node fails the run)")
 }
 
 // ckptRun writes a run's checkpoints.
@@ -74,6 +77,28 @@ type ckptRun struct {
 	digest string
 	parts  int
 	seq    uint64 // the last checkpoint's
+	// dist is what a run over NATS reports (its nodes write the
+	// checkpoints; nil otherwise).
+	dist *distCkpt
+}
+
+// distCkpt is perf.checkpoints of a run over NATS.
+type distCkpt struct {
+	written  int
+	bytes    uint64
+	seconds  float64 // the slowest node's, summed over its checkpoints
+	restarts []wire.Restart
+	perNode  []ckptNode
+}
+
+// ckptNode is one node's part in perf.checkpoints.per_node.
+type ckptNode struct {
+	Partition   int     `json:"partition"`
+	Checkpoints uint64  `json:"checkpoints"`
+	Bytes       uint64  `json:"bytes"`
+	Seconds     float64 `json:"seconds"`
+	Restores    uint64  `json:"restores"`
+	Stale       uint64  `json:"stale_messages"`
 }
 
 // checkpointing reads the checkpoint flags; nil when none asks for
@@ -162,6 +187,16 @@ type ckptPerf struct {
 	Dir           string  `json:"dir,omitempty"`
 	// ResumedFrom is the checkpoint a resumed run started from.
 	ResumedFrom *ckptFrom `json:"resumed_from,omitempty"`
+	// Restarts counts the lost nodes a run over NATS replaced, each
+	// rolling every node back to a checkpoint: Restarted says which
+	// partition, the window reached and the checkpoint's window.
+	Restarts  int            `json:"restarts"`
+	Restarted []wire.Restart `json:"restarted,omitempty"`
+	// PerNode, in a run over NATS, is each node's share: the parts it
+	// stored (bytes, seconds encoding and storing them), the checkpoints
+	// it restored, and the messages it dropped as of another epoch (the
+	// last process of each partition only).
+	PerNode []ckptNode `json:"per_node,omitempty"`
 }
 
 type ckptFrom struct {
@@ -181,6 +216,11 @@ func (c *ckptRun) perf(cmd *cobra.Command) func() any {
 		p := &ckptPerf{}
 		if c != nil {
 			p.Written, p.Bytes, p.Seconds, p.EncodeSeconds, p.Dir = c.w.Count, c.w.Bytes, c.w.Seconds, c.w.EncodeSeconds, c.w.Store.Dir
+		}
+		if c != nil && c.dist != nil {
+			d := c.dist
+			p.Written, p.Bytes, p.Seconds, p.EncodeSeconds = d.written, int64(d.bytes), d.seconds, 0
+			p.Restarts, p.Restarted, p.PerNode = len(d.restarts), d.restarts, d.perNode
 		}
 		if rs != nil {
 			m := rs.loaded.Manifest
@@ -289,8 +329,11 @@ func (rs *resumeState) restore(roots, anchors []any) (*checkpoint.Header, error)
 
 // resumeCut is the cut the resumed run had.
 func (rs *resumeState) cut() *autoCut {
-	if rs.info.Mode == modeOne {
+	switch rs.info.Mode {
+	case modeOne:
 		return &autoCut{info: rs.info.Cut}
+	case modeNATS:
+		return nil // distributed as the recorded flags say, with the setup's placement
 	}
 	return &autoCut{pl: rs.pl, info: rs.info.Cut, explicit: rs.info.Explicit}
 }
@@ -306,9 +349,13 @@ perf fields aside). DIR is the checkpoint directory (--checkpoint-dir) or the
 run's --out (whose checkpoints/ it then reads). A checkpoint that is
 truncated or corrupted is refused, with one line on stderr naming the file,
 and the one before it is used; with none usable, resume exits 2. The run
-goes on checkpointing as it was asked to.`,
-		Example: "  lockstep run examples/dcqcn.yaml --out out/d --checkpoint-every 100us\n  lockstep resume out/d",
-		Args:    cobra.ExactArgs(1),
+goes on checkpointing as it was asked to. A run over NATS (--partitions P,
+--procs, --coordinators 3) resumes the same way, with new processes: every
+node restores its part of the checkpoint (its launcher died; a lost node
+alone needs no resume, the run replaces it by itself).`,
+		Example: "  lockstep run examples/dcqcn.yaml --out out/d --checkpoint-every 100us\n  lockstep resume out/d\n" +
+			"  lockstep run s.yaml --out out/p --partitions 4 --procs --coordinators 3 --checkpoint-every 100us\n  lockstep resume out/p",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runResume(cmd, args[0], stdout, stderr)
 		},
@@ -336,7 +383,7 @@ func runResume(cmd *cobra.Command, dir string, stdout, stderr io.Writer) error {
 	if err := dec.Decode(&rs.info); err != nil {
 		return badInput(fmt.Errorf("%s: %v", ri, err))
 	}
-	if rs.info.Format != checkpoint.Format || len(rs.info.Args) == 0 || (rs.info.Mode != modeOne && rs.info.Mode != modeMemory) {
+	if rs.info.Format != checkpoint.Format || len(rs.info.Args) == 0 || (rs.info.Mode != modeOne && rs.info.Mode != modeMemory && rs.info.Mode != modeNATS) {
 		return badInput(fmt.Errorf("%s: format %d, mode %q: not a run this build resumes", ri, rs.info.Format, rs.info.Mode))
 	}
 	su, err := deploy.ReadSetup(filepath.Join(dir, setupName))
@@ -356,6 +403,26 @@ func runResume(cmd *cobra.Command, dir string, stdout, stderr io.Writer) error {
 	}
 	if l.Manifest.Digest != rs.b.Digest() {
 		return badInput(fmt.Errorf("%s: a checkpoint of scenario %s, the setup is of %s", l.Dir, l.Manifest.Digest, rs.b.Digest()))
+	}
+	if rs.info.Mode == modeNATS {
+		// One part per partition, as the nodes stored them.
+		ok := l.Manifest.Partitions == rs.pl.P && len(l.Manifest.Files) == rs.pl.P
+		for i := 0; ok && i < rs.pl.P; i++ {
+			ok = l.Manifest.Files[i].Name == node.PartName(i)
+		}
+		if !ok {
+			return badInput(fmt.Errorf("%s: not a checkpoint of the run's %d partitions", filepath.Join(l.Dir, checkpoint.ManifestName), rs.pl.P))
+		}
+		// The checkpoints after it (refused, or never committed) are of
+		// windows the nodes checkpoint again: their stale parts and
+		// manifests must not mix with the new ones.
+		gone, err := store.RemoveNewer(l.Manifest.Seq)
+		for _, d := range gone {
+			fmt.Fprintf(stderr, "lockstep: removed %s (after the checkpoint resumed from)\n", d)
+		}
+		if err != nil {
+			return failedRun(err)
+		}
 	}
 	rs.loaded = l
 	out := rs.info.Out
@@ -403,4 +470,42 @@ func newViper() *viper.Viper {
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
 	v.AutomaticEnv()
 	return v
+}
+
+// deployOptions sets a run over NATS to checkpoint with c (its nodes
+// store their parts in c's directory; with --external, only in one given
+// with --checkpoint-dir, else in the server's JetStream object store) and,
+// when resuming, to start from the checkpoint.
+func (c *ckptRun) deployOptions(cmd *cobra.Command, o *deploy.Options, external bool, maxRestarts int) {
+	o.MaxRestarts = maxRestarts
+	if c != nil {
+		o.CheckpointEvery, o.CheckpointKeep = c.every, c.w.Store.Keep
+		if !external || cmd.Flags().Changed("checkpoint-dir") {
+			o.CheckpointDir = c.w.Store.Dir
+		}
+	}
+	if rs := resumeOf(cmd); rs != nil {
+		o.Resume = node.RefOf(&rs.loaded.Manifest)
+		if o.CheckpointDir == "" {
+			// The parts are where the checkpoint was found.
+			o.CheckpointDir = filepath.Dir(rs.loaded.Dir)
+		}
+	}
+}
+
+// distResult records what a run over NATS said of its checkpoints.
+func (c *ckptRun) distResult(res *deploy.Result) {
+	if c == nil || res == nil {
+		return
+	}
+	d := &distCkpt{written: res.Checkpoints, restarts: res.Restarts}
+	for _, r := range res.Results {
+		if r != nil {
+			d.bytes += r.Perf.CheckpointBytes
+			d.seconds = max(d.seconds, r.Perf.CheckpointSeconds)
+			d.perNode = append(d.perNode, ckptNode{Partition: r.Part.Partition, Checkpoints: r.Perf.Checkpoints,
+				Bytes: r.Perf.CheckpointBytes, Seconds: r.Perf.CheckpointSeconds, Restores: r.Perf.Restores, Stale: r.Perf.Stale})
+		}
+	}
+	c.dist = d
 }

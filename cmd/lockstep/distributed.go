@@ -81,6 +81,9 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		pl, transport = cut.pl, "memory"
 	case cut != nil || !distributedAsked(cmd, b):
 		return false, nil
+	case resumeOf(cmd) != nil:
+		// lockstep resume of a run over NATS: the setup's placement.
+		pl = resumeOf(cmd).pl
 	default:
 		if pl, err = partition.ForScenario(b, v.GetInt("run.partitions")); err != nil {
 			return true, badInput(err)
@@ -99,11 +102,16 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		return true, badInput(fmt.Errorf("--transport memory runs every partition in this process: no --procs, --coordinators or --nats"))
 	case v.GetDuration("run.peer-timeout") <= 0 || v.GetDuration("run.join-timeout") <= 0:
 		return true, badInput(fmt.Errorf("--peer-timeout and --join-timeout must be positive"))
-	case ck != nil && transport != "memory":
-		return true, badInput(fmt.Errorf("--checkpoint-every and --checkpoint-wall: runs in this process only (one partition or in-memory partitions), not over NATS yet"))
+	case ck != nil && transport != "memory" && ck.wall > 0:
+		return true, badInput(fmt.Errorf("--checkpoint-wall: not in runs over NATS, whose nodes agree on checkpoints by virtual time (--checkpoint-every) without a message"))
+	case maxRestarts(cmd) < 0:
+		return true, badInput(fmt.Errorf("--max-restarts %d: want 0 or more", maxRestarts(cmd)))
 	}
 	if ck != nil {
 		ri := runInfo{Mode: modeMemory, Explicit: cut == nil}
+		if transport == "nats" {
+			ri = runInfo{Mode: modeNATS}
+		}
 		if cut != nil {
 			ri.Cut = cut.info
 		}
@@ -202,14 +210,17 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		case procs:
 			stats.Nodes = "processes"
 		}
-		res, err := deploy.Run(ctx, deploy.Options{Built: b, Placement: pl, Procs: procs, Coordinators: coords,
+		dopt := deploy.Options{Built: b, Placement: pl, Procs: procs, Coordinators: coords,
 			External: v.GetBool("run.external"),
 			NATS:     v.GetString("run.nats"), Auth: auth, ChildArgs: childArgs, RunID: v.GetString("run.run-id"),
 			ExeEnv: childEnv, NodeProfile: nodeProfile(cmd, procs), MarkEvery: v.GetUint64("run.mark-every"), StatusEvery: v.GetDuration("run.status-every"),
 			PeerTimeout: v.GetDuration("run.peer-timeout"), JoinTimeout: v.GetDuration("run.join-timeout"),
 			ElementKeys: v.GetString("run.element-keys"),
 			Stderr:      stderr,
-			OnStatus:    func(s wire.Status) { progress(s.Window, sim.Time(s.Start), false) }, OnNodeStatus: nodeStatus})
+			OnStatus:    func(s wire.Status) { progress(s.Window, sim.Time(s.Start), false) }, OnNodeStatus: nodeStatus}
+		ck.deployOptions(cmd, &dopt, v.GetBool("run.external"), maxRestarts(cmd))
+		res, err := deploy.Run(ctx, dopt)
+		ck.distResult(res)
 		if err != nil {
 			if show {
 				fmt.Fprintln(stderr)
@@ -439,4 +450,10 @@ func nodeProfile(cmd *cobra.Command, procs bool) string {
 	}
 	p, _ := cmd.Flags().GetString("cpuprofile")
 	return p
+}
+
+// maxRestarts is --max-restarts.
+func maxRestarts(cmd *cobra.Command) int {
+	n, _ := cmd.Flags().GetInt("max-restarts")
+	return n
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -197,6 +198,9 @@ func (s *Store) Latest() (*Loaded, []string, error) {
 func Load(dir string) (*Loaded, error) {
 	mp := filepath.Join(dir, ManifestName)
 	mb, err := os.ReadFile(mp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s: no manifest: the checkpoint is incomplete (never committed)", ErrCorrupt, mp)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, mp, unwrapPath(err))
 	}
@@ -238,4 +242,162 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// DirName is checkpoint seq's directory name in a store.
+func DirName(seq uint64) string { return dirName(seq) }
+
+// PutPart writes one file of checkpoint seq into its directory (created if
+// need be), atomically: a temporary file, synced, renamed into place, and
+// the directory synced. The nodes of a distributed run each put their part
+// this way; Commit writes the manifest once every part is in.
+func (s *Store) PutPart(seq uint64, name string, data []byte) (string, error) {
+	if name != filepath.Base(name) || name == ManifestName || strings.HasPrefix(name, ".") {
+		return "", fmt.Errorf("checkpoint: file name %q", name)
+	}
+	dir := filepath.Join(s.Dir, dirName(seq))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, ".tmp-"+name+"-")
+	if err != nil {
+		return "", err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // a no-op after the rename
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name)
+	if err := os.Rename(tmp, path); err != nil {
+		return "", err
+	}
+	return path, syncDir(dir)
+}
+
+// ReadPart reads file want of checkpoint seq and checks it against want
+// (size, header digest) and itself (every section's digest): a part that
+// fails is refused with one line naming the file.
+func (s *Store) ReadPart(seq uint64, want Part) ([]byte, error) {
+	if want.Name != filepath.Base(want.Name) || want.Name == ManifestName {
+		return nil, fmt.Errorf("%w: file name %q", ErrCorrupt, want.Name)
+	}
+	fp := filepath.Join(s.Dir, dirName(seq), want.Name)
+	data, err := os.ReadFile(fp)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, fp, unwrapPath(err))
+	}
+	if err := CheckPart(fp, data, want); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// CheckPart checks file data (called name in errors) against want: its
+// size, its header digest and every section's digest.
+func CheckPart(name string, data []byte, want Part) error {
+	if int64(len(data)) != want.Bytes {
+		return fmt.Errorf("%w: %s: %d bytes, the manifest says %d (truncated)", ErrCorrupt, name, len(data), want.Bytes)
+	}
+	if got := HeaderDigest(data); got != want.SHA256 {
+		return fmt.Errorf("%w: %s: header SHA-256 differs from the manifest's (the file is corrupted)", ErrCorrupt, name)
+	}
+	_, err := Decode(name, data)
+	return err
+}
+
+// Commit writes the manifest of checkpoint m.Seq, whose files its nodes
+// put (PutPart), atomically; from then on Load and Latest see the
+// checkpoint. Then it removes every checkpoint older than the Keep newest
+// committed ones (a checkpoint still being written, newer than every
+// committed one, stays).
+func (s *Store) Commit(m Manifest) (string, error) {
+	m.Format = Format
+	dir := filepath.Join(s.Dir, dirName(m.Seq))
+	mb, err := json.MarshalIndent(&m, "", " ")
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, ".tmp-"+ManifestName+"-")
+	if err != nil {
+		return "", err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, err = f.Write(append(mb, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, ManifestName)); err != nil {
+		return "", err
+	}
+	if err := syncDir(dir); err != nil {
+		return "", err
+	}
+	return dir, s.pruneCommitted(m.Seq)
+}
+
+// RemoveNewer removes the checkpoints newer than seq and returns their
+// directories: a resumed distributed run's nodes write their parts of those
+// windows again, and a stale manifest or part must not mix with them.
+func (s *Store) RemoveNewer(seq uint64) ([]string, error) {
+	seqs, err := s.seqs()
+	if err != nil {
+		return nil, err
+	}
+	var gone []string
+	for _, q := range seqs {
+		if q > seq {
+			d := filepath.Join(s.Dir, dirName(q))
+			if err := os.RemoveAll(d); err != nil {
+				return gone, err
+			}
+			gone = append(gone, d)
+		}
+	}
+	return gone, nil
+}
+
+// pruneCommitted removes, of the checkpoints older than seq (the one just
+// committed), those beyond the Keep newest that have a manifest, and those
+// older than a committed one that have none (never committed, or
+// committed while nobody wrote the manifest: superseded either way). A
+// checkpoint newer than seq may be being written: it stays.
+func (s *Store) pruneCommitted(seq uint64) error {
+	seqs, err := s.seqs()
+	if err != nil {
+		return err
+	}
+	keep, n := max(s.Keep, 1), 0
+	for i := len(seqs) - 1; i >= 0; i-- {
+		if seqs[i] > seq {
+			continue
+		}
+		d := filepath.Join(s.Dir, dirName(seqs[i]))
+		_, err := os.Stat(filepath.Join(d, ManifestName))
+		committed := err == nil
+		if n >= keep || n > 0 && !committed {
+			if err := os.RemoveAll(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if committed {
+			n++
+		}
+	}
+	return nil
 }

@@ -290,3 +290,23 @@ func Load(path string) (*Creds, error) {
 	}
 	return &c, nil
 }
+
+// TrustsRollback says whether member c acts on rollback r: as for an
+// abort (TrustsAbort), signed by a coordinator or the launcher unless the
+// server lets only them publish on the rollback subject.
+func (c *Creds) TrustsRollback(r *wire.Rollback) bool {
+	if c == nil || (c.ServerAuth && len(r.Sig) == 0) {
+		return true
+	}
+	return c.ByAuthority(wire.RollbackMessage(c.Run, r), r.Sig)
+}
+
+// SignRollback signs r as member c (nil: unsigned, for runs without
+// member keys).
+func (c *Creds) SignRollback(r *wire.Rollback) {
+	if c == nil {
+		return
+	}
+	r.From, r.Sig = c.Name, nil
+	r.Sig = c.Sign(wire.RollbackMessage(c.Run, r))
+}
