@@ -146,12 +146,12 @@ func (d *deployment) runSwitches(t testing.TB, member string) {
 	}
 }
 
-// Case (f): six switches of a fat-tree replaced by the example external
+// Case (h): six switches of a fat-tree replaced by the example external
 // switch, served by a container of its own image (FROM scratch, built
 // from its binary as lockstep's is), stepped by 2 node containers over
 // the NATS container: every output byte-identical to one process with
 // lockstep's own switches.
-func TestCluster_F_ExternalSwitchSameAsTheBuiltIn(t *testing.T) {
+func TestCluster_H_ExternalSwitchSameAsTheBuiltIn(t *testing.T) {
 	ref := reference(t, scenarioFile(t, extFatTree("200KB")))
 	file := scenarioFile(t, extFatTree("200KB")+extList)
 	e := newEnv(t)
@@ -177,11 +177,11 @@ func TestCluster_F_ExternalSwitchSameAsTheBuiltIn(t *testing.T) {
 	}
 }
 
-// Case (g): the external switch container is killed mid-run: the node
+// Case (i): the external switch container is killed mid-run: the node
 // that steps the elements finds none and fails the run, naming the
 // element, within the peer timeout; the launcher exits 3 with partial
 // results.
-func TestCluster_G_ExternalSwitchKilled(t *testing.T) {
+func TestCluster_I_ExternalSwitchKilled(t *testing.T) {
 	file := scenarioFile(t, extFatTree("20MB")+extList)
 	e := newEnv(t)
 	const peerTO = 4 * time.Second
