@@ -29,7 +29,7 @@ K8S_CONTROL := kube-apiserver kube-controller-manager kubectl
 # kube-proxy) and cluster DNS (CoreDNS, from tools/coredns/go.mod).
 K8S_NODE    := kube-scheduler kubelet kube-proxy coredns
 
-.PHONY: help build run deps test test-race test-slow bench bench-smoke bench-scale bench-dist fuzz verify fmt vet lint tidy-check ci image test-cluster test-k8s k8s-control k8s-node deps-k8s
+.PHONY: help build run deps test test-race test-slow bench bench-smoke bench-scale bench-dist fuzz verify fmt vet lint tidy-check ci image image-extswitch test-cluster test-k8s k8s-control k8s-node deps-k8s
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -56,11 +56,23 @@ image: ## build the container image lockstep:VERSION (FROM scratch, reproducible
 	docker load -i $(IMAGE_TAR) >/dev/null
 	@docker image inspect --format '{{.RepoTags}} {{.Id}} {{.Size}} bytes' $(IMAGE)
 
+# The example external switch (examples/extswitch/cmd/extswitch) as an
+# image of its own, built the same way: its static binary FROM scratch.
+EXTSWITCH_IMAGE     ?= lockstep-extswitch:$(VERSION)
+EXTSWITCH_IMAGE_TAR ?= bin/extswitch-image.tar
+
+image-extswitch: ## build the example external switch's image lockstep-extswitch:VERSION (FROM scratch) and docker load it
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o bin/extswitch-static ./examples/extswitch/cmd/extswitch
+	$(GO) run ./deploy/image/mkimage --binary bin/extswitch-static --name extswitch --tag $(EXTSWITCH_IMAGE) --out $(EXTSWITCH_IMAGE_TAR) --version $(VERSION) --commit $(COMMIT)
+	docker load -i $(EXTSWITCH_IMAGE_TAR) >/dev/null
+	@docker image inspect --format '{{.RepoTags}} {{.Id}} {{.Size}} bytes' $(EXTSWITCH_IMAGE)
+
 # The cluster tests (deploy/cluster, build tag cluster) run NATS,
-# coordinators and nodes as containers of $(IMAGE) on private Docker
-# networks: they need a Docker daemon (.ci/run starts one if none answers).
-test-cluster: image ## containers: identical runs, leader killed, node cut off, NATS restarted, node killed and restarted; k8s pod specs as rendered
-	LOCKSTEP_IMAGE=$(IMAGE) $(GO) test -tags cluster -count=1 -v -timeout 15m ./deploy/cluster/
+# coordinators and nodes as containers of $(IMAGE), and external switches
+# as containers of $(EXTSWITCH_IMAGE), on private Docker networks: they
+# need a Docker daemon (.ci/run starts one if none answers).
+test-cluster: image image-extswitch ## containers: identical runs, external switches, leader killed, node cut off, NATS restarted, node killed and restarted; k8s pod specs as rendered
+	LOCKSTEP_IMAGE=$(IMAGE) LOCKSTEP_EXTSWITCH_IMAGE=$(EXTSWITCH_IMAGE) $(GO) test -tags cluster -count=1 -v -timeout 15m ./deploy/cluster/
 
 # The Kubernetes tests (deploy/k8sapi, build tag k8sapi) start etcd
 # (Debian's etcd-server), kube-apiserver and kube-controller-manager on

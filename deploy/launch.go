@@ -108,6 +108,13 @@ type Options struct {
 	// PartialWait bounds how long a failed run waits for the surviving
 	// nodes' partial results (default 3s).
 	PartialWait time.Duration
+	// ElementKeys, for a scenario with external elements on the embedded
+	// server, is a directory where the launcher writes each element's
+	// key (NAME.nk, its nkey seed, mode 0600), then the server's URL
+	// (url) and the run id (run): the elements log in with them and may
+	// only answer on their own subjects, and only the node that steps an
+	// element may call it (members.go).
+	ElementKeys string
 	// CheckpointEvery makes every node store its part of a checkpoint at
 	// the first window boundary at or after each multiple of this virtual
 	// time (0: no checkpoints), into CheckpointDir ("": the NATS
@@ -268,6 +275,9 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		if l.creds, err = member.NewSet(o.RunID, ids, o.Placement.P, o.NATS == ""); err != nil {
 			return nil, err
 		}
+		if err := l.elementMembers(); err != nil {
+			return nil, err
+		}
 		su.Sig = l.creds.Launcher.Sign(wire.SetupMessage(o.RunID, su))
 	}
 	if l.log == nil {
@@ -286,6 +296,9 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		}
 	}()
 	if err := l.startNATS(); err != nil {
+		return nil, err
+	}
+	if err := l.writeElementKeys(); err != nil {
 		return nil, err
 	}
 	nc, err := l.connect("launcher", l.member(member.Launcher))
@@ -550,6 +563,58 @@ func (l *launch) watch(ctx context.Context, nc *nats.Conn, start time.Time) {
 	}
 }
 
+// elementMembers gives the scenario's external elements keys of their
+// own when the run's server is the embedded one (which only lets its
+// members in): ElementKeys must say where to put them.
+func (l *launch) elementMembers() error {
+	b, pl := l.o.Built, l.o.Placement
+	if len(b.External) == 0 || l.o.NATS != "" {
+		if l.o.ElementKeys != "" {
+			return fmt.Errorf("deploy: element keys are for external elements on the embedded NATS server (no --nats)")
+		}
+		return nil
+	}
+	if l.o.ElementKeys == "" {
+		return fmt.Errorf("deploy: %d external elements on the embedded NATS server need a directory for their keys (--element-keys)", len(b.External))
+	}
+	byPart := make([][]string, pl.P)
+	for _, x := range b.External {
+		byPart[pl.Part[x.Node]] = append(byPart[pl.Part[x.Node]], x.Element)
+	}
+	return l.creds.AddElements(byPart)
+}
+
+// writeElementKeys writes the elements' keys, then the server's URL and
+// the run id, into ElementKeys (mode 0700; url last: once it is there,
+// everything is), and says so on Stderr.
+func (l *launch) writeElementKeys() error {
+	if l.creds == nil || len(l.creds.Elements) == 0 {
+		return nil
+	}
+	dir := l.o.ElementKeys
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("deploy: element keys: %w", err)
+	}
+	var names []string
+	for _, x := range l.o.Built.External {
+		names = append(names, x.Element)
+		c := l.creds.Elements[x.Element]
+		if err := os.WriteFile(filepath.Join(dir, x.Element+".nk"), []byte(c.Seed+"\n"), 0o600); err != nil {
+			return fmt.Errorf("deploy: element keys: %w", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "run"), []byte(l.o.RunID+"\n"), 0o600); err != nil {
+		return fmt.Errorf("deploy: element keys: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "url"), []byte(l.url+"\n"), 0o600); err != nil {
+		return fmt.Errorf("deploy: element keys: %w", err)
+	}
+	fmt.Fprintf(l.out, "lockstep: external elements %s of run %s: serve them on %s with their keys in %s "+
+		"(extswitch -nats %s -run %s -element NAME -nkey %s/NAME.nk)\n", strings.Join(names, ","), l.o.RunID, l.url, dir,
+		l.url, l.o.RunID, dir)
+	return nil
+}
+
 func (l *launch) startNATS() error {
 	if l.o.NATS != "" {
 		l.url = l.o.NATS
@@ -617,6 +682,13 @@ func (l *launch) collect(nc *nats.Conn) error {
 	l.col = col
 	go func() {
 		if err := <-col.Errors(); err != nil {
+			l.failf("%v", err)
+		}
+	}()
+	go func() {
+		// A node that failed on its own (an external element) says why in
+		// the partial result it pushed, before its process exits.
+		if err := <-col.Failures(); err != nil {
 			l.failf("%v", err)
 		}
 	}()

@@ -2,6 +2,8 @@ package deploy
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -24,12 +26,31 @@ import (
 // barrier is run among them: coordinator/barrier package doc, "Peers") and
 // the leader's status (its heartbeat, internal/liveness); coordinators
 // hear the nodes'.
-func nodePermissions(s wire.Subjects, i int) *server.Permissions {
+func nodePermissions(s wire.Subjects, i int, elements []string) *server.Permissions {
+	pub := []string{s.Prefix() + fmt.Sprintf("batch.*.%d", i), s.Report(i), s.Setup(), s.Result(i), s.NodeStatus(i), s.Checkpoint(i)}
+	for _, el := range elements {
+		// The external elements this partition steps (requests; their
+		// answers come to its inbox).
+		pub = append(pub, elementSubjects(s, el))
+	}
 	return &server.Permissions{
-		Publish: &server.SubjectPermission{Allow: []string{
-			s.Prefix() + fmt.Sprintf("batch.*.%d", i), s.Report(i), s.Setup(), s.Result(i), s.NodeStatus(i), s.Checkpoint(i)}},
+		Publish: &server.SubjectPermission{Allow: pub},
 		Subscribe: &server.SubjectPermission{Allow: []string{
 			s.Batches(i), s.Reports(), s.Resync(), s.Abort(), s.Status(), s.Rollback(), s.Inbox(member.Node(i)) + ".>"}},
+	}
+}
+
+// elementSubjects are external element el's request subjects
+// (natspeer.Subject: setup and step).
+func elementSubjects(s wire.Subjects, el string) string { return s.Prefix() + "element." + el + ".*" }
+
+// elementPermissions are external element el's: it hears requests on its
+// own subjects and answers them, and publishes nothing else.
+func elementPermissions(s wire.Subjects, el string) *server.Permissions {
+	return &server.Permissions{
+		Publish:   &server.SubjectPermission{Deny: []string{">"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{elementSubjects(s, el)}},
+		Response:  &server.ResponsePermission{MaxMsgs: 1},
 	}
 }
 
@@ -80,7 +101,14 @@ func serverUsers(s wire.Subjects, set *member.Set) []*server.NkeyUser {
 		users = append(users, &server.NkeyUser{Nkey: c.Public(), Permissions: coordinatorPermissions(s, id)})
 	}
 	for i, c := range set.Nodes {
-		users = append(users, &server.NkeyUser{Nkey: c.Public(), Permissions: nodePermissions(s, i)})
+		var els []string
+		if i < len(set.NodeElements) {
+			els = set.NodeElements[i]
+		}
+		users = append(users, &server.NkeyUser{Nkey: c.Public(), Permissions: nodePermissions(s, i, els)})
+	}
+	for _, el := range slices.Sorted(maps.Keys(set.Elements)) {
+		users = append(users, &server.NkeyUser{Nkey: set.Elements[el].Public(), Permissions: elementPermissions(s, el)})
 	}
 	return users
 }

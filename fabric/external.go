@@ -1,7 +1,9 @@
 package fabric
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/lockstep-sim/lockstep/elementproto"
 	"github.com/lockstep-sim/lockstep/sim"
@@ -15,9 +17,12 @@ import (
 // (the departures, serialised on the proxy's links as the fabric's own
 // switches' are, and the drops), after checking it.
 //
-// NB(switch): runs in one process (RunUntilBatch steps the windows);
-// the node shell does not step external elements yet, so a distributed
-// run with one is refused (scenario placement) until it does.
+// A fabric steps the external elements it holds (Config.Local) at the end
+// of every window: RunUntilBatch's own windows in one process, the
+// barrier's in a partition (RunWindow, node.Core). Either way a window is
+// at most as long as the smallest delay of the elements' links
+// (ExternalLookahead), which a partitioned run's lookahead honours
+// (partition.WithExternal).
 
 // ExternalPeer is the far side of an external element: the element
 // program, in this process or across a transport. Both calls exchange
@@ -33,6 +38,13 @@ type external struct {
 	node int
 	name string
 	peer ExternalPeer
+	// setup is the Setup message, sent before the first window (nil once
+	// sent): building a fabric contacts nobody (lockstep validate).
+	setup []byte
+	// steps counts the windows sent (the protocol's Seq): a window in
+	// which the element has nothing to do (no arrival, its next event at
+	// or after the end) is not sent.
+	steps uint64
 	// pending are the packets the element holds, by handle: their headers
 	// (the pool's slots are freed on arrival) and arrival times.
 	pending    map[uint64]extPacket
@@ -42,6 +54,7 @@ type external struct {
 	seq        uint64              // the proxy's own event sequence numbers
 	portFree   []sim.Time          // end of the last departure by port
 	links      []sim.LinkID        // by port: the direction leaving it
+	remote     []bool              // by port: its peer is in another partition
 	rates      []int64             // by port, bits per second
 	counters   []elementproto.Counters
 	drops      uint64
@@ -68,15 +81,12 @@ func (e *ExternalError) Error() string {
 
 func (e *ExternalError) Unwrap() error { return e.Err }
 
-// newExternals builds the proxies of cfg.External and sends each peer its
-// Setup. They need a plain switch: no PFC, INT, impairments on their
-// links, nor a partitioned run.
+// newExternals builds the proxies of the local nodes of cfg.External
+// and their Setup messages. They need a plain switch: no PFC, INT, nor
+// impairments on their links.
 func (f *Fabric) newExternals(cfg *Config) error {
 	if len(cfg.External) == 0 {
 		return nil
-	}
-	if cfg.Local != nil {
-		return fmt.Errorf("external elements: a run in one partition only (the node shell does not step them yet)")
 	}
 	if f.lossless != 0 || f.tr.Cfg.INT.Enabled || f.every != 0 {
 		return fmt.Errorf("external elements: PFC and INT are not part of the element protocol")
@@ -92,9 +102,12 @@ func (f *Fabric) newExternals(cfg *Config) error {
 		if n < 0 || n >= len(t.Nodes) || t.Nodes[n].Kind != topologies.Switch {
 			return fmt.Errorf("external element: node %d is not a switch", n)
 		}
+		sw := f.switches[n]
+		if sw == nil {
+			continue // in another partition
+		}
 		x := &external{node: n, name: t.Nodes[n].Name, peer: cfg.External[n], pending: map[uint64]extPacket{},
 			next: sim.Never}
-		sw := f.switches[n]
 		s := elementproto.Setup{Version: elementproto.Version, Element: int32(n), Name: x.name, Seed: cfg.Seed}
 		for i := range sw.Ports {
 			pt := &sw.Ports[i]
@@ -110,6 +123,7 @@ func (f *Fabric) newExternals(cfg *Config) error {
 			s.Ports = append(s.Ports, elementproto.Port{Peer: int32(pt.Peer), RateBps: int64(l.Spec.Rate), Buffer: q.Buffer,
 				ECN: elementproto.ECN{Mode: uint8(q.ECN.Mode), K: q.ECN.K, Min: q.ECN.Min, Max: q.ECN.Max, PMax: q.ECN.PMax, Dequeue: q.ECN.Dequeue}})
 			x.links = append(x.links, pt.Link)
+			x.remote = append(x.remote, !f.eng.Local(pt.Peer))
 			x.rates = append(x.rates, int64(l.Spec.Rate))
 		}
 		x.portFree = make([]sim.Time, len(sw.Ports))
@@ -119,17 +133,43 @@ func (f *Fabric) newExternals(cfg *Config) error {
 		}
 		msg, err := elementproto.Marshal(&s)
 		if err != nil {
-			return err
+			return fmt.Errorf("external element %s: %v", x.name, err)
 		}
-		if err := x.peer.Setup(msg); err != nil {
-			return &ExternalError{Node: n, Name: x.name, Err: fmt.Errorf("setup: %w", err)}
-		}
+		x.setup = msg
 		f.switches[n] = nil
 		f.kind[n] = kindExternal
 		f.ext = append(f.ext, x)
 		f.extOf[n] = x
 	}
 	return nil
+}
+
+// ExternalLookahead is the longest window that external elements at
+// nodes allow in topology t: the smallest delay the engine applies on a
+// link leaving one of them (propagation plus the element's latency), so
+// that whatever one starts in a window reaches its peer after the window.
+// It is sim.Never without external elements; link is the topology link
+// that sets it (the first in link order, -1 for none).
+func ExternalLookahead(t *topologies.Topology, nodes []int) (l sim.Time, link int) {
+	l, link = sim.Never, -1
+	for i := range t.Links {
+		lk := &t.Links[i]
+		for _, n := range nodes {
+			if (lk.A == n || lk.B == n) && lk.Delay+t.Nodes[n].Latency < l {
+				l, link = lk.Delay+t.Nodes[n].Latency, i
+			}
+		}
+	}
+	return l, link
+}
+
+// ExternalLookahead is the longest window the local external elements
+// allow (sim.Never: none here).
+func (f *Fabric) ExternalLookahead() sim.Time {
+	if len(f.ext) == 0 {
+		return sim.Never
+	}
+	return f.extL
 }
 
 func sortInts(a []int) {
@@ -155,8 +195,12 @@ func (x *external) onArrive(e *sim.Engine, p sim.PktRef, port int) {
 }
 
 // step ends the window [start, end) of the element: it sends the
-// arrivals, checks the reply and applies it.
-func (x *external) step(e *sim.Engine, seq uint64, start, end sim.Time) error {
+// arrivals, checks the reply and applies it. A departure to a peer in
+// this partition is injected on the port's link, one to another
+// partition goes in the outbox.
+func (x *external) step(e *sim.Engine, start, end sim.Time) error {
+	seq := x.steps
+	x.steps++
 	x.win.Seq, x.win.Start, x.win.End = seq, int64(start), int64(end)
 	fail := func(format string, args ...any) error {
 		x.err = &ExternalError{Node: x.node, Name: x.name, Window: seq, Err: fmt.Errorf(format, args...)}
@@ -181,6 +225,12 @@ func (x *external) step(e *sim.Engine, seq uint64, start, end sim.Time) error {
 	if n := len(r.Departures) + len(r.Drops); n > len(x.pending) {
 		return fail("%d packets out, but it holds %d", n, len(x.pending))
 	}
+	// In the order of their starts (by port at one time): the proxy's
+	// sequence numbers then do not depend on how the run is cut into
+	// windows.
+	slices.SortStableFunc(r.Departures, func(a, b elementproto.Departure) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Port, b.Port))
+	})
 	for _, d := range r.Departures {
 		p, ok := x.pending[d.Handle]
 		if !ok {
@@ -205,7 +255,12 @@ func (x *external) step(e *sim.Engine, seq uint64, start, end sim.Time) error {
 		x.seq++
 		// Serialised by the element from at: the packet reaches the peer
 		// after its last bit and the link's delay, as from a switch.
-		e.Inject(&sim.RemotePacket{Link: x.links[d.Port], At: at + tx + l.Spec.Delay, Seq: x.seq, Pkt: p.pkt})
+		rp := &sim.RemotePacket{Link: x.links[d.Port], At: at + tx + l.Spec.Delay, Seq: x.seq, Pkt: p.pkt}
+		if x.remote[d.Port] {
+			e.Export(rp)
+		} else {
+			e.Inject(rp)
+		}
 	}
 	for _, h := range r.Drops {
 		if _, ok := x.pending[h]; !ok {
@@ -233,11 +288,75 @@ func (x *external) step(e *sim.Engine, seq uint64, start, end sim.Time) error {
 	return nil
 }
 
+// stepExternals ends the window [start, end) of every local external
+// element, in node order: the first window sends each its Setup; a
+// window in which one has nothing to do (no arrival, its next event at
+// or after end) is not sent to it. The first error stops the run.
+func (f *Fabric) stepExternals(start, end sim.Time) error {
+	if f.extErr != nil {
+		return f.extErr
+	}
+	for _, x := range f.ext {
+		if x.setup != nil {
+			msg := x.setup
+			x.setup = nil
+			if err := x.peer.Setup(msg); err != nil {
+				f.extErr = &ExternalError{Node: x.node, Name: x.name, Err: fmt.Errorf("setup: %w", err)}
+				return f.extErr
+			}
+		}
+		if len(x.win.Arrivals) == 0 && x.next >= end {
+			continue
+		}
+		if err := x.step(f.eng, start, end); err != nil {
+			f.extErr = err
+			return err
+		}
+	}
+	return nil
+}
+
+// NextEventTime is the time of the partition's next event: the engine's
+// or a local external element's (sim.Never: none).
+func (f *Fabric) NextEventTime() sim.Time {
+	m := f.eng.NextEventTime()
+	for _, x := range f.ext {
+		m = min(m, x.next)
+	}
+	return m
+}
+
+// RunWindow runs the window [start, end) a barrier granted: every event
+// before end, then the local external elements' step (stepExternals). An
+// external element's error (an ExternalError) stops the run.
+func (f *Fabric) RunWindow(start, end sim.Time) (uint64, error) {
+	n := f.RunUntil(end)
+	if len(f.ext) == 0 {
+		return n, nil
+	}
+	return n, f.stepExternals(start, end)
+}
+
 // ExternalCounters are the port counters external element node last
-// reported (nil: none, or node is not external).
+// reported: zeros if it was never stepped (no packet reached it), nil if
+// it was but reported none (or node is not a local external element).
 func (f *Fabric) ExternalCounters(node int) []elementproto.Counters {
-	if x := f.extOf[node]; x != nil {
+	if node < len(f.extOf) && f.extOf[node] != nil {
+		x := f.extOf[node]
+		if x.steps == 0 {
+			return make([]elementproto.Counters, len(x.links))
+		}
 		return x.counters
+	}
+	return nil
+}
+
+// ExternalLinks are the link directions leaving the ports of external
+// element node, by port (nil: node is not a local external element).
+func (f *Fabric) ExternalLinks(node int) []sim.LinkID {
+	if node < len(f.extOf) && f.extOf[node] != nil {
+		x := f.extOf[node]
+		return x.links
 	}
 	return nil
 }
@@ -247,7 +366,7 @@ func (f *Fabric) ExternalCounters(node int) []elementproto.Counters {
 // grants them (docs/design.md §3): a window that starts at the next
 // event m (the engine's or an element's) ends at m + L, so whatever an
 // element sends in it reaches its peer after the window. At a window's
-// end every element is stepped, in node order.
+// end the elements are stepped (stepExternals).
 func (f *Fabric) runExternalBatch(horizon sim.Time, n int) bool {
 	e := f.eng
 	for i := 0; i < n; {
@@ -255,10 +374,7 @@ func (f *Fabric) runExternalBatch(horizon sim.Time, n int) bool {
 			return false
 		}
 		if f.winEnd == 0 {
-			m := e.NextEventTime()
-			for _, x := range f.ext {
-				m = min(m, x.next)
-			}
+			m := f.NextEventTime()
 			if m >= horizon || m == sim.Never {
 				return false
 			}
@@ -269,13 +385,9 @@ func (f *Fabric) runExternalBatch(horizon sim.Time, n int) bool {
 			i++
 			continue
 		}
-		for _, x := range f.ext {
-			if err := x.step(e, f.winSeq, f.winStart, f.winEnd); err != nil {
-				f.extErr = err
-				return false
-			}
+		if f.stepExternals(f.winStart, f.winEnd) != nil {
+			return false
 		}
-		f.winSeq++
 		f.winEnd = 0
 	}
 	return true

@@ -178,14 +178,13 @@ type Fabric struct {
 	// pfcReport and lossless: Config.PFCReport and LosslessClasses.
 	pfcReport bool
 	lossless  uint8
-	// External elements (external.go): the proxies in node order and by
-	// node, the window length (the smallest delay of their links), the
-	// current window [winStart, winEnd) (winEnd 0: between windows), its
-	// number, and the error that stopped the run.
+	// External elements (external.go): the local proxies in node order
+	// and by node, the window length (the smallest delay of their links),
+	// the current window of a run in one process [winStart, winEnd)
+	// (winEnd 0: between windows), and the error that stopped the run.
 	ext                    []*external
 	extOf                  []*external
 	extL, winStart, winEnd sim.Time
-	winSeq                 uint64
 	extErr                 error
 }
 

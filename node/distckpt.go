@@ -99,6 +99,9 @@ func (c *Core) End() sim.Time { return c.end }
 // EncodeCheckpoint encodes the core's state at the boundary after window
 // (its part of a distributed checkpoint) with w's codec.
 func (c *Core) EncodeCheckpoint(w *checkpoint.Writer, digest string) ([]byte, error) {
+	if c.F.HasExternal() {
+		return nil, fmt.Errorf("a partition with external elements cannot checkpoint: their state is theirs")
+	}
 	win, _ := c.Window()
 	return w.Encode(checkpoint.Of{Seq: win, Window: win, Time: int64(c.end), Digest: digest, Partitions: c.p},
 		checkpoint.State{Name: PartName(c.part), Partition: c.part, Roots: c.Roots(), Anchors: c.Anchors()})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockstep-sim/lockstep/coordinator/barrier"
+	"github.com/lockstep-sim/lockstep/fabric"
 	"github.com/lockstep-sim/lockstep/partition"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/scenario"
@@ -99,6 +100,9 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 			return nil, fmt.Errorf("partition %d: %w", i, err)
 		}
 	}
+	if (opt.Checkpoint != nil || opt.Restore != nil) && len(b.External) > 0 {
+		return nil, fmt.Errorf("node: a run with external elements cannot checkpoint or restore: their state is not the fabric's")
+	}
 	for _, c := range cores {
 		out, err := c.Setup()
 		if err != nil {
@@ -188,6 +192,12 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 			p.ImbalanceSeconds += (slowest - took[i]).Seconds()
 		}
 		for i := range cores {
+			if xe := (*fabric.ExternalError)(nil); errors.As(errs[i], &xe) {
+				// An external element failed: what every partition has,
+				// as a failed run's (the others ran the window).
+				err := fmt.Errorf("partition %d: %w", i, errs[i])
+				return failLocal(b, cores, bar, err), err
+			}
 			if errs[i] != nil {
 				return nil, fmt.Errorf("partition %d: %w", i, errs[i])
 			}
@@ -239,4 +249,18 @@ func stopLocal(b *scenario.Built, cores []*Core, perf []NodePerf, wall float64, 
 	}
 	out := results.MergePartial(b, len(cores), parts, reason)
 	return &LocalRun{Outputs: out, Results: rs, Barrier: bar.Stats(), Cores: cores}, ErrStopped
+}
+
+// failLocal is the partial run of an in-memory run that failed with err
+// (an external element's error): every partition's part as it stands,
+// merged as a failed run's.
+func failLocal(b *scenario.Built, cores []*Core, bar *barrier.Barrier, err error) *LocalRun {
+	rs := make([]*PartResult, len(cores))
+	parts := make([]*results.Part, len(cores))
+	for i, c := range cores {
+		rs[i] = c.PartialResult()
+		parts[i] = &rs[i].Part
+	}
+	out := results.MergePartial(b, len(cores), parts, err.Error())
+	return &LocalRun{Outputs: out, Results: rs, Barrier: bar.Stats(), Cores: cores}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lockstep-sim/lockstep/coordinator/barrier"
+	"github.com/lockstep-sim/lockstep/fabric"
 	"github.com/lockstep-sim/lockstep/internal/checkpoint"
 	"github.com/lockstep-sim/lockstep/internal/liveness"
 	"github.com/lockstep-sim/lockstep/internal/member"
@@ -124,6 +125,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("node %d: %w", cfg.Partition, err)
 	}
+	ConnectElements(b, nc, cfg.Run, ElementTimeout(cfg.PeerTimeout)) // the scenario's external elements, if any
 	// A peer run (coordinator/barrier package doc, "Peers"): the node
 	// steps every node's report into a replica of the barrier and takes
 	// its grants from it; the leader only observes.
@@ -154,6 +156,9 @@ func Run(ctx context.Context, cfg Config) error {
 		if ctx.Err() == nil && nc.IsConnected() {
 			pctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
 			res := core.PartialResult()
+			if xe := (*fabric.ExternalError)(nil); errors.As(err, &xe) {
+				res.Reason = err.Error() // the launcher reports it (deploy.Collector.Failures)
+			}
 			if perr := sendResult(pctx, nc, subj, cfg, res); perr != nil {
 				log.Warn("partial result not sent", "err", perr)
 			}

@@ -21,6 +21,9 @@ type PartResult struct {
 	Final barrier.Grant
 	// Perf is the shell's wall-clock view.
 	Perf NodePerf
+	// Reason is why the node failed, for a partial result it pushed on
+	// its own failure (an external element's error), else empty.
+	Reason string `msgpack:",omitempty"`
 }
 
 // NodePerf is a node's machine-dependent statistics.

@@ -173,6 +173,14 @@ func RunPrepared(b *scenario.Built, f *fabric.Fabric, opt Options) (*Result, err
 			}
 		}
 	}
+	if err := f.ExternalErr(); err != nil {
+		// An external element failed (its error names it): what the run
+		// has, marked incomplete, as for a failed distributed run.
+		out := results.MergePartial(b, 1, []*results.Part{rec.Part(0, 0)}, err.Error())
+		final = true
+		report(out.End)
+		return &Result{Outputs: out, Fabric: f}, nil
+	}
 	res, err := finish(b, f, rec)
 	if err != nil {
 		return nil, err

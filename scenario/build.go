@@ -62,6 +62,10 @@ type Built struct {
 	// SenderFCT says the outputs carry the sender side of each flow's
 	// completion (output.sender_fct, or compat: stracksim).
 	SenderFCT bool
+	// External are the switches that run as external elements (field
+	// external), by node. Fabric.External holds a peer for each that
+	// fails until the run connects it (ConnectExternal).
+	External []ExternalElement
 
 	seed      uint64
 	digest    string
@@ -343,6 +347,15 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 	}
 	if err := l.stormSwitches(s, &b.Fabric); err != nil {
 		return nil, err
+	}
+	if b.External, err = l.external(s, topo); err != nil {
+		return nil, err
+	}
+	if len(b.External) > 0 {
+		b.Fabric.External = map[int]fabric.ExternalPeer{}
+		for _, x := range b.External {
+			b.Fabric.External[x.Node] = unconnected{}
+		}
 	}
 	if compat != nil && len(b.Fabric.SwitchTiers) > 0 {
 		return nil, l.errf("topology", "per-tier switch mechanisms are not part of the stracksim profile (docs/scenario.md, compat)")

@@ -33,6 +33,9 @@ type Scenario struct {
 	Impairments []Impairment   `yaml:"impairments"`
 	Output      Output         `yaml:"output"`
 	Placement   *Placement     `yaml:"placement"`
+	// External lists the switches that run outside lockstep, as external
+	// elements (docs/external-elements.md).
+	External []External `yaml:"external" json:",omitempty"`
 	// Compat selects a compatibility profile, which replaces lockstep's
 	// hosts, switches and transports by another simulator's semantics as a
 	// whole: "stracksim" (docs/scenario.md, compat).

@@ -108,6 +108,17 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
+	if ck != nil && len(b.External) > 0 {
+		return badInput(fmt.Errorf("%s: external: a run with external elements cannot checkpoint (their state is theirs)", b.File))
+	}
+	// The external elements, if any: connected here for a run in this
+	// process, by the nodes for a run over NATS.
+	inProcess := cut != nil || v.GetString("run.transport") == "memory"
+	closeElements, err := connectElements(cmd, v, b, inProcess)
+	if err != nil {
+		return err
+	}
+	defer closeElements()
 	var f *fabric.Fabric
 	var building time.Time // when building f began: the run's setup and wall time count from there
 	switch {
@@ -209,7 +220,7 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		if show {
 			fmt.Fprintln(stderr)
 		}
-		if !r.Complete && r.StoppedBy == "incomplete" {
+		if !r.Complete && r.StoppedBy == "incomplete" && stopWhy != "" {
 			r.Reason = stopWhy
 		}
 	})
@@ -410,7 +421,7 @@ func defaultCut(cmd *cobra.Command, b *scenario.Built) (*autoCut, error) {
 		}
 		cores = min(cores, n)
 	}
-	if p, _ := cmd.Flags().GetInt("partitions"); cmd.Flags().Changed("partitions") && p == 1 && onlyPartitionsFlag(cmd) &&
+	if p, _ := cmd.Flags().GetInt("partitions"); cmd.Flags().Changed("partitions") && p == 1 && onlyPartitionsFlag(cmd, b) &&
 		(b.Scenario == nil || b.Scenario.Placement == nil) {
 		return &autoCut{info: &partition.DefaultCut{Partitions: 1, Cores: cores, Reason: "--partitions 1"}}, nil
 	}
@@ -426,9 +437,9 @@ func defaultCut(cmd *cobra.Command, b *scenario.Built) (*autoCut, error) {
 
 // onlyPartitionsFlag reports whether --partitions is the only distributed
 // flag given (so --partitions 1 means one plain partition).
-func onlyPartitionsFlag(cmd *cobra.Command) bool {
+func onlyPartitionsFlag(cmd *cobra.Command, b *scenario.Built) bool {
 	for _, n := range distFlags {
-		if n != "partitions" && cmd.Flags().Changed(n) {
+		if n != "partitions" && cmd.Flags().Changed(n) && asksDistribution(n, b) {
 			return false
 		}
 	}

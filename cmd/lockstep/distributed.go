@@ -29,7 +29,7 @@ import (
 
 // distFlags are the run flags of a distributed run.
 var distFlags = []string{"partitions", "procs", "coordinators", "nats", "transport", "run-id", "mark-every", "status-every", "external",
-	"peer-timeout", "join-timeout"}
+	"peer-timeout", "join-timeout", "element-keys"}
 
 // addRunDistributedFlags adds the distributed-run flags to `lockstep run`.
 func addRunDistributedFlags(cmd *cobra.Command, v *viper.Viper) {
@@ -45,6 +45,7 @@ func addRunDistributedFlags(cmd *cobra.Command, v *viper.Viper) {
 	f.Duration("status-every", 0, "how often the coordinator leader and the nodes publish their status, their heartbeat (default 250ms)")
 	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long a node or the coordinator leader may be silent, or the NATS server unreachable, before the run fails (exit 3); back within it, the run goes on unchanged")
 	f.Duration("join-timeout", deploy.DefaultJoinTimeout, "how long to wait for the coordinator leader and every node to be heard from (with --external: progress on stderr)")
+	f.String("element-keys", "", "with the scenario's external elements on the embedded NATS server: write their keys, the server's URL and the run id into this directory")
 	addNATSAuthFlags(cmd)
 	addRunMetricsFlag(cmd)
 	for _, n := range distFlags {
@@ -56,7 +57,7 @@ func addRunDistributedFlags(cmd *cobra.Command, v *viper.Viper) {
 // distributed flag was given, or the scenario has a placement section.
 func distributedAsked(cmd *cobra.Command, b *scenario.Built) bool {
 	for _, n := range distFlags {
-		if cmd.Flags().Changed(n) {
+		if cmd.Flags().Changed(n) && asksDistribution(n, b) {
 			return true
 		}
 	}
@@ -97,7 +98,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		return true, badInput(fmt.Errorf("--coordinators %d: want 1 or 3", coords))
 	case v.GetBool("run.external") && (v.GetString("run.nats") == "" || v.GetString("run.run-id") == "" || procs):
 		return true, badInput(fmt.Errorf("--external needs --nats and --run-id (and starts no --procs)"))
-	case transport == "memory" && (procs || coords != 1 || v.GetString("run.nats") != "" || v.GetBool("run.external")):
+	case transport == "memory" && (procs || coords != 1 || v.GetString("run.nats") != "" && len(b.External) == 0 || v.GetBool("run.external")):
 		return true, badInput(fmt.Errorf("--transport memory runs every partition in this process: no --procs, --coordinators or --nats"))
 	case v.GetDuration("run.peer-timeout") <= 0 || v.GetDuration("run.join-timeout") <= 0:
 		return true, badInput(fmt.Errorf("--peer-timeout and --join-timeout must be positive"))
@@ -191,6 +192,13 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 			return true, writePartial(&deploy.Result{Outputs: lr.Outputs}, out, time.Since(start).Seconds(), pl.P,
 				errors.New("interrupted: every partition stopped at the same window boundary"))
 		}
+		if err != nil && lr != nil {
+			// An external element failed: what the partitions have.
+			if show {
+				fmt.Fprintln(stderr)
+			}
+			return true, writePartial(&deploy.Result{Outputs: lr.Outputs}, out, time.Since(start).Seconds(), pl.P, err)
+		}
 		if err != nil {
 			return true, err
 		}
@@ -207,8 +215,9 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 			NATS:     v.GetString("run.nats"), Auth: auth, ChildArgs: childArgs, RunID: v.GetString("run.run-id"),
 			ExeEnv: childEnv, NodeProfile: nodeProfile(cmd, procs), MarkEvery: v.GetUint64("run.mark-every"), StatusEvery: v.GetDuration("run.status-every"),
 			PeerTimeout: v.GetDuration("run.peer-timeout"), JoinTimeout: v.GetDuration("run.join-timeout"),
-			Stderr:   stderr,
-			OnStatus: func(s wire.Status) { progress(s.Window, sim.Time(s.Start), false) }, OnNodeStatus: nodeStatus}
+			ElementKeys: v.GetString("run.element-keys"),
+			Stderr:      stderr,
+			OnStatus:    func(s wire.Status) { progress(s.Window, sim.Time(s.Start), false) }, OnNodeStatus: nodeStatus}
 		ck.deployOptions(cmd, &dopt, v.GetBool("run.external"), maxRestarts(cmd))
 		res, err := deploy.Run(ctx, dopt)
 		ck.distResult(res)

@@ -20,8 +20,10 @@ import (
 // ErrHeader is the reply header that carries an element's error.
 const ErrHeader = "Element-Error"
 
-// Subject is the subject prefix of element node in run run.
-func Subject(run string, node int) string { return fmt.Sprintf("lockstep.%s.element.%d", run, node) }
+// Subject is the subject prefix of the element named element (the
+// scenario's external list: the switch's name unless it gives another)
+// in run run: lockstep.RUN.element.ELEMENT, under the run's own subjects.
+func Subject(run, element string) string { return "lockstep." + run + ".element." + element }
 
 // Element is the element's side of the protocol: the messages in, the
 // reply out.
@@ -47,9 +49,19 @@ func (p *Peer) call(kind string, msg []byte) ([]byte, error) {
 	if len(msg) > elementproto.MaxMessage {
 		return nil, fmt.Errorf("a %s message of %d bytes, more than %d", kind, len(msg), elementproto.MaxMessage)
 	}
+	// No element subscribed (not yet, or reconnecting): the request
+	// reached nobody, so it is asked again until one does, within the
+	// timeout.
+	deadline := time.Now().Add(p.timeout)
 	r, err := p.nc.Request(p.prefix+"."+kind, msg, p.timeout)
+	for errors.Is(err, nats.ErrNoResponders) && time.Until(deadline) > 20*time.Millisecond {
+		time.Sleep(20 * time.Millisecond) // polling against the deadline
+		r, err = p.nc.Request(p.prefix+"."+kind, msg, time.Until(deadline))
+	}
 	switch {
-	case errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders):
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil, fmt.Errorf("%s: no reply within the peer timeout (%v): no element subscribed to %s.*", kind, p.timeout, p.prefix)
+	case errors.Is(err, nats.ErrTimeout):
 		return nil, fmt.Errorf("%s: no reply within the peer timeout (%v): %v", kind, p.timeout, err)
 	case err != nil:
 		return nil, fmt.Errorf("%s: %v", kind, err)

@@ -50,7 +50,7 @@ func TestExternalSwitch_OverNATSSameAsTheBuiltIn(t *testing.T) {
 	ext := map[int]fabric.ExternalPeer{}
 	for _, name := range []string{"tor0", "agg1", "core0", "core3"} {
 		n := node(t, topo, name)
-		prefix := natspeer.Subject("r1", n)
+		prefix := natspeer.Subject("r1", name)
 		if _, err := natspeer.Serve(ec, prefix, extswitch.New()); err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func TestExternalSwitch_SilentPeerFailsWithinTheTimeout(t *testing.T) {
 	lc, ec := inProcessNATS(t)
 	topo := fatTree(t)
 	tor := node(t, topo, "tor0")
-	prefix := natspeer.Subject("r2", tor)
+	prefix := natspeer.Subject("r2", "tor0")
 	sw := extswitch.New()
 	if _, err := ec.Subscribe(prefix+".*", func(m *nats.Msg) {
 		if strings.HasSuffix(m.Subject, ".setup") {
@@ -110,7 +110,7 @@ func TestExternalSwitch_SilentPeerFailsWithinTheTimeout(t *testing.T) {
 	}
 
 	// An element that fails: its error, named.
-	bad := natspeer.Subject("r2", tor+1000)
+	bad := natspeer.Subject("r2", "elsewhere")
 	if _, err := natspeer.Serve(ec, bad, extswitch.New()); err != nil {
 		t.Fatal(err)
 	}

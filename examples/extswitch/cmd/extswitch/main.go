@@ -1,7 +1,15 @@
 // Command extswitch serves the example external switch (package
-// extswitch) over NATS for one element of a run:
+// extswitch) over NATS, one instance per element it is given:
 //
-//	extswitch -nats nats://127.0.0.1:4222 -run R -node 17
+//	extswitch -nats nats://127.0.0.1:4222 -run R -element tor0,core0
+//
+// Each element answers on lockstep.R.element.NAME.setup and .step (the
+// scenario's external list names them: the switch's name unless the
+// entry gives element). A token, if the server wants one, comes from
+// $LOCKSTEP_NATS_TOKEN; on a run's embedded server the element logs in
+// with the key lockstep wrote (-nkey DIR/NAME.nk, lockstep run
+// --element-keys DIR), one element per process. It serves until SIGINT
+// or SIGTERM.
 //
 // It imports nothing of lockstep but the element protocol and its NATS
 // transport (docs/external-elements.md).
@@ -12,6 +20,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -28,24 +39,37 @@ func main() {
 
 func run() error {
 	url := flag.String("nats", nats.DefaultURL, "the NATS server")
-	runID := flag.String("run", "", "the run's id")
-	node := flag.Int("node", -1, "the topology node this element replaces")
+	runID := flag.String("run", "", "the run's id (lockstep run --run-id)")
+	elements := flag.String("element", "", "the elements to serve, comma-separated (the switches' names unless the scenario names them)")
+	nkey := flag.String("nkey", "", "the element's key (lockstep run --element-keys DIR writes DIR/NAME.nk): its login on the run's embedded server")
 	flag.Parse()
-	if *runID == "" || *node < 0 {
-		return fmt.Errorf("-run and -node are required")
+	if *runID == "" || *elements == "" {
+		return fmt.Errorf("-run and -element are required")
 	}
-	nc, err := nats.Connect(*url, nats.Token(os.Getenv("LOCKSTEP_NATS_TOKEN")))
+	opts := []nats.Option{nats.Token(os.Getenv("LOCKSTEP_NATS_TOKEN")), nats.Name("extswitch"),
+		nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}
+	if *nkey != "" {
+		o, err := nats.NkeyOptionFromSeed(*nkey)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, o)
+	}
+	nc, err := nats.Connect(*url, opts...)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	sub, err := natspeer.Serve(nc, natspeer.Subject(*runID, *node), extswitch.New())
-	if err != nil {
-		return err
+	for _, el := range strings.Split(*elements, ",") {
+		sub, err := natspeer.Serve(nc, natspeer.Subject(*runID, el), extswitch.New())
+		if err != nil {
+			return fmt.Errorf("element %s: %w", el, err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
 	}
-	defer func() { _ = sub.Unsubscribe() }()
+	fmt.Fprintf(os.Stderr, "extswitch: serving %s of run %s on %s\n", *elements, *runID, *url)
 	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, os.Interrupt)
+	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
 	<-stop
 	return nil
 }
