@@ -212,7 +212,14 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		// the view smoother (the events and their order do not change).
 		opt.Observe = live.Observe
 		if testObserveDelay > 0 {
-			opt.Observe = func(f *fabric.Fabric) { live.Observe(f); time.Sleep(testObserveDelay) }
+			hold := testObserveHold
+			opt.Observe = func(f *fabric.Fabric) {
+				live.Observe(f)
+				if hold != nil {
+					<-hold
+				}
+				time.Sleep(testObserveDelay)
+			}
 		}
 		opt.ProgressEvery = 1 << 14
 	}
@@ -258,6 +265,11 @@ var perfClock = time.Now
 // testObserveDelay, set by tests only, slows a run with --ui down (in wall
 // time) so that a browser can watch it.
 var testObserveDelay time.Duration
+
+// testObserveHold, set by tests only with testObserveDelay, holds a run
+// with --ui after its first batch until it is closed: a browser that is
+// slow to start (a loaded machine) still sees the run going on.
+var testObserveHold chan struct{}
 
 // execute runs b in this process and writes its outputs into out (which
 // exists): what `lockstep run` does once the scenario is loaded, and what
