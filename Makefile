@@ -12,10 +12,27 @@ FUZZTIME ?= 200000x
 # tools/go.mod or tools/go.sum change.
 GOLANGCI_LINT ?= bin/golangci-lint
 
-.PHONY: help build run deps test test-race test-slow bench bench-smoke bench-scale bench-dist fuzz verify fmt vet lint tidy-check ci image test-cluster
+# Kubernetes (kube-apiserver, kube-controller-manager, kubectl,
+# kube-scheduler, kubelet, kube-proxy) is pinned in tools/k8s/go.mod and
+# CoreDNS in tools/coredns/go.mod, built from there into bin/k8s/ the same
+# way, for make test-k8s: the first build takes about 13 minutes on 2
+# cores (40 s from Go's build cache), later ones happen only when those
+# go.mod or go.sum change. Static (no cgo) and with the version stamped,
+# as Kubernetes' own release builds.
+K8S_VERSION := $(shell sed -n 's/^[[:space:]]*k8s.io\/kubernetes \(v[0-9.]*\).*/\1/p' tools/k8s/go.mod)
+K8S_BIN     ?= bin/k8s
+K8S_MINOR   := $(word 2,$(subst ., ,$(K8S_VERSION)))
+K8S_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+  -X $(p).gitVersion=$(K8S_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=$(K8S_MINOR) -X $(p).gitTreeState=clean)
+K8S_CONTROL := kube-apiserver kube-controller-manager kubectl
+# What the kubelet test adds: a worker node (kube-scheduler, kubelet,
+# kube-proxy) and cluster DNS (CoreDNS, from tools/coredns/go.mod).
+K8S_NODE    := kube-scheduler kubelet kube-proxy coredns
+
+.PHONY: help build run deps test test-race test-slow bench bench-smoke bench-scale bench-dist fuzz verify fmt vet lint tidy-check ci image image-extswitch test-cluster test-k8s k8s-control k8s-node deps-k8s
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +modified)
@@ -39,11 +56,40 @@ image: ## build the container image lockstep:VERSION (FROM scratch, reproducible
 	docker load -i $(IMAGE_TAR) >/dev/null
 	@docker image inspect --format '{{.RepoTags}} {{.Id}} {{.Size}} bytes' $(IMAGE)
 
+# The example external switch (examples/extswitch/cmd/extswitch) as an
+# image of its own, built the same way: its static binary FROM scratch.
+EXTSWITCH_IMAGE     ?= lockstep-extswitch:$(VERSION)
+EXTSWITCH_IMAGE_TAR ?= bin/extswitch-image.tar
+
+image-extswitch: ## build the example external switch's image lockstep-extswitch:VERSION (FROM scratch) and docker load it
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -buildvcs=false -ldflags '-s -w' -o bin/extswitch-static ./examples/extswitch/cmd/extswitch
+	$(GO) run ./deploy/image/mkimage --binary bin/extswitch-static --name extswitch --tag $(EXTSWITCH_IMAGE) --out $(EXTSWITCH_IMAGE_TAR) --version $(VERSION) --commit $(COMMIT)
+	docker load -i $(EXTSWITCH_IMAGE_TAR) >/dev/null
+	@docker image inspect --format '{{.RepoTags}} {{.Id}} {{.Size}} bytes' $(EXTSWITCH_IMAGE)
+
 # The cluster tests (deploy/cluster, build tag cluster) run NATS,
-# coordinators and nodes as containers of $(IMAGE) on private Docker
-# networks: they need a Docker daemon (.ci/run starts one if none answers).
-test-cluster: image ## containers: identical runs, leader killed, node cut off, NATS restarted; k8s pod specs as rendered
-	LOCKSTEP_IMAGE=$(IMAGE) $(GO) test -tags cluster -count=1 -v -timeout 15m ./deploy/cluster/
+# coordinators and nodes as containers of $(IMAGE), and external switches
+# as containers of $(EXTSWITCH_IMAGE), on private Docker networks: they
+# need a Docker daemon (.ci/run starts one if none answers).
+test-cluster: image image-extswitch ## containers: identical runs, external switches, leader killed, node cut off, NATS restarted, node killed and restarted; k8s pod specs as rendered
+	LOCKSTEP_IMAGE=$(IMAGE) LOCKSTEP_EXTSWITCH_IMAGE=$(EXTSWITCH_IMAGE) $(GO) test -tags cluster -count=1 -v -timeout 15m ./deploy/cluster/
+
+# The Kubernetes tests (deploy/k8sapi, build tag k8sapi) start etcd
+# (Debian's etcd-server), kube-apiserver and kube-controller-manager on
+# loopback and check every rendering and overlay against them; then a
+# worker (containerd with CRI, the CNI plugins, kube-scheduler, kubelet,
+# kube-proxy, CoreDNS) runs a rendering's pods for real. About 1.5 minutes
+# once bin/k8s is built (make k8s-control k8s-node).
+deps-k8s: ## install etcd, containerd, runc, the CNI plugins, iptables and conntrack for make test-k8s (apt-get; needs root)
+	@command -v etcd >/dev/null && command -v containerd >/dev/null && command -v runc >/dev/null && [ -x /usr/lib/cni/bridge ] && \
+	  command -v iptables >/dev/null && command -v conntrack >/dev/null && exit 0; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+	  echo "make deps-k8s: etcd, containerd, runc, the CNI plugins, iptables or conntrack is missing and installing them needs root and apt-get: run 'sudo make deps-k8s' or install etcd-server containerd runc containernetworking-plugins iptables conntrack yourself" >&2; exit 1; fi; \
+	$(APT_GET) update -qq && $(APT_GET) install -y -qq etcd-server containerd runc containernetworking-plugins iptables conntrack iproute2 >/dev/null && \
+	  command -v etcd >/dev/null && command -v containerd >/dev/null && [ -x /usr/lib/cni/bridge ]
+
+test-k8s: deps-k8s k8s-control k8s-node ## the k8s manifests against a real control plane (dry-run of P = 1..64 and the overlays, applies, controllers) and a real kubelet running a rendering (first build about 13 min)
+	LOCKSTEP_K8S_BIN=$(abspath $(K8S_BIN)) $(GO) test -tags k8sapi -count=1 -v -timeout 15m ./deploy/k8sapi/
 
 run: ## run the main example (examples/dumbbell.yaml) into out/dumbbell
 	$(GO) run ./cmd/lockstep run examples/dumbbell.yaml --out out/dumbbell
@@ -111,8 +157,18 @@ lint: $(GOLANGCI_LINT) ## golangci-lint with .golangci.yml (layers by depguard, 
 $(GOLANGCI_LINT): tools/go.mod tools/go.sum
 	cd tools && $(GO) build -o $(abspath $(GOLANGCI_LINT)) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
+k8s-control: $(addprefix $(K8S_BIN)/,$(K8S_CONTROL)) ## build Kubernetes' control plane into bin/k8s (tools/k8s; first time about 8 min)
+
+k8s-node: $(addprefix $(K8S_BIN)/,$(K8S_NODE)) ## build the kubelet test's worker (kube-scheduler, kubelet, kube-proxy, CoreDNS) into bin/k8s
+
+$(K8S_BIN)/coredns: tools/coredns/go.mod tools/coredns/go.sum tools/coredns/main.go
+	cd tools/coredns && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(abspath $@) .
+
+$(K8S_BIN)/%: tools/k8s/go.mod tools/k8s/go.sum
+	cd tools/k8s && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(K8S_LDFLAGS)' -o $(abspath $@) k8s.io/kubernetes/cmd/$*
+
 tidy-check:
-	@for m in . tools; do \
+	@for m in . tools tools/k8s tools/coredns; do \
 	  if ! out=$$(cd $$m && $(GO) mod tidy -diff); then \
 	    echo "go mod tidy changes $$m/go.mod or $$m/go.sum:"; echo "$$out"; exit 1; fi; \
 	done

@@ -146,7 +146,7 @@ func benchRound(b *testing.B, n int, members bool) {
 			if r.Window == 0 {
 				w0 = r
 			}
-			_ = nc.Publish(subj.Report(i), wire.AppendReport(nil, &r, 0))
+			_ = nc.Publish(subj.Report(i), wire.AppendReport(nil, &r, 0, 0))
 			return r
 		}
 		// step feeds r to the replica and runs every window it grants.
@@ -186,7 +186,7 @@ func benchRound(b *testing.B, n int, members bool) {
 			switch msg.Kind {
 			case wire.KindResync:
 				for _, r := range f.Last() {
-					_ = nc.Publish(subj.Report(i), wire.AppendReport(nil, &r, 0))
+					_ = nc.Publish(subj.Report(i), wire.AppendReport(nil, &r, 0, 0))
 				}
 			case wire.KindReport:
 				r := *msg.Report
@@ -195,7 +195,7 @@ func benchRound(b *testing.B, n int, members bool) {
 				}
 				if r.Window == 0 && !heard0[r.Node] {
 					heard0[r.Node] = true
-					_ = nc.Publish(subj.Report(i), wire.AppendReport(nil, &w0, 0))
+					_ = nc.Publish(subj.Report(i), wire.AppendReport(nil, &w0, 0, 0))
 				}
 				step(r)
 			case wire.KindBatch, wire.KindGrant, wire.KindControl: // not subscribed

@@ -452,6 +452,15 @@ func (c *Coordinator) propose() {
 		case cmd := <-c.props:
 			if err := c.raft.Apply(cmd.Encode(), 5*time.Second).Error(); err != nil {
 				c.log.Debug("proposal failed", "op", cmd.Op, "err", err)
+			} else if cmd.Op == OpCheckpoint {
+				// Say so at once: the launcher writes the manifest from
+				// the status (a resume finds the newest checkpoint).
+				c.mu.Lock()
+				l := c.lead
+				c.mu.Unlock()
+				if l != nil {
+					l.status()
+				}
 			}
 		}
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/lockstep-sim/lockstep/internal/wire"
 )
 
 // Phase is the run's phase as raft records it.
@@ -78,6 +80,18 @@ type ControlState struct {
 	// FinishWindow and FinishReason describe the finishing grant.
 	FinishWindow uint64
 	FinishReason uint8
+	// Epoch is the run's epoch: 0 from the start, one more at each
+	// rollback (docs/decisions.md, "Distributed checkpoints").
+	// Checkpoint is the last checkpoint committed (every part stored);
+	// Restore the one a node joining in Epoch restores (the resumed
+	// checkpoint in epoch 0, the rollback's after); Restarts the
+	// rollbacks, oldest first.
+	Epoch      uint64
+	Checkpoint *wire.CheckpointRef
+	// Checkpoints counts the checkpoints committed.
+	Checkpoints uint64
+	Restore     *wire.CheckpointRef
+	Restarts    []wire.Restart
 }
 
 // Op is a command's operation.
@@ -90,6 +104,11 @@ const (
 	OpJoin
 	OpMark
 	OpFinish
+	// OpCheckpoint commits a checkpoint whose parts are all stored.
+	OpCheckpoint
+	// OpRollback starts epoch Epoch: every node goes back to the last
+	// committed checkpoint.
+	OpRollback
 )
 
 // Command is one raft log entry's payload.
@@ -101,6 +120,12 @@ type Command struct {
 	Mark   Mark       `msgpack:",omitempty"`
 	Window uint64     `msgpack:",omitempty"`
 	Reason uint8      `msgpack:",omitempty"`
+	// Ckpt is OpCheckpoint's checkpoint, or OpConfigure's resumed one;
+	// Epoch the epoch OpCheckpoint's parts were stored in, or the one
+	// OpRollback starts, with Restart saying why.
+	Ckpt    *wire.CheckpointRef `msgpack:",omitempty"`
+	Epoch   uint64              `msgpack:",omitempty"`
+	Restart wire.Restart        `msgpack:",omitempty"`
 }
 
 // Encode encodes c for raft.Apply.
@@ -159,7 +184,19 @@ func cloneControl(s ControlState) ControlState {
 	c.Joined = slices.Clone(s.Joined)
 	c.Mark.Barrier = slices.Clone(s.Mark.Barrier)
 	c.Leaders = slices.Clone(s.Leaders)
+	c.Checkpoint = cloneRef(s.Checkpoint)
+	c.Restore = cloneRef(s.Restore)
+	c.Restarts = slices.Clone(s.Restarts)
 	return c
+}
+
+func cloneRef(r *wire.CheckpointRef) *wire.CheckpointRef {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.Parts = slices.Clone(r.Parts)
+	return &c
 }
 
 // Apply implements raft.FSM.Apply. It returns nil or an error (the
@@ -194,6 +231,13 @@ func (f *FSM) apply(c *Command) error {
 		s.Config.Part = slices.Clone(c.Config.Part)
 		s.Joined = make([]bool, c.Config.P)
 		s.Phase = PhaseSetup
+		if c.Ckpt != nil {
+			// A resumed run: its checkpoint is the first committed one.
+			if len(c.Ckpt.Parts) != c.Config.P {
+				return fmt.Errorf("coordinator: resume from a checkpoint of %d parts, P=%d", len(c.Ckpt.Parts), c.Config.P)
+			}
+			s.Checkpoint, s.Restore = cloneRef(c.Ckpt), cloneRef(c.Ckpt)
+		}
 	case OpLead:
 		s.Leaders = append(s.Leaders, c.Lead)
 	case OpJoin:
@@ -221,6 +265,30 @@ func (f *FSM) apply(c *Command) error {
 	case OpFinish:
 		s.Phase = PhaseFinished
 		s.FinishWindow, s.FinishReason = c.Window, c.Reason
+	case OpCheckpoint:
+		switch {
+		case s.Phase == 0 || c.Ckpt == nil || len(c.Ckpt.Parts) != s.Config.P:
+			return fmt.Errorf("coordinator: checkpoint before configure, or without a part for each of %d partitions", s.Config.P)
+		case c.Epoch != s.Epoch || s.Checkpoint != nil && c.Ckpt.Window <= s.Checkpoint.Window:
+			return nil // stored before a rollback, or older than the last one
+		}
+		s.Checkpoint = cloneRef(c.Ckpt)
+		s.Checkpoints++
+	case OpRollback:
+		switch {
+		case s.Checkpoint == nil:
+			return fmt.Errorf("coordinator: rollback without a committed checkpoint")
+		case c.Epoch != s.Epoch+1:
+			return fmt.Errorf("coordinator: rollback to epoch %d in epoch %d", c.Epoch, s.Epoch)
+		case s.Phase == PhaseFinished:
+			return fmt.Errorf("coordinator: rollback after the run finished")
+		}
+		s.Epoch = c.Epoch
+		s.Restore = cloneRef(s.Checkpoint)
+		s.Restarts = append(s.Restarts, c.Restart)
+		// The marks were of the windows rolled back; the next ones start
+		// over from the checkpoint.
+		s.Mark, s.HasMark = Mark{}, false
 	default:
 		return fmt.Errorf("coordinator: unknown op %d", c.Op)
 	}

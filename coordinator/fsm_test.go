@@ -3,6 +3,7 @@ package coordinator
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/lockstep-sim/lockstep/internal/wire"
 )
 
 func applyCmd(t *testing.T, f *FSM, index uint64, c Command) error {
@@ -148,5 +151,77 @@ func TestBoltStore_LogAndStableStore(t *testing.T) {
 	}
 	if v, err := s.GetUint64([]byte("CurrentTerm")); err != nil || v != 9 {
 		t.Errorf("reopened CurrentTerm = %d, %v; want 9", v, err)
+	}
+}
+
+// Distributed checkpoints (docs/decisions.md): a checkpoint commits only
+// with a part per partition and in the current epoch, newer than the last;
+// a rollback needs a committed checkpoint, starts the next epoch, records
+// the restart, makes the checkpoint the one new nodes restore and clears
+// the marks; checkpoints stored before it are then ignored; a resumed run
+// starts with its checkpoint committed. The state survives a snapshot.
+func TestFSM_CheckpointsAndRollbacks(t *testing.T) {
+	ref := func(w uint64, parts int) *wire.CheckpointRef {
+		r := &wire.CheckpointRef{Window: w, TimePS: int64(w) * 1000}
+		for i := range parts {
+			r.Parts = append(r.Parts, wire.CheckpointPart{Name: fmt.Sprintf("part-%d.ckpt", i), Bytes: 10, SHA256: "x"})
+		}
+		return r
+	}
+	f := &FSM{}
+	if err := applyCmd(t, f, 1, Command{Op: OpConfigure, Config: testRun}); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyCmd(t, f, 2, Command{Op: OpRollback, Epoch: 1}); err == nil {
+		t.Errorf("rollback without a checkpoint: no error")
+	}
+	if err := applyCmd(t, f, 3, Command{Op: OpCheckpoint, Ckpt: ref(100, 1)}); err == nil {
+		t.Errorf("checkpoint with 1 part of 2: no error")
+	}
+	_ = applyCmd(t, f, 4, Command{Op: OpMark, Mark: Mark{Window: 256}})
+	_ = applyCmd(t, f, 5, Command{Op: OpCheckpoint, Ckpt: ref(100, 2)})
+	_ = applyCmd(t, f, 6, Command{Op: OpCheckpoint, Ckpt: ref(50, 2)}) // late, older
+	if st := f.State(); st.Checkpoint == nil || st.Checkpoint.Window != 100 || st.Checkpoints != 1 {
+		t.Fatalf("after checkpoints 100 then 50: %+v, %d committed; want 100, 1", st.Checkpoint, st.Checkpoints)
+	}
+	if err := applyCmd(t, f, 7, Command{Op: OpRollback, Epoch: 2}); err == nil {
+		t.Errorf("rollback to epoch 2 from 0: no error")
+	}
+	r := wire.Restart{Epoch: 1, Partition: 1, LostAt: 130, FromWindow: 100}
+	if err := applyCmd(t, f, 8, Command{Op: OpRollback, Epoch: 1, Restart: r}); err != nil {
+		t.Fatal(err)
+	}
+	_ = applyCmd(t, f, 9, Command{Op: OpCheckpoint, Ckpt: ref(200, 2), Epoch: 0}) // stored before the rollback
+	st := f.State()
+	if st.Epoch != 1 || st.Checkpoint.Window != 100 || st.Restore == nil || st.Restore.Window != 100 ||
+		!reflect.DeepEqual(st.Restarts, []wire.Restart{r}) || st.HasMark {
+		t.Fatalf("after the rollback: epoch %d checkpoint %+v restore %+v restarts %v mark %v", st.Epoch, st.Checkpoint, st.Restore, st.Restarts, st.HasMark)
+	}
+	_ = applyCmd(t, f, 10, Command{Op: OpCheckpoint, Ckpt: ref(150, 2), Epoch: 1})
+	if st := f.State(); st.Checkpoint.Window != 150 || st.Restore.Window != 100 {
+		t.Errorf("a checkpoint in epoch 1: checkpoint %d restore %d; want 150, 100", st.Checkpoint.Window, st.Restore.Window)
+	}
+	snap, _ := f.Snapshot()
+	var sk sink
+	if err := snap.Persist(&sk); err != nil {
+		t.Fatal(err)
+	}
+	g := &FSM{}
+	if err := g.Restore(io.NopCloser(&sk)); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(g.State(), f.State()) {
+		t.Errorf("restored from a snapshot: %+v, want %+v", g.State(), f.State())
+	}
+	_ = applyCmd(t, f, 11, Command{Op: OpFinish})
+	if err := applyCmd(t, f, 12, Command{Op: OpRollback, Epoch: 2}); err == nil {
+		t.Errorf("rollback after the finish: no error")
+	}
+	resumed := &FSM{}
+	if err := applyCmd(t, resumed, 1, Command{Op: OpConfigure, Config: testRun, Ckpt: ref(300, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if st := resumed.State(); st.Checkpoint == nil || st.Restore == nil || st.Restore.Window != 300 {
+		t.Errorf("resumed: checkpoint %+v restore %+v; want window 300", st.Checkpoint, st.Restore)
 	}
 }

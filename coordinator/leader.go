@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,10 +43,32 @@ type leader struct {
 	// rejected counts reports dropped as not from the node they claim
 	// (or undecodable); guarded by mu.
 	rejected uint64
+	// epoch is the run's epoch (ControlState.Epoch); heard says which
+	// nodes spoke in it (a setup request from one of them is a new
+	// incarnation: a lost node); rb is the rollback under way, until
+	// every node said it restored; parts the checkpoint parts stored in
+	// this epoch, by window, until every one is in. Guarded by mu.
+	epoch uint64
+	heard []bool
+	rb    *pendingRollback
+	parts map[uint64]*ckParts
 
 	subs []*nats.Subscription
 	quit chan struct{}
 	wg   sync.WaitGroup
+}
+
+// pendingRollback is a rollback whose nodes have not all restored yet.
+type pendingRollback struct {
+	msg       []byte // the rollback message, published again until done
+	confirmed []bool
+}
+
+// ckParts gathers the parts of the checkpoint at one window.
+type ckParts struct {
+	ref  wire.CheckpointRef
+	have []bool
+	n    int
 }
 
 // becomeLeader makes this replica the run's leader for raft's current
@@ -62,7 +85,7 @@ func (c *Coordinator) becomeLeader() {
 	}
 	st := c.fsm.State()
 	if st.Phase == 0 {
-		if err := c.apply(Command{Op: OpConfigure, Config: c.rcfg}); err != nil {
+		if err := c.apply(Command{Op: OpConfigure, Config: c.rcfg, Ckpt: c.cfg.Setup.Resume}); err != nil {
 			c.log.Warn("not leading: configure failed", "term", term, "err", err)
 			if !errors.Is(err, raft.ErrNotLeader) && !isRaftTransient(err) {
 				c.fail(err)
@@ -101,7 +124,13 @@ func (c *Coordinator) becomeLeader() {
 	bar.Resync()
 	l := &leader{c: c, term: term, bar: bar, enc: wire.NewEncoder(), quit: make(chan struct{}),
 		joined: st.Phase >= PhaseRunning, progress: time.Now(), peers: liveness.NewPeers(st.Config.P),
-		finals: make([]bool, st.Config.P)}
+		finals: make([]bool, st.Config.P), epoch: st.Epoch, heard: make([]bool, st.Config.P), parts: map[uint64]*ckParts{}}
+	if st.Epoch > 0 && st.Restore != nil {
+		// A rollback its predecessor may not have seen through: say it
+		// again until every node is in the epoch (those already there
+		// ignore it).
+		l.rb = l.rollbackMsg(st.Restore, st.Restarts[len(st.Restarts)-1].Partition)
+	}
 	if st.HasMark {
 		l.last = barrier.Grant{Window: st.Mark.Window, Start: sim.Time(st.Mark.Start)}
 	}
@@ -133,7 +162,7 @@ func (l *leader) start(finished bool) error {
 	s := l.c.subj
 	if !finished {
 		for subject, cb := range map[string]nats.MsgHandler{s.Reports(): l.onReport, s.Setup(): l.onSetup,
-			s.NodeStatuses(): l.onNodeStatus} {
+			s.NodeStatuses(): l.onNodeStatus, s.Checkpoints(): l.onCheckpoint} {
 			sub, err := nc.Subscribe(subject, cb)
 			if err != nil {
 				return err
@@ -187,6 +216,7 @@ func (l *leader) tick(finished bool) {
 		case <-resync.C:
 			if !finished {
 				l.resync()
+				l.repeatRollback()
 			}
 		case now := <-status.C:
 			l.status()
@@ -223,6 +253,20 @@ func (l *leader) watch(conn *liveness.Conn, now time.Time) {
 	}
 	if silent := l.peers.Silent(now, cfg.PeerTimeout); len(silent) > 0 {
 		err := liveness.SilentError(silent[0], cfg.PeerTimeout)
+		if cs := l.c.fsm.State(); cs.Checkpoint != nil && len(cs.Restarts) < cfg.Setup.MaxRestarts {
+			// A hung node is lost too: roll back (its launcher, or its
+			// own restart, brings a new incarnation), and give it the
+			// timeout again.
+			l.peers.Heard(silent[0], now)
+			l.wg.Add(1)
+			go func() {
+				defer l.wg.Done()
+				if rerr := l.rollback(silent[0], true); rerr != nil {
+					l.abort(fmt.Errorf("%v; %w", err, rerr))
+				}
+			}()
+			return
+		}
 		if data, eerr := l.enc.Control(wire.TypeAbort, cfg.Creds.Abort(err.Error())); eerr == nil {
 			_ = cfg.Conn.Publish(l.c.subj.Abort(), data)
 			_ = cfg.Conn.FlushTimeout(time.Second)
@@ -233,7 +277,7 @@ func (l *leader) watch(conn *liveness.Conn, now time.Time) {
 	if reconnected || now.Sub(l.progress) > cfg.StallAfter {
 		l.progress = now
 		l.bar.Resync()
-		_ = cfg.Conn.Publish(l.c.subj.Resync(), l.enc.Resync(wire.Resync{Term: l.term}))
+		_ = cfg.Conn.Publish(l.c.subj.Resync(), l.enc.Resync(wire.Resync{Term: l.term, Epoch: l.epoch}))
 		l.c.log.Info("no progress: resync request sent", "window", l.last.Window, "reconnected", reconnected)
 	}
 }
@@ -248,12 +292,32 @@ func (l *leader) onNodeStatus(msg *nats.Msg) {
 	if m.Control.UnmarshalBody(&st) != nil {
 		return
 	}
+	if from, ok := l.c.subj.Sender(msg.Subject); !ok || from != st.Partition {
+		return // not from the node it names
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if st.Partition < 0 || st.Partition >= len(l.finals) {
 		return
 	}
 	l.peers.Heard(st.Partition, time.Now())
+	if st.Epoch != l.epoch {
+		return // a node that has not restored yet, or a stale status
+	}
+	l.heard[st.Partition] = true
+	if rb := l.rb; rb != nil && !l.stopped {
+		rb.confirmed[st.Partition] = true
+		if !slices.Contains(rb.confirmed, false) {
+			// Every node restored the checkpoint: the resends of those
+			// that restored first may have reached nodes still in the
+			// old epoch, so everyone resends once more.
+			l.rb = nil
+			l.bar.Resync()
+			l.progress = time.Now()
+			_ = l.c.cfg.Conn.Publish(l.c.subj.Resync(), l.enc.Resync(wire.Resync{Term: l.term, Epoch: l.epoch}))
+			l.c.log.Warn("rollback done: every node restored its part", "epoch", l.epoch)
+		}
+	}
 	if !st.Finished || l.stopped || l.finished {
 		return
 	}
@@ -275,13 +339,15 @@ func (l *leader) resync() {
 	if l.stopped || l.finished || l.bar.Phase() != barrier.PhaseResyncing {
 		return
 	}
-	_ = l.c.cfg.Conn.Publish(l.c.subj.Resync(), l.enc.Resync(wire.Resync{Term: l.term}))
+	_ = l.c.cfg.Conn.Publish(l.c.subj.Resync(), l.enc.Resync(wire.Resync{Term: l.term, Epoch: l.epoch}))
 }
 
 func (l *leader) status() {
+	cs := l.c.fsm.State()
 	l.mu.Lock()
 	st := wire.Status{ID: l.c.cfg.ID, Term: l.term, PID: os.Getpid(), Window: l.last.Window, Start: int64(l.last.Start),
-		Phase: l.bar.Phase().String(), Grants: l.bar.Stats().Grants, Rejected: l.rejected + l.c.RaftRejected()}
+		Phase: l.bar.Phase().String(), Grants: l.bar.Stats().Grants, Rejected: l.rejected + l.c.RaftRejected(),
+		Epoch: cs.Epoch, Checkpoint: cs.Checkpoint, Checkpoints: cs.Checkpoints, Restarts: cs.Restarts}
 	if l.finished {
 		st.Phase = barrier.PhaseFinished.String()
 	}
@@ -298,21 +364,179 @@ func (l *leader) status() {
 	_ = l.c.cfg.Conn.Publish(l.c.subj.Status(), data)
 }
 
-// onSetup answers a node's setup request with the run and this term.
+// onSetup answers a node's setup request with the run, this term, the
+// epoch and the checkpoint a node joining in it restores. A request from a
+// node that already spoke in this epoch (or any, once the run started,
+// unless a rollback waits for that node) comes from a new incarnation of
+// a lost node: every node goes back to the last committed checkpoint
+// (rollback), or the run fails if there is none or the restarts are used
+// up.
 func (l *leader) onSetup(msg *nats.Msg) {
+	part := -1
+	if m, err := wire.Decode(msg.Data); err == nil && m.Kind == wire.KindControl && m.Control.Type == wire.TypeSetupRequest {
+		var rq wire.SetupRequest
+		if m.Control.UnmarshalBody(&rq) == nil && rq.Partition >= 0 && rq.Partition < l.c.rcfg.P {
+			part = rq.Partition
+		}
+	}
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return
+	}
+	lost := part >= 0 && (l.heard[part] || l.joined && (l.rb == nil || l.rb.confirmed[part]))
+	l.mu.Unlock()
+	if lost {
+		if err := l.rollback(part, false); err != nil {
+			l.abort(err)
+			return
+		}
+	}
+	cs := l.c.fsm.State()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.stopped {
 		return
 	}
 	su := *l.c.cfg.Setup // with the launcher's signature, if any
-	su.Term = l.term
+	su.Term, su.Epoch, su.Restore = l.term, l.epoch, cs.Restore
 	data, err := l.enc.Control(wire.TypeSetup, &su)
 	if err != nil {
 		l.c.log.Error("encode setup", "err", err)
 		return
 	}
 	_ = msg.Respond(data)
+}
+
+// rollback starts a new epoch in which every node restores the last
+// committed checkpoint, because partition lost's node was lost: raft
+// commits it first (so that a new leader goes on with it), then every
+// node is told (and told again until each says it restored).
+func (l *leader) rollback(lost int, silent bool) error {
+	cs := l.c.fsm.State()
+	maxR := l.c.cfg.Setup.MaxRestarts
+	switch {
+	case cs.Checkpoint == nil:
+		return fmt.Errorf("partition %d: its node was lost (a new one asked for the setup) and no checkpoint is committed to restart from", lost)
+	case len(cs.Restarts) >= maxR:
+		return fmt.Errorf("partition %d: its node was lost and the run has restarted %d times (--max-restarts %d)", lost, len(cs.Restarts), maxR)
+	}
+	l.mu.Lock()
+	at := l.last.Window
+	l.mu.Unlock()
+	r := wire.Restart{Epoch: cs.Epoch + 1, Partition: lost, LostAt: at, FromWindow: cs.Checkpoint.Window, Silent: silent}
+	if err := l.c.apply(Command{Op: OpRollback, Epoch: r.Epoch, Restart: r}); err != nil {
+		return fmt.Errorf("partition %d: its node was lost and the rollback was not committed: %w", lost, err)
+	}
+	cs = l.c.fsm.State()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return nil
+	}
+	l.epoch = cs.Epoch
+	clear(l.heard)
+	clear(l.finals)
+	clear(l.parts)
+	l.finished = false
+	// The observer starts over from the nodes' resent reports.
+	bar, err := barrier.New(l.bar.State().Config)
+	if err != nil {
+		return err
+	}
+	bar.Resync()
+	l.bar = bar
+	l.last = barrier.Grant{Window: cs.Restore.Window, Start: sim.Time(cs.Restore.TimePS)}
+	l.progress = time.Now()
+	l.rb = l.rollbackMsg(cs.Restore, lost)
+	_ = l.c.cfg.Conn.Publish(l.c.subj.Rollback(), l.rb.msg)
+	l.c.log.Warn("node lost: rolling back", "partition", lost, "epoch", l.epoch, "window", cs.Restore.Window, "lost_at", at)
+	return nil
+}
+
+// rollbackMsg is the pending rollback to ref in the leader's epoch.
+// Precondition: mu held.
+func (l *leader) rollbackMsg(ref *wire.CheckpointRef, lost int) *pendingRollback {
+	r := wire.Rollback{Epoch: l.epoch, Lost: lost, To: *ref}
+	l.c.cfg.Creds.SignRollback(&r)
+	data, err := l.enc.Control(wire.TypeRollback, r)
+	if err != nil {
+		l.c.log.Error("encode rollback", "err", err)
+	}
+	return &pendingRollback{msg: data, confirmed: make([]bool, l.c.rcfg.P)}
+}
+
+// repeatRollback publishes the pending rollback again (it may have been
+// lost, or a node was restarting).
+func (l *leader) repeatRollback() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rb != nil && !l.stopped && l.rb.msg != nil {
+		_ = l.c.cfg.Conn.Publish(l.c.subj.Rollback(), l.rb.msg)
+	}
+}
+
+// abort fails the run with err: every member is told.
+func (l *leader) abort(err error) {
+	cfg := l.c.cfg
+	l.mu.Lock()
+	data, eerr := l.enc.Control(wire.TypeAbort, cfg.Creds.Abort(err.Error()))
+	l.mu.Unlock()
+	if eerr == nil {
+		_ = cfg.Conn.Publish(l.c.subj.Abort(), data)
+		_ = cfg.Conn.FlushTimeout(time.Second)
+	}
+	l.c.fail(err)
+}
+
+// onCheckpoint records a node's stored part; once every part of a window's
+// checkpoint is in (in this epoch), the checkpoint is committed.
+func (l *leader) onCheckpoint(msg *nats.Msg) {
+	m, err := wire.Decode(msg.Data)
+	var cs wire.CheckpointStored
+	if err == nil && (m.Kind != wire.KindControl || m.Control.Type != wire.TypeCheckpointStored) {
+		err = fmt.Errorf("%v message", m.Kind)
+	}
+	if err == nil {
+		err = m.Control.UnmarshalBody(&cs)
+	}
+	if err == nil {
+		if from, ok := l.c.subj.Sender(msg.Subject); !ok || from != cs.Partition || from >= l.c.rcfg.P {
+			err = fmt.Errorf("part of partition %d on %s", cs.Partition, msg.Subject)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.rejected++
+		l.c.log.Warn("checkpoint part rejected", "subject", msg.Subject, "err", err)
+		return
+	}
+	if l.stopped || cs.Epoch != l.epoch {
+		return
+	}
+	ck := l.parts[cs.Window]
+	if ck == nil {
+		ck = &ckParts{ref: wire.CheckpointRef{Window: cs.Window, TimePS: cs.TimePS, Parts: make([]wire.CheckpointPart, l.c.rcfg.P)},
+			have: make([]bool, l.c.rcfg.P)}
+		l.parts[cs.Window] = ck
+	}
+	if !ck.have[cs.Partition] {
+		ck.have[cs.Partition] = true
+		ck.n++
+	}
+	ck.ref.Parts[cs.Partition] = cs.Part
+	if ck.n < len(ck.have) {
+		return
+	}
+	for w := range l.parts {
+		if w <= cs.Window {
+			delete(l.parts, w)
+		}
+	}
+	ref := ck.ref
+	l.c.enqueue(Command{Op: OpCheckpoint, Ckpt: &ref, Epoch: l.epoch})
+	l.c.log.Info("checkpoint complete", "window", ref.Window, "epoch", l.epoch)
 }
 
 // onReport feeds a report to the observer and records what it grants.
@@ -340,13 +564,17 @@ func (l *leader) onReport(msg *nats.Msg) {
 	}
 	r := *m.Report
 	l.peers.Heard(r.Node, time.Now())
+	if m.Epoch != l.epoch {
+		return // from before a rollback
+	}
+	l.heard[r.Node] = true
 	err = l.bar.Step(r)
 	if errors.Is(err, barrier.ErrWrongWindow) && l.bar.Phase() == barrier.PhaseCollecting && r.Window > l.bar.Window()+1 {
 		// The nodes are ahead (the observer lost reports): catch up
 		// from what comes next, and ask for the last reports again.
 		l.bar.Resync()
 		err = l.bar.Step(r)
-		_ = l.c.cfg.Conn.Publish(l.c.subj.Resync(), l.enc.Resync(wire.Resync{Term: l.term}))
+		_ = l.c.cfg.Conn.Publish(l.c.subj.Resync(), l.enc.Resync(wire.Resync{Term: l.term, Epoch: l.epoch}))
 	}
 	if err != nil {
 		// Copies and reports around a resync are normal; anything

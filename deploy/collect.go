@@ -21,6 +21,7 @@ type Collector struct {
 	sub   *nats.Subscription
 	done  chan struct{}
 	errs  chan error
+	fails chan error
 
 	mu      sync.Mutex
 	enc     *wire.Encoder            // guarded by mu
@@ -46,7 +47,7 @@ func NewCollector(nc *nats.Conn, run string, p int, creds *member.Creds) (*Colle
 	if err != nil {
 		return nil, err
 	}
-	c := &Collector{p: p, subj: subj, creds: creds, done: make(chan struct{}), errs: make(chan error, 1), enc: wire.NewEncoder(),
+	c := &Collector{p: p, subj: subj, creds: creds, done: make(chan struct{}), errs: make(chan error, 1), fails: make(chan error, 1), enc: wire.NewEncoder(),
 		chunks: map[int][][]byte{}, results: map[int]*node.PartResult{}}
 	c.sub, err = nc.Subscribe(subj.Results(), c.onChunk)
 	if err != nil {
@@ -64,6 +65,11 @@ func (c *Collector) Done() <-chan struct{} { return c.done }
 
 // Errors delivers the first result that could not be decoded.
 func (c *Collector) Errors() <-chan error { return c.errs }
+
+// Failures delivers the reason of the first partial result a node
+// pushed on its own failure (node.PartResult.Reason: an external
+// element's error), naming its partition.
+func (c *Collector) Failures() <-chan error { return c.fails }
 
 // Has reports whether partition i's result is in.
 func (c *Collector) Has(i int) bool {
@@ -177,6 +183,12 @@ func (c *Collector) add(ch wire.ResultChunk) {
 		return
 	}
 	c.results[ch.Partition] = r
+	if r.Partial() && r.Reason != "" {
+		select {
+		case c.fails <- fmt.Errorf("partition %d: %s", ch.Partition, r.Reason):
+		default:
+		}
+	}
 	if len(c.results) == c.p {
 		close(c.done)
 	}

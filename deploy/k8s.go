@@ -34,6 +34,12 @@ type K8s struct {
 	// Resource requests of a node and of a coordinator.
 	NodeCPU, NodeMemory   string
 	CoordCPU, CoordMemory string
+	// CheckpointEvery (a duration, "": none) makes the nodes checkpoint
+	// into the NATS server's JetStream object store; with it the node Job
+	// lets MaxRestarts pods fail (backoffLimit), each replaced by a pod
+	// of the same completion index that rejoins the run (docs/deploy.md).
+	CheckpointEvery string
+	MaxRestarts     int
 }
 
 // K8sFiles are the rendered manifests by file name, kustomization.yaml
@@ -297,7 +303,9 @@ spec:
             - --peer-timeout=$(LOCKSTEP_PEER_TIMEOUT)
             - --id=$(POD_NAME)
             - --raft-addr=$(POD_IP):7000
-            - --peers={{.Peers}}
+            - --peers={{.Peers}}{{if .CheckpointEvery}}
+            - --checkpoint-every={{.CheckpointEvery}}
+            - --max-restarts={{.MaxRestarts}}{{end}}
             - --metrics=0.0.0.0:9100
           envFrom:
             - configMapRef: {name: lockstep-run}
@@ -344,8 +352,11 @@ spec:
       app.kubernetes.io/component: coordinator
 `,
 	"nodes.yaml": `# One pod per partition: the completion index is the partition (the node
-# reads JOB_COMPLETION_INDEX, which the Job controller sets). A node
-# that dies cannot rejoin the run it left (it fails), so no retries.
+# reads JOB_COMPLETION_INDEX, which the Job controller sets).{{if .CheckpointEvery}} A node that
+# dies is replaced by a pod of the same index, which asks the coordinators
+# for the setup: every node rolls back to the last committed checkpoint
+# and the run goes on (at most {{.MaxRestarts}} times).{{else}} A node
+# that dies cannot rejoin the run it left (it fails), so no retries.{{end}}
 apiVersion: batch/v1
 kind: Job
 metadata:
@@ -357,7 +368,7 @@ spec:
   completionMode: Indexed
   completions: {{.Partitions}}
   parallelism: {{.Partitions}}
-  backoffLimit: 0
+  backoffLimit: {{if .CheckpointEvery}}{{.MaxRestarts}}{{else}}0{{end}}
   template:
     metadata:
       labels:

@@ -197,3 +197,47 @@ func checkOwnNamespace(t *testing.T, dir string, objs []any, ns string) {
 		}
 	}
 }
+
+// TestK8s_CheckpointsLetNodePodsBeReplaced: with --checkpoint-every the
+// coordinators get the checkpoint flags and the node Job replaces up to
+// --max-restarts failed pods (same completion index, which rejoins);
+// without, none.
+func TestK8s_CheckpointsLetNodePodsBeReplaced(t *testing.T) {
+	for _, c := range []struct {
+		every   string
+		backoff int32
+	}{{"", 0}, {"100us", 5}} {
+		k := exampleK8s(t)
+		k.CheckpointEvery, k.MaxRestarts = c.every, 5
+		files, err := k.Render()
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := k8sobj.DecodeAll(files.Stream())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var jobs, coords int
+		for _, o := range objs {
+			switch o := o.(type) {
+			case *batchv1.Job:
+				jobs++
+				if o.Spec.BackoffLimit == nil || *o.Spec.BackoffLimit != c.backoff {
+					t.Errorf("--checkpoint-every %q: node Job backoffLimit %v, want %d", c.every, o.Spec.BackoffLimit, c.backoff)
+				}
+			case *appsv1.StatefulSet:
+				if o.Name != "coord" {
+					continue
+				}
+				coords++
+				args := strings.Join(o.Spec.Template.Spec.Containers[0].Args, " ")
+				if has := strings.Contains(args, "--checkpoint-every=100us --max-restarts=5"); has != (c.every != "") {
+					t.Errorf("--checkpoint-every %q: coordinator args %q", c.every, args)
+				}
+			}
+		}
+		if jobs != 1 || coords != 1 {
+			t.Fatalf("%d jobs, %d coordinator sets", jobs, coords)
+		}
+	}
+}

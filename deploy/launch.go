@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lockstep-sim/lockstep/coordinator"
+	"github.com/lockstep-sim/lockstep/coordinator/barrier"
+	"github.com/lockstep-sim/lockstep/internal/checkpoint"
 	"github.com/lockstep-sim/lockstep/internal/liveness"
 	"github.com/lockstep-sim/lockstep/internal/member"
 	"github.com/lockstep-sim/lockstep/internal/wire"
@@ -44,6 +47,7 @@ import (
 	"github.com/lockstep-sim/lockstep/partition"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/scenario"
+	"github.com/lockstep-sim/lockstep/sim"
 )
 
 // Options describe a distributed run.
@@ -104,6 +108,29 @@ type Options struct {
 	// PartialWait bounds how long a failed run waits for the surviving
 	// nodes' partial results (default 3s).
 	PartialWait time.Duration
+	// ElementKeys, for a scenario with external elements on the embedded
+	// server, is a directory where the launcher writes each element's
+	// key (NAME.nk, its nkey seed, mode 0600), then the server's URL
+	// (url) and the run id (run): the elements log in with them and may
+	// only answer on their own subjects, and only the node that steps an
+	// element may call it (members.go).
+	ElementKeys string
+	// CheckpointEvery makes every node store its part of a checkpoint at
+	// the first window boundary at or after each multiple of this virtual
+	// time (0: no checkpoints), into CheckpointDir ("": the NATS
+	// server's JetStream object store), where the launcher writes each
+	// committed checkpoint's manifest and keeps the last CheckpointKeep
+	// (docs/decisions.md, "Distributed checkpoints").
+	CheckpointEvery sim.Time
+	CheckpointDir   string
+	CheckpointKeep  int
+	// MaxRestarts bounds the rollbacks after a lost node (0: a lost node
+	// fails the run). With Procs, the launcher starts a new node process
+	// for a node that exits before its result is in, if a checkpoint is
+	// committed and restarts remain.
+	MaxRestarts int
+	// Resume is the checkpoint the run starts from (nil: the start).
+	Resume *wire.CheckpointRef
 }
 
 // DefaultJoinTimeout is Options.JoinTimeout's default.
@@ -133,6 +160,12 @@ type Result struct {
 	// RTTMicros is the median NATS round trip the launcher measured
 	// during the run, µs (node.RTTSampler).
 	RTTMicros float64
+	// Restarts are the rollbacks after a lost node, as raft committed
+	// them; Checkpoints counts the checkpoints committed, LastCheckpoint
+	// is the last one (nil: none).
+	Restarts       []wire.Restart
+	Checkpoints    int
+	LastCheckpoint *wire.CheckpointRef
 }
 
 // A run that fails after it started returns, with its error, a Result
@@ -177,6 +210,14 @@ type launch struct {
 	leaderAt time.Time       // guarded by mu; zero until the first status
 	dead     map[int]bool    // guarded by mu
 	aborted  string          // guarded by mu
+	// ckpt is the last checkpoint committed (from the leader's status),
+	// ckpts the count, restarts the rollbacks raft has, spawned the node
+	// processes started after a loss; guarded by mu.
+	ckpt     *wire.CheckpointRef
+	ckpts    int
+	restarts []wire.Restart
+	spawned  int
+	finished bool // a leader said the run finished
 }
 
 type child struct {
@@ -221,6 +262,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		return nil, err
 	}
 	su := NewSetup(o.Built, o.Placement)
+	su.CheckpointEvery, su.CheckpointDir, su.MaxRestarts, su.Resume = int64(o.CheckpointEvery), o.CheckpointDir, o.MaxRestarts, o.Resume
 	l := &launch{o: o, log: o.Logger, subj: subj, out: &syncWriter{w: o.Stderr}, fatal: make(chan error, 64),
 		peers: liveness.NewPeers(o.Placement.P), dead: map[int]bool{}, rejectedBy: map[uint64]uint64{}}
 	if !o.External {
@@ -231,6 +273,9 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 			ids = []string{"c1", "c2", "c3"}
 		}
 		if l.creds, err = member.NewSet(o.RunID, ids, o.Placement.P, o.NATS == ""); err != nil {
+			return nil, err
+		}
+		if err := l.elementMembers(); err != nil {
 			return nil, err
 		}
 		su.Sig = l.creds.Launcher.Sign(wire.SetupMessage(o.RunID, su))
@@ -251,6 +296,9 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		}
 	}()
 	if err := l.startNATS(); err != nil {
+		return nil, err
+	}
+	if err := l.writeElementKeys(); err != nil {
 		return nil, err
 	}
 	nc, err := l.connect("launcher", l.member(member.Launcher))
@@ -302,8 +350,18 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Outputs: out, Results: rs, RunID: o.RunID, Wall: time.Since(start), Leaders: leaders,
-		CoordinatorsLost: lost, Rejected: l.rejected(), RTTMicros: rtt.Median()}, nil
+	res = &Result{Outputs: out, Results: rs, RunID: o.RunID, Wall: time.Since(start), Leaders: leaders,
+		CoordinatorsLost: lost, Rejected: l.rejected(), RTTMicros: rtt.Median()}
+	l.ckptResult(res)
+	return res, nil
+}
+
+// ckptResult fills in res's checkpoint and restart fields.
+func (l *launch) ckptResult(res *Result) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	res.Restarts = slices.Clone(l.restarts)
+	res.Checkpoints, res.LastCheckpoint = l.ckpts, l.ckpt
 }
 
 // rejected gathers the refusal counts.
@@ -398,8 +456,10 @@ func (l *launch) partial(nc *nats.Conn, start time.Time, failure error) (*Result
 	leaders := append([]wire.Status(nil), l.leaders...)
 	lost := l.lost
 	l.mu.Unlock()
-	return &Result{Outputs: out, Results: rs, RunID: l.o.RunID, Wall: time.Since(start), Leaders: leaders,
-		CoordinatorsLost: lost}, failure
+	res := &Result{Outputs: out, Results: rs, RunID: l.o.RunID, Wall: time.Since(start), Leaders: leaders,
+		CoordinatorsLost: lost}
+	l.ckptResult(res)
+	return res, failure
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -481,6 +541,17 @@ func (l *launch) watch(ctx context.Context, nc *nats.Conn, start time.Time) {
 					now.Sub(start).Seconds(), o.JoinTimeout)
 			}
 		}
+		if len(silent) > 0 && l.canRestart(ctx) {
+			// A hung node process is a lost node: killed, its exit
+			// starts a new one (restartNode), and the run rolls back.
+			for _, i := range silent {
+				l.killNode(i, 0)
+				l.mu.Lock()
+				l.peers.Heard(i, now) // the new process gets the timeout again
+				l.mu.Unlock()
+			}
+			silent = nil
+		}
 		switch {
 		case leaderGone && !anyResult:
 			l.failf("coordinator: no status from the leader for %v", o.PeerTimeout)
@@ -490,6 +561,58 @@ func (l *launch) watch(ctx context.Context, nc *nats.Conn, start time.Time) {
 			return
 		}
 	}
+}
+
+// elementMembers gives the scenario's external elements keys of their
+// own when the run's server is the embedded one (which only lets its
+// members in): ElementKeys must say where to put them.
+func (l *launch) elementMembers() error {
+	b, pl := l.o.Built, l.o.Placement
+	if len(b.External) == 0 || l.o.NATS != "" {
+		if l.o.ElementKeys != "" {
+			return fmt.Errorf("deploy: element keys are for external elements on the embedded NATS server (no --nats)")
+		}
+		return nil
+	}
+	if l.o.ElementKeys == "" {
+		return fmt.Errorf("deploy: %d external elements on the embedded NATS server need a directory for their keys (--element-keys)", len(b.External))
+	}
+	byPart := make([][]string, pl.P)
+	for _, x := range b.External {
+		byPart[pl.Part[x.Node]] = append(byPart[pl.Part[x.Node]], x.Element)
+	}
+	return l.creds.AddElements(byPart)
+}
+
+// writeElementKeys writes the elements' keys, then the server's URL and
+// the run id, into ElementKeys (mode 0700; url last: once it is there,
+// everything is), and says so on Stderr.
+func (l *launch) writeElementKeys() error {
+	if l.creds == nil || len(l.creds.Elements) == 0 {
+		return nil
+	}
+	dir := l.o.ElementKeys
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("deploy: element keys: %w", err)
+	}
+	var names []string
+	for _, x := range l.o.Built.External {
+		names = append(names, x.Element)
+		c := l.creds.Elements[x.Element]
+		if err := os.WriteFile(filepath.Join(dir, x.Element+".nk"), []byte(c.Seed+"\n"), 0o600); err != nil {
+			return fmt.Errorf("deploy: element keys: %w", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "run"), []byte(l.o.RunID+"\n"), 0o600); err != nil {
+		return fmt.Errorf("deploy: element keys: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "url"), []byte(l.url+"\n"), 0o600); err != nil {
+		return fmt.Errorf("deploy: element keys: %w", err)
+	}
+	fmt.Fprintf(l.out, "lockstep: external elements %s of run %s: serve them on %s with their keys in %s "+
+		"(extswitch -nats %s -run %s -element NAME -nkey %s/NAME.nk)\n", strings.Join(names, ","), l.o.RunID, l.url, dir,
+		l.url, l.o.RunID, dir)
+	return nil
 }
 
 func (l *launch) startNATS() error {
@@ -562,6 +685,13 @@ func (l *launch) collect(nc *nats.Conn) error {
 			l.failf("%v", err)
 		}
 	}()
+	go func() {
+		// A node that failed on its own (an external element) says why in
+		// the partial result it pushed, before its process exits.
+		if err := <-col.Failures(); err != nil {
+			l.failf("%v", err)
+		}
+	}()
 	_, err = nc.Subscribe(l.subj.Status(), func(msg *nats.Msg) {
 		m, err := wire.Decode(msg.Data)
 		if err != nil || m.Kind != wire.KindControl || m.Control.Type != wire.TypeStatus {
@@ -577,7 +707,31 @@ func (l *launch) collect(nc *nats.Conn) error {
 			l.leaders = append(l.leaders, st)
 		}
 		l.rejectedBy[st.Term] = max(l.rejectedBy[st.Term], st.Rejected)
+		l.finished = l.finished || st.Phase == barrier.PhaseFinished.String()
+		var hung []int
+		if len(st.Restarts) > len(l.restarts) {
+			for _, r := range st.Restarts[len(l.restarts):] {
+				if r.Silent {
+					hung = append(hung, r.Partition)
+				}
+			}
+			l.restarts = slices.Clone(st.Restarts)
+		}
+		var committed *wire.CheckpointRef
+		if c := st.Checkpoint; c != nil && (l.ckpt == nil || c.Window > l.ckpt.Window) {
+			if l.o.Resume == nil || c.Window != l.o.Resume.Window {
+				committed = c
+			}
+			l.ckpt = c
+		}
+		l.ckpts = max(l.ckpts, int(st.Checkpoints))
 		l.mu.Unlock()
+		for _, i := range hung {
+			l.killNode(i, l.o.PeerTimeout/2)
+		}
+		if committed != nil {
+			l.committed(committed)
+		}
 		if l.o.OnStatus != nil {
 			l.o.OnStatus(st)
 		}
@@ -733,15 +887,7 @@ func (l *launch) startCoordinators(ctx context.Context, su *wire.Setup) error {
 func (l *launch) startNodes(ctx, nodeCtx context.Context) error {
 	for i := 0; i < l.o.Placement.P; i++ {
 		if l.o.Procs {
-			args := []string{"node", "--nats", l.url, "--run", l.o.RunID, "--partition", strconv.Itoa(i),
-				"--peer-timeout", l.o.PeerTimeout.String()}
-			if l.o.StatusEvery > 0 {
-				args = append(args, "--status-every", l.o.StatusEvery.String())
-			}
-			if l.o.NodeProfile != "" {
-				args = append(args, "--cpuprofile", fmt.Sprintf("%s.node%d", l.o.NodeProfile, i))
-			}
-			if err := l.spawn(ctx, "node", fmt.Sprintf("node %d", i), "", l.member(member.Node(i)), append(args, l.o.ChildArgs...)); err != nil {
+			if err := l.spawnNode(ctx, i); err != nil {
 				return err
 			}
 			continue
@@ -760,6 +906,95 @@ func (l *launch) startNodes(ctx, nodeCtx context.Context) error {
 		}()
 	}
 	return nil
+}
+
+// spawnNode starts node i's process.
+func (l *launch) spawnNode(ctx context.Context, i int) error {
+	args := []string{"node", "--nats", l.url, "--run", l.o.RunID, "--partition", strconv.Itoa(i),
+		"--peer-timeout", l.o.PeerTimeout.String()}
+	if l.o.StatusEvery > 0 {
+		args = append(args, "--status-every", l.o.StatusEvery.String())
+	}
+	if l.o.NodeProfile != "" {
+		args = append(args, "--cpuprofile", fmt.Sprintf("%s.node%d", l.o.NodeProfile, i))
+	}
+	return l.spawn(ctx, "node", fmt.Sprintf("node %d", i), "", l.member(member.Node(i)), append(args, l.o.ChildArgs...))
+}
+
+// restartNode starts a new process for partition part, whose process c
+// exited before its result was in, when the run can go on without it: a
+// checkpoint is committed and restarts remain (the leader then rolls every
+// node back to it when the new process asks for the setup). It returns
+// false when the run cannot.
+func (l *launch) restartNode(ctx context.Context, part int, c *child) bool {
+	l.mu.Lock()
+	ok := l.restartable(ctx)
+	if ok {
+		l.spawned++
+	}
+	l.mu.Unlock()
+	if !ok {
+		return false
+	}
+	fmt.Fprintf(l.out, "lockstep: partition %d: node process %d exited (%v); starting a new one, which resumes from the last checkpoint\n",
+		part, c.PID, exitText(c.err))
+	if err := l.spawnNode(ctx, part); err != nil {
+		l.failf("partition %d: restart: %v", part, err)
+	}
+	return true
+}
+
+// canRestart says a lost node process can be replaced now.
+func (l *launch) canRestart(ctx context.Context) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.restartable(ctx)
+}
+
+// restartable is canRestart; precondition: mu held. After the finish
+// there is nothing to roll back to: the others are done (a node lost while
+// it sends its result fails the run).
+func (l *launch) restartable(ctx context.Context) bool {
+	return l.o.Procs && l.ckpt != nil && l.spawned < l.o.MaxRestarts && l.aborted == "" && !l.finished && ctx.Err() == nil
+}
+
+// killNode kills partition i's node process, found silent (by the
+// launcher, or by the leader, which rolled the run back without it): its
+// exit starts a new one (restartNode). It leaves alone a process heard from
+// within the last silentFor (a new one already started).
+func (l *launch) killNode(i int, silentFor time.Duration) {
+	name := fmt.Sprintf("node %d", i)
+	l.mu.Lock()
+	var c *child
+	for _, k := range l.children {
+		if k.Name == name {
+			c = k // the newest
+		}
+	}
+	heard := l.peers.Since(i, time.Now())
+	l.mu.Unlock()
+	if c == nil || heard < silentFor {
+		return
+	}
+	select {
+	case <-c.done:
+	default:
+		fmt.Fprintf(l.out, "lockstep: partition %d: node process %d silent; killing it\n", i, c.PID)
+		_ = syscall.Kill(-c.PID, syscall.SIGKILL)
+	}
+}
+
+// committed records checkpoint ref, which raft committed: with a
+// checkpoint directory, its manifest goes next to the nodes' parts (so
+// that `lockstep resume` reads it), and the older checkpoints beyond
+// CheckpointKeep are removed (with JetStream, nothing to do here).
+func (l *launch) committed(ref *wire.CheckpointRef) {
+	if l.o.CheckpointDir != "" {
+		st := checkpoint.Store{Dir: l.o.CheckpointDir, Keep: max(l.o.CheckpointKeep, 1)}
+		if _, err := st.Commit(node.Manifest(ref, l.o.Built.Digest(), l.o.Placement.P)); err != nil {
+			fmt.Fprintf(l.out, "lockstep: checkpoint of window %d: manifest not written: %v\n", ref.Window, err)
+		}
+	}
 }
 
 // spawn starts a child process in its own process group. Its member
@@ -811,6 +1046,9 @@ func (l *launch) spawn(ctx context.Context, role, name, id string, creds *member
 		case "node":
 			var part int
 			fmt.Sscanf(name, "node %d", &part)
+			if !l.col.Has(part) && l.restartNode(ctx, part, c) {
+				return
+			}
 			if !l.col.Has(part) || c.err != nil {
 				l.mu.Lock()
 				l.dead[part] = true

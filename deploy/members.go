@@ -2,6 +2,8 @@ package deploy
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -16,29 +18,51 @@ import (
 // the server attributes every message: node i can speak only as node i
 // (its reports, which every node hears, and its batches), and only
 // coordinators ask for resends, publish the status and abort. A new subject a member publishes
-// on must be added here, or the embedded server refuses it.
+// on must be added here, or the embedded server refuses it. A node says
+// on ckpt.<i> that it stored its part of a checkpoint; only coordinators
+// publish rollbacks.
 
 // nodePermissions are node i's. Nodes hear every node's reports (the
 // barrier is run among them: coordinator/barrier package doc, "Peers") and
 // the leader's status (its heartbeat, internal/liveness); coordinators
 // hear the nodes'.
-func nodePermissions(s wire.Subjects, i int) *server.Permissions {
+func nodePermissions(s wire.Subjects, i int, elements []string) *server.Permissions {
+	pub := []string{s.Prefix() + fmt.Sprintf("batch.*.%d", i), s.Report(i), s.Setup(), s.Result(i), s.NodeStatus(i), s.Checkpoint(i)}
+	for _, el := range elements {
+		// The external elements this partition steps (requests; their
+		// answers come to its inbox).
+		pub = append(pub, elementSubjects(s, el))
+	}
 	return &server.Permissions{
-		Publish: &server.SubjectPermission{Allow: []string{
-			s.Prefix() + fmt.Sprintf("batch.*.%d", i), s.Report(i), s.Setup(), s.Result(i), s.NodeStatus(i)}},
+		Publish: &server.SubjectPermission{Allow: pub},
 		Subscribe: &server.SubjectPermission{Allow: []string{
-			s.Batches(i), s.Reports(), s.Resync(), s.Abort(), s.Status(), s.Inbox(member.Node(i)) + ".>"}},
+			s.Batches(i), s.Reports(), s.Resync(), s.Abort(), s.Status(), s.Rollback(), s.Inbox(member.Node(i)) + ".>"}},
+	}
+}
+
+// elementSubjects are external element el's request subjects
+// (natspeer.Subject: setup and step).
+func elementSubjects(s wire.Subjects, el string) string { return s.Prefix() + "element." + el + ".*" }
+
+// elementPermissions are external element el's: it hears requests on its
+// own subjects and answers them, and publishes nothing else.
+func elementPermissions(s wire.Subjects, el string) *server.Permissions {
+	return &server.Permissions{
+		Publish:   &server.SubjectPermission{Deny: []string{">"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{elementSubjects(s, el)}},
+		Response:  &server.ResponsePermission{MaxMsgs: 1},
 	}
 }
 
 // coordinatorPermissions are coordinator replica id's: resync requests,
-// status and aborts, and replies to setup requests; it hears reports, the
-// nodes' progress and the leader's status (a follower's --metrics).
+// status, aborts and rollbacks, and replies to setup requests; it hears
+// reports, the nodes' progress and stored checkpoint parts, and the
+// leader's status (a follower's --metrics).
 func coordinatorPermissions(s wire.Subjects, id string) *server.Permissions {
 	return &server.Permissions{
-		Publish: &server.SubjectPermission{Allow: []string{s.Resync(), s.Status(), s.Abort()}},
+		Publish: &server.SubjectPermission{Allow: []string{s.Resync(), s.Status(), s.Abort(), s.Rollback()}},
 		Subscribe: &server.SubjectPermission{Allow: []string{
-			s.Reports(), s.NodeStatuses(), s.Status(), s.Setup(), s.Abort(), s.Inbox(member.Coordinator(id)) + ".>"}},
+			s.Reports(), s.NodeStatuses(), s.Status(), s.Setup(), s.Abort(), s.Checkpoints(), s.Inbox(member.Coordinator(id)) + ".>"}},
 		Response: &server.ResponsePermission{MaxMsgs: 1},
 	}
 }
@@ -77,7 +101,14 @@ func serverUsers(s wire.Subjects, set *member.Set) []*server.NkeyUser {
 		users = append(users, &server.NkeyUser{Nkey: c.Public(), Permissions: coordinatorPermissions(s, id)})
 	}
 	for i, c := range set.Nodes {
-		users = append(users, &server.NkeyUser{Nkey: c.Public(), Permissions: nodePermissions(s, i)})
+		var els []string
+		if i < len(set.NodeElements) {
+			els = set.NodeElements[i]
+		}
+		users = append(users, &server.NkeyUser{Nkey: c.Public(), Permissions: nodePermissions(s, i, els)})
+	}
+	for _, el := range slices.Sorted(maps.Keys(set.Elements)) {
+		users = append(users, &server.NkeyUser{Nkey: set.Elements[el].Public(), Permissions: elementPermissions(s, el)})
 	}
 	return users
 }

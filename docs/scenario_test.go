@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-sim/lockstep/examples/extswitch"
+	"github.com/lockstep-sim/lockstep/fabric"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/runner"
 	"github.com/lockstep-sim/lockstep/scenario"
@@ -31,6 +34,12 @@ func TestScenarioDoc_ExamplesRun(t *testing.T) {
 			t.Errorf("example %d: %v", i+1, err)
 			continue
 		}
+		if len(b.External) > 0 {
+			// External switches: the example switch, in this process, must
+			// give the files of lockstep's own switches.
+			b.ConnectExternal(func(string) fabric.ExternalPeer { return extswitch.New() })
+			sameAsBuiltIn(t, i+1, m[1], b)
+		}
 		r, err := runner.Run(b, runner.Options{})
 		if err != nil {
 			t.Errorf("example %d: run: %v", i+1, err)
@@ -46,6 +55,41 @@ func TestScenarioDoc_ExamplesRun(t *testing.T) {
 	}
 }
 
+// sameAsBuiltIn runs example n (text, built with external elements as
+// b) and the same scenario without its external list: fct.csv and
+// queues.csv are byte-identical.
+func sameAsBuiltIn(t *testing.T, n int, text string, b *scenario.Built) {
+	t.Helper()
+	s, err := scenario.Parse("scenario.md", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.External = nil
+	plain, err := scenario.Build("scenario.md", s, scenario.Dir("."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := [2]string{t.TempDir(), t.TempDir()}
+	for k, bb := range []*scenario.Built{plain, b} {
+		r, err := runner.Run(bb, runner.Options{})
+		if err != nil {
+			t.Fatalf("example %d: %v", n, err)
+		}
+		if err := r.WriteDir(dirs[k], results.Perf{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"fct.csv", "queues.csv"} {
+		a, _ := os.ReadFile(filepath.Join(dirs[0], f))
+		c, _ := os.ReadFile(filepath.Join(dirs[1], f))
+		if len(a) == 0 || !bytes.Equal(a, c) {
+			t.Errorf("example %d: %s differs with the external switches (%d vs %d bytes)", n, f, len(c), len(a))
+		}
+	}
+	// The run below uses fresh elements.
+	b.ConnectExternal(func(string) fabric.ExternalPeer { return extswitch.New() })
+}
+
 // fieldTables maps the headings of scenario.md whose section holds a
 // "| field | ..." table to the struct the table documents.
 var fieldTables = map[string]reflect.Type{
@@ -57,8 +101,10 @@ var fieldTables = map[string]reflect.Type{
 	"output":                                 reflect.TypeFor[scenario.Output](),
 	"switch":                                 reflect.TypeFor[scenario.Switch](),
 	"switch.int":                             reflect.TypeFor[scenario.INT](),
+	"switch.modules":                         reflect.TypeFor[scenario.SwitchModule](),
 	"impairments":                            reflect.TypeFor[scenario.Impairment](),
 	"placement":                              reflect.TypeFor[scenario.Placement](),
+	"external":                               reflect.TypeFor[scenario.External](),
 	"Sweeps":                                 reflect.TypeFor[sweep.Spec](),
 	"Flows that wait on others (collective)": reflect.TypeFor[scenario.CollectiveSpec](),
 	"rail":                                   reflect.TypeFor[scenario.Rail](),

@@ -54,6 +54,9 @@ type Config struct {
 	// Storms are hosts whose receive pipeline stalls (a PFC storm source;
 	// hostsim.Storm).
 	Storms []HostStorm
+	// External replaces the switches of these topology nodes by elements
+	// that run outside the fabric (external.go, elementproto).
+	External map[int]ExternalPeer
 }
 
 // HostStorm makes host Host's receive pipeline stall. Zero XOFF, XON (when
@@ -148,7 +151,8 @@ func (c *Config) switchConfigs() (def switchsim.Config, tiers map[int]switchsim.
 const (
 	kindHost uint8 = iota + 1
 	kindSwitch
-	kindCompat // a compatibility profile's one element (compat.go)
+	kindCompat   // a compatibility profile's one element (compat.go)
+	kindExternal // an element outside the fabric (external.go)
 )
 
 // Fabric is a built network, ready to run.
@@ -174,6 +178,14 @@ type Fabric struct {
 	// pfcReport and lossless: Config.PFCReport and LosslessClasses.
 	pfcReport bool
 	lossless  uint8
+	// External elements (external.go): the local proxies in node order
+	// and by node, the window length (the smallest delay of their links),
+	// the current window of a run in one process [winStart, winEnd)
+	// (winEnd 0: between windows), and the error that stopped the run.
+	ext                    []*external
+	extOf                  []*external
+	extL, winStart, winEnd sim.Time
+	extErr                 error
 }
 
 // PFCReport reports whether the fabric keeps the PFC report's counters
@@ -385,6 +397,10 @@ func New(cfg Config) (*Fabric, error) {
 	if f.threshold = cfg.Watchdog(); f.threshold > 0 {
 		f.every = DeadlockGrid(f.threshold)
 	}
+	f.extOf = make([]*external, n)
+	if err := f.newExternals(&cfg); err != nil {
+		return nil, err
+	}
 	eng.OnLazyDone = f.lazyDone
 	for i := range cfg.Flows {
 		fl := &cfg.Flows[i]
@@ -550,40 +566,102 @@ func (f *Fabric) RunUntil(horizon sim.Time) uint64 {
 // DeadlockGrid), and at the end h of each, with every event before h run,
 // searches the grid times from h to the next event (sim.FindDeadlock).
 func (f *Fabric) RunUntilBatch(horizon sim.Time, n int) bool {
+	return f.RunBatch(horizon, horizon, n) == BatchMore
+}
+
+// BatchResult says why RunBatch returned.
+type BatchResult uint8
+
+const (
+	// BatchMore: n events ran; there may be more.
+	BatchMore BatchResult = 1 + iota
+	// BatchPaused: every event before the pause ran and the run is not
+	// over: RunBatch with a later pause goes on exactly as if it had not
+	// paused (a checkpoint's boundary).
+	BatchPaused
+	// BatchOver: nothing is left before the limit, or a PFC deadlock was
+	// found.
+	BatchOver
+)
+
+// RunBatch is RunUntilBatch with the run's limit and a pause <= limit:
+// it runs at most n events before pause, and the PFC deadlock search
+// (which looks ahead to the limit) does not depend on where it pauses.
+func (f *Fabric) RunBatch(limit, pause sim.Time, n int) BatchResult {
 	e := f.eng
-	if f.every == 0 {
+	pause = min(pause, limit)
+	if f.every == 0 && f.ext == nil {
 		for i := 0; i < n; i++ {
-			ev := e.Step(horizon)
+			ev := e.Step(pause)
 			if ev == nil {
-				return false
+				if pause < limit && e.NextEventTime() < limit {
+					return BatchPaused
+				}
+				return BatchOver
 			}
 			f.dispatch(ev)
 		}
-		return true
+		return BatchMore
+	}
+	if f.ext != nil {
+		// An external element's state is not the fabric's to checkpoint
+		// (runner refuses checkpoints with external elements), so a run
+		// with one never pauses before its limit.
+		if f.runExternalBatch(limit, n) {
+			return BatchMore
+		}
+		return BatchOver
 	}
 	for i := 0; i < n; {
 		if f.deadlock != nil {
-			return false
+			return BatchOver
 		}
 		if f.gridEnd == 0 {
-			if f.gridEnd = f.checkDeadlock(0, horizon); f.gridEnd == 0 {
-				return false
+			if f.gridEnd = f.checkDeadlock(0, limit); f.gridEnd == 0 {
+				return BatchOver
 			}
 		}
-		h := min(horizon, f.gridEnd)
+		h := min(limit, f.gridEnd)
+		if h > pause {
+			// The stretch goes on past the pause: run to the pause only.
+			if ev := e.Step(pause); ev != nil {
+				f.dispatch(ev)
+				i++
+				continue
+			}
+			return BatchPaused
+		}
 		if ev := e.Step(h); ev != nil {
 			f.dispatch(ev)
 			i++
 			continue
 		}
-		if h >= horizon {
-			return false
+		if h >= limit {
+			return BatchOver
 		}
-		if f.gridEnd = f.checkDeadlock(h, horizon); f.gridEnd == 0 {
-			return false
+		if f.gridEnd = f.checkDeadlock(h, limit); f.gridEnd == 0 {
+			return BatchOver
 		}
 	}
-	return true
+	return BatchMore
+}
+
+// SnapshotAnchors are the parts of the fabric that a build from the same
+// configuration makes identically and a run never changes (the topology,
+// the routes, the flows and tasks): a checkpoint refers to them instead
+// of copying them (internal/snapshot).
+func (f *Fabric) SnapshotAnchors() []any {
+	as := []any{f.topo}
+	if f.routes != nil {
+		as = append(as, f.routes)
+	}
+	if len(f.tr.Flows) > 0 {
+		as = append(as, f.tr.Flows)
+	}
+	if len(f.tr.Tasks) > 0 {
+		as = append(as, f.tr.Tasks)
+	}
+	return as
 }
 
 // checkDeadlock searches the grid times from h (every event before it
@@ -656,6 +734,16 @@ func (f *Fabric) dispatch(ev *sim.Event) {
 		}
 	case kindCompat:
 		f.compat.OnEvent(e, ev)
+	default:
+		f.dispatchExternal(ev)
+	}
+}
+
+// dispatchExternal hands an event to an external element's proxy (out of
+// dispatch's switch, whose three cases stay a short chain of compares).
+func (f *Fabric) dispatchExternal(ev *sim.Event) {
+	if f.kind[ev.Dst] == kindExternal && ev.Kind == sim.EvArrive {
+		f.extOf[ev.Dst].onArrive(f.eng, ev.Pkt, int(f.linkPort[ev.Arg^1]))
 	}
 }
 
@@ -710,6 +798,10 @@ func (f *Fabric) Conservation() Conservation {
 		for i := range s.Ports {
 			c.QueueDrops += s.Ports[i].Dropped
 		}
+	}
+	for _, x := range f.ext {
+		c.InQueues += len(x.pending)
+		c.QueueDrops += x.drops
 	}
 	c.LinkLost = f.eng.Stats.LinkLost
 	c.OnWire = f.eng.OnWire()

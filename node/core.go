@@ -79,6 +79,8 @@ type Core struct {
 	seen     map[batchKey]struct{}
 	keepFrom uint64
 	dups     uint64
+	// end is the end of the last window run.
+	end sim.Time
 }
 
 type inBatch struct {
@@ -126,6 +128,13 @@ func NewCore(b *scenario.Built, pl *partition.Placement, part int, term uint64) 
 	f, err := fabric.New(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if l := f.ExternalLookahead(); l < pl.Lookahead {
+		// A window longer than an external element's links allow would
+		// let a packet it sends arrive inside the window it was sent in
+		// (partition.WithExternal keeps the lookahead within it).
+		return nil, fmt.Errorf("node: partition %d: lookahead %v, longer than the smallest delay %v of its external elements' links",
+			part, pl.Lookahead, l)
 	}
 	c := &Core{part: part, p: pl.P, F: f, fol: barrier.NewFollower(part, term), limit: b.Limit(),
 		dest: make([]int32, f.Engine().NumLinks()+f.Engine().NumElements()), out: make([][]sim.RemotePacket, pl.P), rec: results.NewRecorder(b, f),
@@ -187,7 +196,7 @@ func (c *Core) Stats() CoreStats { return c.stats }
 // Setup finishes the setup window 0 (barrier package doc): it reports the
 // first event time. Building the fabric sends nothing.
 func (c *Core) Setup() (Output, error) {
-	r, err := c.fol.Finish(barrier.Report{NextEvent: c.F.Engine().NextEventTime(), MinSent: sim.Never,
+	r, err := c.fol.Finish(barrier.Report{NextEvent: c.F.NextEventTime(), MinSent: sim.Never,
 		Sent: make([]uint32, c.p)})
 	if err != nil {
 		return Output{}, err
@@ -405,7 +414,13 @@ func (c *Core) Run() (Output, error) {
 		}
 	}
 
-	n := c.F.RunUntil(g.End)
+	// The window's events, then the external elements' step (their
+	// departures are in the outbox or the engine by its end).
+	n, err := c.F.RunWindow(g.Start, g.End)
+	if err != nil {
+		return Output{}, err // the shell names the partition
+	}
+	c.end = g.End
 	c.stats.Windows++
 	c.stats.Covered += g.Len()
 	c.stats.Skipped += g.Idle
@@ -440,7 +455,7 @@ func (c *Core) Run() (Output, error) {
 			c.stats.PacketsOut += uint64(m)
 		}
 	}
-	rep := barrier.Report{NextEvent: e.NextEventTime(), MinSent: minSent, Sent: sent}
+	rep := barrier.Report{NextEvent: c.F.NextEventTime(), MinSent: minSent, Sent: sent}
 	if c.watch {
 		rep.PausedAt, rep.Paused = g.End, c.F.PausedPorts(g.End)
 	}

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/lockstep-sim/lockstep/coordinator/barrier"
+	"github.com/lockstep-sim/lockstep/fabric"
 	"github.com/lockstep-sim/lockstep/partition"
 	"github.com/lockstep-sim/lockstep/results"
 	"github.com/lockstep-sim/lockstep/scenario"
+	"github.com/lockstep-sim/lockstep/sim"
 )
 
 // LocalOptions tune RunLocal.
@@ -27,6 +29,47 @@ type LocalOptions struct {
 	// ErrStopped.
 	Stop       <-chan struct{}
 	StopReason string
+	// Checkpoint, if set, is handed the run's state at window boundaries
+	// (every partition ran the last window and every report is stepped):
+	// at the first boundary at or after each multiple of CheckpointEvery
+	// of virtual time, and at the next boundary whenever CheckpointDue,
+	// if set, says one is due (a wall-clock interval). An error ends the
+	// run with it.
+	Checkpoint      func(*LocalState) error
+	CheckpointEvery sim.Time
+	CheckpointDue   func() bool
+	// Restore, if set, is called once every partition is built and set
+	// up: it restores the state from a checkpoint, and the run goes on
+	// from there.
+	Restore func(*LocalState) error
+}
+
+// LocalState is what a checkpoint of an in-memory run holds: the barrier
+// and every partition's core, at the boundary after Window, at virtual
+// time Time (the window's end).
+type LocalState struct {
+	Barrier *barrier.Barrier
+	Cores   []*Core
+	Window  uint64
+	Time    sim.Time
+}
+
+// Roots are the state's objects, for internal/snapshot.
+func (s *LocalState) Roots() []any {
+	rs := []any{s.Barrier}
+	for _, c := range s.Cores {
+		rs = append(rs, c)
+	}
+	return rs
+}
+
+// Anchors are what the state refers to and a fresh build recreates.
+func (s *LocalState) Anchors() []any {
+	var as []any
+	for _, c := range s.Cores {
+		as = append(as, c.F.SnapshotAnchors()...)
+	}
+	return as
 }
 
 // ErrStopped is RunLocal's error when LocalOptions.Stop ended the run; the
@@ -57,6 +100,9 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 			return nil, fmt.Errorf("partition %d: %w", i, err)
 		}
 	}
+	if (opt.Checkpoint != nil || opt.Restore != nil) && len(b.External) > 0 {
+		return nil, fmt.Errorf("node: a run with external elements cannot checkpoint or restore: their state is not the fabric's")
+	}
 	for _, c := range cores {
 		out, err := c.Setup()
 		if err != nil {
@@ -66,6 +112,19 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 			return nil, err
 		}
 	}
+	st := &LocalState{Barrier: bar, Cores: cores}
+	if opt.Restore != nil {
+		if err := opt.Restore(st); err != nil {
+			return nil, err
+		}
+	}
+	// The next virtual checkpoint, after the boundary the run starts at
+	// (st.Time after a restore).
+	nextCk := sim.Never
+	if opt.Checkpoint != nil && opt.CheckpointEvery > 0 {
+		nextCk = (st.Time/opt.CheckpointEvery + 1) * opt.CheckpointEvery
+	}
+	first := true
 	outs := make([]Output, pl.P)
 	errs := make([]error, pl.P)
 	// Wall-clock statistics, as a node process records them (NodePerf):
@@ -79,6 +138,15 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 		took[i] = time.Since(t)
 	}
 	for {
+		if !first && opt.Checkpoint != nil && (st.Time >= nextCk || opt.CheckpointDue != nil && opt.CheckpointDue()) {
+			if err := opt.Checkpoint(st); err != nil {
+				return nil, err
+			}
+			if opt.CheckpointEvery > 0 {
+				nextCk = (st.Time/opt.CheckpointEvery + 1) * opt.CheckpointEvery
+			}
+		}
+		first = false
 		g, ok := bar.Ready()
 		if !ok {
 			return nil, fmt.Errorf("node: barrier has no grant after every report")
@@ -124,6 +192,12 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 			p.ImbalanceSeconds += (slowest - took[i]).Seconds()
 		}
 		for i := range cores {
+			if xe := (*fabric.ExternalError)(nil); errors.As(errs[i], &xe) {
+				// An external element failed: what every partition has,
+				// as a failed run's (the others ran the window).
+				err := fmt.Errorf("partition %d: %w", i, errs[i])
+				return failLocal(b, cores, bar, err), err
+			}
 			if errs[i] != nil {
 				return nil, fmt.Errorf("partition %d: %w", i, errs[i])
 			}
@@ -137,6 +211,7 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 				return nil, err
 			}
 		}
+		st.Window, st.Time = g.Window, g.End
 	}
 	wall := time.Since(start).Seconds()
 	rs := make([]*PartResult, pl.P)
@@ -174,4 +249,18 @@ func stopLocal(b *scenario.Built, cores []*Core, perf []NodePerf, wall float64, 
 	}
 	out := results.MergePartial(b, len(cores), parts, reason)
 	return &LocalRun{Outputs: out, Results: rs, Barrier: bar.Stats(), Cores: cores}, ErrStopped
+}
+
+// failLocal is the partial run of an in-memory run that failed with err
+// (an external element's error): every partition's part as it stands,
+// merged as a failed run's.
+func failLocal(b *scenario.Built, cores []*Core, bar *barrier.Barrier, err error) *LocalRun {
+	rs := make([]*PartResult, len(cores))
+	parts := make([]*results.Part, len(cores))
+	for i, c := range cores {
+		rs[i] = c.PartialResult()
+		parts[i] = &rs[i].Part
+	}
+	out := results.MergePartial(b, len(cores), parts, err.Error())
+	return &LocalRun{Outputs: out, Results: rs, Barrier: bar.Stats(), Cores: cores}
 }

@@ -12,9 +12,12 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lockstep-sim/lockstep/coordinator/barrier"
+	"github.com/lockstep-sim/lockstep/fabric"
+	"github.com/lockstep-sim/lockstep/internal/checkpoint"
 	"github.com/lockstep-sim/lockstep/internal/liveness"
 	"github.com/lockstep-sim/lockstep/internal/member"
 	"github.com/lockstep-sim/lockstep/internal/wire"
+	"github.com/lockstep-sim/lockstep/sim"
 )
 
 // ResultChunkBytes is the size of the pieces a node's result is sent in,
@@ -48,6 +51,9 @@ type Config struct {
 	Creds *member.Creds
 	// Logger (nil: discard).
 	Logger *slog.Logger
+	// Store keeps the checkpoint parts (nil: the setup's CheckpointDir,
+	// else the server's JetStream object store).
+	Store PartStore
 	// Observe, if set, sees the node's Progress at every heartbeat once
 	// it has joined the run, and when it finishes (metrics, readiness).
 	Observe func(Progress)
@@ -98,7 +104,7 @@ func Run(ctx context.Context, cfg Config) error {
 			_ = s.Unsubscribe()
 		}
 	}()
-	for _, s := range []string{subj.Batches(cfg.Partition), subj.Reports(), subj.Resync(), subj.Abort(), subj.Status()} {
+	for _, s := range []string{subj.Batches(cfg.Partition), subj.Reports(), subj.Resync(), subj.Abort(), subj.Status(), subj.Rollback()} {
 		sub, err := nc.ChanSubscribe(s, q)
 		if err != nil {
 			return fmt.Errorf("node %d: subscribe %s: %w", cfg.Partition, s, err)
@@ -119,6 +125,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("node %d: %w", cfg.Partition, err)
 	}
+	ConnectElements(b, nc, cfg.Run, ElementTimeout(cfg.PeerTimeout)) // the scenario's external elements, if any
 	// A peer run (coordinator/barrier package doc, "Peers"): the node
 	// steps every node's report into a replica of the barrier and takes
 	// its grants from it; the leader only observes.
@@ -126,6 +133,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("node %d: %w", cfg.Partition, err)
 	}
+	// epoch is the run's epoch this node is in (wire.Batch.Epoch).
+	epoch := su.Epoch
 	log.Info("partition built", "elements", pl.Elements[cfg.Partition], "term", su.Term, "lookahead", pl.Lookahead)
 
 	enc := wire.NewEncoder()
@@ -147,6 +156,9 @@ func Run(ctx context.Context, cfg Config) error {
 		if ctx.Err() == nil && nc.IsConnected() {
 			pctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
 			res := core.PartialResult()
+			if xe := (*fabric.ExternalError)(nil); errors.As(err, &xe) {
+				res.Reason = err.Error() // the launcher reports it (deploy.Collector.Failures)
+			}
 			if perr := sendResult(pctx, nc, subj, cfg, res); perr != nil {
 				log.Warn("partial result not sent", "err", perr)
 			}
@@ -154,7 +166,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		return err
 	}
-	every := liveness.Interval(cfg.PeerTimeout, cfg.StatusEvery)
+	statusEvery := liveness.Interval(cfg.PeerTimeout, cfg.StatusEvery)
 	conn := liveness.NewConn(nc)
 	leaderAt := time.Now()
 	var batches, batchBytes uint64 // published, for Observe
@@ -167,7 +179,7 @@ func Run(ctx context.Context, cfg Config) error {
 			cfg.Observe(progress(core, w, perf, batches, batchBytes, false))
 		}
 		st := wire.NodeStatus{Partition: cfg.Partition, Window: w, Events: core.F.Engine().Stats.Events,
-			Now: int64(core.F.Engine().Now())}
+			Now: int64(core.F.Engine().Now()), Epoch: epoch}
 		if core.Over() {
 			st.Finished, st.Reason = true, uint8(core.Final().Reason)
 		}
@@ -205,7 +217,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var encodeT, publishT time.Duration // of the window being sent
 	sendReport := func(r *barrier.Report, busy time.Duration) error {
 		t0 := time.Now()
-		ebuf = wire.AppendReport(ebuf[:0], r, uint64(busy.Nanoseconds()))
+		ebuf = wire.AppendReport(ebuf[:0], r, uint64(busy.Nanoseconds()), epoch)
 		t1 := time.Now()
 		err := publish(reportSubj, ebuf)
 		encodeT, publishT = encodeT+t1.Sub(t0), publishT+time.Since(t1)
@@ -213,9 +225,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	sendBatches := func(bs []wire.Batch) error {
 		for k := range bs {
-			bt := &bs[k]
+			bt := bs[k]
+			bt.Epoch = epoch
 			t0 := time.Now()
-			ebuf = wire.AppendBatch(ebuf[:0], bt)
+			ebuf = wire.AppendBatch(ebuf[:0], &bt)
 			t1 := time.Now()
 			batches, batchBytes = batches+1, batchBytes+uint64(len(ebuf))
 			err := publish(batchSubj[bt.To], ebuf)
@@ -226,26 +239,190 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		return nil
 	}
-	out, err := core.Setup()
-	if err != nil {
-		return err
-	}
-	if err := sendBatches(out.Batches); err != nil {
-		return err
-	}
-	if err := sendReport(&out.Report, 0); err != nil {
-		return err
-	}
 	heard0 := make([]bool, pl.P) // a window-0 report heard from each peer
 	var busy peerBusy
 	ownBusy := make(map[uint64]time.Duration, 2) // by window, the last two
 
+	// Checkpoints (docs/decisions.md, "Distributed checkpoints"): at the
+	// first window boundary at or after each multiple of CheckpointEvery
+	// of virtual time (every node sees the same grants, so all agree
+	// without a message) the node stores its part and says so on
+	// ckpt.<i>; the leader commits the checkpoint once every part is in.
+	// Per-window messages carry the epoch; a rollback starts a new one.
+	every := sim.Time(su.CheckpointEvery)
+	store := cfg.Store
+	if store == nil && su.CheckpointDir != "" {
+		store = &DirStore{Store: checkpoint.Store{Dir: su.CheckpointDir}}
+	}
+	if store == nil && (every > 0 || su.Restore != nil) {
+		if store, err = NewJetStreamStore(ctx, nc, cfg.Run, cfg.RequestTimeout); err != nil {
+			return fmt.Errorf("node %d: checkpoints: %w", cfg.Partition, err)
+		}
+	}
+	ckw := checkpoint.NewWriter("", 1)
+	nextCk := nextCheckpoint(0, every)
+	fresh := true // core is built and not set up yet
+	save := func() error {
+		t0 := time.Now()
+		w, _ := core.Window()
+		data, err := core.EncodeCheckpoint(ckw, b.Digest())
+		if err == nil {
+			err = store.Put(ctx, w, cfg.Partition, data)
+		}
+		if err != nil {
+			return fmt.Errorf("node %d: checkpoint of window %d (%s): %w", cfg.Partition, w, store.Where(w, cfg.Partition), err)
+		}
+		st := wire.CheckpointStored{Partition: cfg.Partition, Epoch: epoch, Window: w, TimePS: int64(core.End()),
+			Part: WirePart(checkpoint.NewPart(PartName(cfg.Partition), data))}
+		msg, err := enc.Control(wire.TypeCheckpointStored, st)
+		if err != nil {
+			return err
+		}
+		nextCk = nextCheckpoint(core.End(), every)
+		perf.Checkpoints++
+		perf.CheckpointBytes += uint64(len(data))
+		perf.CheckpointSeconds += time.Since(t0).Seconds()
+		log.Info("checkpoint stored", "window", w, "bytes", len(data), "seconds", time.Since(t0).Seconds())
+		return publish(subj.Checkpoint(cfg.Partition), msg)
+	}
+	// resend publishes the node's last reports and the batches another
+	// node may still need (a resync request, a restore). Copies are
+	// harmless.
+	resend := func() error {
+		for _, r := range core.LastReports() {
+			if err := sendReport(&r, 0); err != nil {
+				return err
+			}
+		}
+		sent := core.Sent()
+		log.Info("resent reports and batches", "batches", len(sent), "epoch", epoch)
+		return sendBatches(sent)
+	}
+	// restore puts the node at checkpoint ref in epoch e: a freshly built
+	// partition (the one built at start, if unused) into which its part is
+	// decoded; then it says so (its status carries the epoch) and resends
+	// what its peers may need.
+	restore := func(ref *wire.CheckpointRef, e uint64) error {
+		t0 := time.Now()
+		if store == nil {
+			return fmt.Errorf("node %d: no checkpoint store to restore window %d from", cfg.Partition, ref.Window)
+		}
+		data, err := store.Get(ctx, ref, cfg.Partition)
+		if err != nil {
+			return fmt.Errorf("node %d: restore: %w", cfg.Partition, err)
+		}
+		c := core
+		if !fresh {
+			if c, err = NewPeerCore(b, pl, cfg.Partition); err != nil {
+				return fmt.Errorf("node %d: %w", cfg.Partition, err)
+			}
+		}
+		if _, err := c.Setup(); err != nil {
+			return err
+		}
+		if _, err := c.RestoreCheckpoint(store.Where(ref.Window, cfg.Partition), data, b.Digest()); err != nil {
+			return fmt.Errorf("node %d: restore: %w", cfg.Partition, err)
+		}
+		if w, _ := c.Window(); w != ref.Window {
+			return fmt.Errorf("node %d: restore: %s holds window %d, not %d", cfg.Partition, store.Where(ref.Window, cfg.Partition), w, ref.Window)
+		}
+		core, epoch, fresh = c, e, false
+		nextCk = nextCheckpoint(core.End(), every)
+		for i := range heard0 {
+			heard0[i] = true // no window 0 to republish
+		}
+		perf.Restores++
+		log.Info("restored checkpoint", "window", ref.Window, "epoch", e, "seconds", time.Since(t0).Seconds())
+		heartbeat()
+		return resend()
+	}
+	if su.Restore != nil {
+		if err := restore(su.Restore, su.Epoch); err != nil {
+			return err
+		}
+	} else {
+		fresh = false
+		out, err := core.Setup()
+		if err != nil {
+			return err
+		}
+		if err := sendBatches(out.Batches); err != nil {
+			return err
+		}
+		if err := sendReport(&out.Report, 0); err != nil {
+			return err
+		}
+	}
+
 	waitFrom := time.Now()
 	var decodeT time.Duration // since waitFrom
-	nextStatus := waitFrom.Add(every)
-	hb := time.NewTicker(every)
+	nextStatus := waitFrom.Add(statusEvery)
+	hb := time.NewTicker(statusEvery)
 	defer hb.Stop()
 	heartbeat()
+	// runReady runs every window the core may run now, publishing each
+	// one's batches and report, and stores a checkpoint at the boundaries
+	// that call for one.
+	runReady := func() error {
+		for core.Runnable() {
+			if ctx.Err() != nil {
+				// Stopped from outside: do not start another window.
+				return fmt.Errorf("node %d: %w", cfg.Partition, context.Cause(ctx))
+			}
+			t0 := time.Now()
+			w, _ := core.Window()
+			wait := t0.Sub(waitFrom) - decodeT
+			perf.WaitSeconds += wait.Seconds()
+			perf.MaxWait = max(perf.MaxWait, wait.Seconds())
+			perf.DecodeSeconds += decodeT.Seconds()
+			if w > 1 {
+				imb := busy.max(w-1) - ownBusy[w-1]
+				perf.ImbalanceSeconds += min(max(0, imb), max(0, wait)).Seconds()
+			}
+			out, err := core.Run()
+			if err != nil {
+				return fmt.Errorf("node %d: %w", cfg.Partition, err)
+			}
+			compute := time.Since(t0)
+			perf.ComputeSeconds += compute.Seconds()
+			perf.Windows++
+			encodeT, publishT = 0, 0
+			if err := sendBatches(out.Batches); err != nil {
+				return err
+			}
+			// The report's busy time covers the batches' encoding and
+			// publishing; the report's own are too small to matter.
+			if err := sendReport(&out.Report, compute+encodeT+publishT); err != nil {
+				return err
+			}
+			// Publish only buffers; the connection's flusher goroutine
+			// writes. Let it run now: if this report completes the
+			// window, the next one is runnable at once, and a node with
+			// one thread (GOMAXPROCS=1, deploy's default for a machine's
+			// share) would otherwise hold its report through a whole
+			// window of compute while its peers wait for it.
+			runtime.Gosched()
+			ownBusy[w] = compute + encodeT + publishT
+			delete(ownBusy, w-2)
+			perf.EncodeSeconds += encodeT.Seconds()
+			perf.PublishSeconds += publishT.Seconds()
+			if core.End() >= nextCk && !core.Over() {
+				if err := save(); err != nil {
+					return err
+				}
+			}
+			waitFrom, decodeT = time.Now(), 0
+			perf.RunSeconds += waitFrom.Sub(t0).Seconds()
+			if waitFrom.After(nextStatus) {
+				nextStatus = waitFrom.Add(statusEvery)
+				heartbeat()
+			}
+		}
+		return nil
+	}
+	if err := runReady(); err != nil {
+		return fail(err)
+	}
 	var buf []*nats.Msg
 	var m wire.Message
 	for !core.Over() {
@@ -291,6 +468,20 @@ func Run(ctx context.Context, cfg Config) error {
 				continue
 			}
 			switch m.Kind {
+			case wire.KindGrant, wire.KindControl:
+			case wire.KindReport, wire.KindBatch, wire.KindResync:
+				if m.Epoch != epoch {
+					// From before a rollback, or from a peer that
+					// restored before this node heard of the rollback
+					// (it resends once the leader asks, in the epoch).
+					perf.Stale++
+					if m.Kind == wire.KindBatch {
+						core.recycle(m.Batch)
+					}
+					continue
+				}
+			}
+			switch m.Kind {
 			case wire.KindReport:
 				r := m.Report
 				busy.add(r.Window, time.Duration(m.Busy))
@@ -313,20 +504,13 @@ func Run(ctx context.Context, cfg Config) error {
 				}
 			case wire.KindResync:
 				// The leader saw no progress (messages lost in a NATS
-				// outage, or it fell behind): resend the last reports and
-				// the batches another node may still need. Copies are
-				// harmless.
+				// outage, or it fell behind, or a rollback's nodes are
+				// all restored): resend the last reports and the batches
+				// another node may still need.
 				leaderAt = time.Now()
-				for _, r := range core.LastReports() {
-					if err := sendReport(&r, 0); err != nil {
-						return err
-					}
-				}
-				sent := core.Sent()
-				if err := sendBatches(sent); err != nil {
+				if err := resend(); err != nil {
 					return err
 				}
-				log.Info("resent reports and batches", "batches", len(sent))
 			case wire.KindControl:
 				switch m.Control.Type {
 				case wire.TypeAbort:
@@ -337,60 +521,29 @@ func Run(ctx context.Context, cfg Config) error {
 						continue
 					}
 					return fail(fmt.Errorf("node %d: %w: %s", cfg.Partition, ErrAborted, a.Reason))
+				case wire.TypeRollback:
+					var r wire.Rollback
+					if err := m.Control.UnmarshalBody(&r); err != nil || !cfg.Creds.TrustsRollback(&r) {
+						perf.Rejected++
+						log.Warn("rollback rejected", "from", r.From, "err", err)
+						continue
+					}
+					leaderAt = time.Now()
+					if r.Epoch <= epoch {
+						continue // a repeat, or an old one
+					}
+					log.Info("rolling back", "epoch", r.Epoch, "window", r.To.Window, "lost", r.Lost)
+					if err := restore(&r.To, r.Epoch); err != nil {
+						return fail(err)
+					}
 				case wire.TypeStatus:
 					leaderAt = time.Now()
 				}
 			case wire.KindGrant: // attributed refuses them: grants are the replica's
 			}
 			decodeT += time.Since(t0)
-			for core.Runnable() {
-				if ctx.Err() != nil {
-					// Stopped from outside: do not start another window.
-					return fmt.Errorf("node %d: %w", cfg.Partition, context.Cause(ctx))
-				}
-				t0 := time.Now()
-				w, _ := core.Window()
-				wait := t0.Sub(waitFrom) - decodeT
-				perf.WaitSeconds += wait.Seconds()
-				perf.MaxWait = max(perf.MaxWait, wait.Seconds())
-				perf.DecodeSeconds += decodeT.Seconds()
-				if w > 1 {
-					imb := busy.max(w-1) - ownBusy[w-1]
-					perf.ImbalanceSeconds += min(max(0, imb), max(0, wait)).Seconds()
-				}
-				out, err := core.Run()
-				if err != nil {
-					return fmt.Errorf("node %d: %w", cfg.Partition, err)
-				}
-				compute := time.Since(t0)
-				perf.ComputeSeconds += compute.Seconds()
-				perf.Windows++
-				encodeT, publishT = 0, 0
-				if err := sendBatches(out.Batches); err != nil {
-					return err
-				}
-				// The report's busy time covers the batches' encoding and
-				// publishing; the report's own are too small to matter.
-				if err := sendReport(&out.Report, compute+encodeT+publishT); err != nil {
-					return err
-				}
-				// Publish only buffers; the connection's flusher goroutine
-				// writes. Let it run now: if this report completes the
-				// window, the next one is runnable at once, and a node with
-				// one thread (GOMAXPROCS=1, deploy's default for a machine's
-				// share) would otherwise hold its report through a whole
-				// window of compute while its peers wait for it.
-				runtime.Gosched()
-				ownBusy[w] = compute + encodeT + publishT
-				delete(ownBusy, w-2)
-				perf.EncodeSeconds += encodeT.Seconds()
-				perf.PublishSeconds += publishT.Seconds()
-				waitFrom, decodeT = time.Now(), 0
-				perf.RunSeconds += waitFrom.Sub(t0).Seconds()
-				if waitFrom.After(nextStatus) {
-					nextStatus = waitFrom.Add(every)
-					heartbeat()
-				}
+			if err := runReady(); err != nil {
+				return fail(err)
 			}
 			if core.Over() {
 				break
@@ -459,6 +612,8 @@ func attributed(subj wire.Subjects, cfg Config, subject string, m *wire.Message)
 			return nil
 		case subject == subj.Status() && m.Control.Type == wire.TypeStatus:
 			// The leader's status is its heartbeat (internal/liveness).
+			return nil
+		case subject == subj.Rollback() && m.Control.Type == wire.TypeRollback:
 			return nil
 		}
 	case wire.KindReport:

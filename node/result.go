@@ -21,6 +21,9 @@ type PartResult struct {
 	Final barrier.Grant
 	// Perf is the shell's wall-clock view.
 	Perf NodePerf
+	// Reason is why the node failed, for a partial result it pushed on
+	// its own failure (an external element's error), else empty.
+	Reason string `msgpack:",omitempty"`
 }
 
 // NodePerf is a node's machine-dependent statistics.
@@ -45,6 +48,15 @@ type NodePerf struct {
 	// Rejected counts messages dropped because they did not come from
 	// the member they claim (or did not decode).
 	Rejected uint64
+	// Checkpoints, CheckpointBytes and CheckpointSeconds sum the parts of
+	// checkpoints this node stored (encoding and storing); Restores counts
+	// the checkpoints it restored (a rollback, a replacement node, a
+	// resume); Stale the messages dropped as of another epoch.
+	Checkpoints       uint64
+	CheckpointBytes   uint64
+	CheckpointSeconds float64
+	Restores          uint64
+	Stale             uint64
 }
 
 // Result collects the partition's result. Precondition: Over.

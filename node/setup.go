@@ -29,6 +29,7 @@ func FromSetup(su *wire.Setup) (*scenario.Built, *partition.Placement, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	pl = partition.WithExternal(pl, b)
 	if int64(b.Fabric.Watchdog()) != su.Deadlock || int64(DeadlockEvery(b)) != su.DeadlockEvery {
 		return nil, nil, fmt.Errorf("node: the PFC deadlock search has threshold %v, grid %v here; the coordinator says %v, %v",
 			b.Fabric.Watchdog(), DeadlockEvery(b), sim.Time(su.Deadlock), sim.Time(su.DeadlockEvery))

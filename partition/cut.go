@@ -68,6 +68,12 @@ func (m CutModel) Decide(b *scenario.Built, cores int) (*Placement, DefaultCut, 
 		c.Reason = "compat profile: one element"
 		return nil, c, nil
 	}
+	if len(b.Fabric.External) > 0 {
+		// Their windows cost a round trip each, which a cut does not
+		// share out (the model does not count them).
+		c.Reason = "external elements: their round trips set the pace"
+		return nil, c, nil
+	}
 	t := b.Topo
 	if len(t.Hosts) < 2 || len(t.Nodes) < 4 {
 		c.Reason = "fabric too small to cut"

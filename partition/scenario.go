@@ -2,7 +2,9 @@ package partition
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/lockstep-sim/lockstep/fabric"
 	"github.com/lockstep-sim/lockstep/scenario"
 )
 
@@ -47,7 +49,7 @@ func ForScenario(b *scenario.Built, p int) (*Placement, error) {
 		if err != nil {
 			return nil, err
 		}
-		return onePartitionIfCompat(b, pl)
+		return onePartitionIfCompat(b, WithExternal(pl, b))
 	}
 	if err != nil {
 		return nil, err
@@ -55,7 +57,7 @@ func ForScenario(b *scenario.Built, p int) (*Placement, error) {
 	if p != 0 && p != pl.P {
 		return nil, fmt.Errorf("--partitions %d: the scenario's placement (mode %s) has %d partitions", p, sp.ModeOrDefault(), pl.P)
 	}
-	return onePartitionIfCompat(b, pl)
+	return onePartitionIfCompat(b, WithExternal(pl, b))
 }
 
 // onePartitionIfCompat returns pl, or refuses it when a compatibility
@@ -68,4 +70,26 @@ func onePartitionIfCompat(b *scenario.Built, pl *Placement) (*Placement, error) 
 			b.File, b.Scenario.Compat, pl.P)
 	}
 	return pl, nil
+}
+
+// WithExternal bounds pl's lookahead by the external elements of b
+// (scenario field external, fabric.ExternalLookahead): a partition steps
+// them at the end of each of the barrier's windows, so a window must be
+// no longer than the smallest delay of a link leaving one, cut or not.
+// LookaheadLink then names that link. Every placement of a scenario goes
+// through it (ForScenario, the default cut, a node's FromSetup), so the
+// launcher, the coordinators and the nodes agree on the lookahead.
+func WithExternal(pl *Placement, b *scenario.Built) *Placement {
+	if pl == nil || len(b.Fabric.External) == 0 {
+		return pl
+	}
+	nodes := make([]int, 0, len(b.Fabric.External))
+	for n := range b.Fabric.External {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	if l, link := fabric.ExternalLookahead(b.Topo, nodes); l < pl.Lookahead {
+		pl.Lookahead, pl.LookaheadLink = l, link
+	}
+	return pl
 }

@@ -251,6 +251,7 @@ func (r *Recorder) Part(partition int, finish Finish) *Part {
 	for node := range f.NumNodes() {
 		s := f.Switch(node)
 		if s == nil {
+			p.Ports = externalPorts(f, node, p.Ports)
 			continue
 		}
 		for _, q := range s.ClassSamples {
@@ -280,4 +281,26 @@ func (r *Recorder) Part(partition int, finish Finish) *Part {
 		}
 	}
 	return p
+}
+
+// externalPorts appends the queues.csv rows of external element node
+// (fabric/external.go): its ports, with the counters it last reported
+// (none: no rows).
+func externalPorts(f *fabric.Fabric, node int, rows []PortRow) []PortRow {
+	cs := f.ExternalCounters(node)
+	if cs == nil {
+		return rows
+	}
+	t := f.Topology()
+	e := f.Engine()
+	for pi, link := range f.ExternalLinks(node) {
+		c := &cs[pi]
+		l := e.Links[link]
+		tl := t.Links[int(link)/2]
+		rows = append(rows, PortRow{Node: node, Row: QueueRow{Switch: t.Nodes[node].Name, Port: pi,
+			Peer: t.Nodes[e.LinkTo(link)].Name, Tier: tl.Tier, RateBps: tl.Rate, Enqueued: c.Enqueued, Dropped: c.Dropped,
+			Marked: c.Marked, PeakBytes: c.PeakBytes, Bytes: c.Bytes, TxPackets: c.TxPackets,
+			LinkLost: l.LostRandom + l.LostDown}})
+	}
+	return rows
 }

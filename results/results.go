@@ -403,6 +403,9 @@ type Perf struct {
 	// extra.distributed instead): they describe the execution, not the
 	// results, so they stay out of the result fields.
 	Distributed any `json:"distributed,omitempty"`
+	// Checkpoints says what checkpointing cost and where a resumed run
+	// resumed from (internal/checkpoint).
+	Checkpoints any `json:"checkpoints,omitempty"`
 }
 
 // WriteSummary writes summary.json.

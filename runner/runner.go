@@ -45,7 +45,33 @@ type Options struct {
 	// that runs it: the one moment the fabric may be read. It must only
 	// read, and copy what it keeps (the live view, lockstep run --ui).
 	Observe func(*fabric.Fabric)
+	// Checkpoint, if set, is handed the run's state at boundaries: every
+	// CheckpointEvery of virtual time (at the first multiple of it after
+	// which an event is due, every event before it run), and between
+	// event batches when CheckpointDue, if set, says one is due (a
+	// wall-clock interval). An error ends the run with it.
+	Checkpoint      func(*State) error
+	CheckpointEvery sim.Time
+	CheckpointDue   func() bool
+	// Restore, if set, is called once the fabric and its recorder are
+	// built, before the first event: it restores them from a checkpoint
+	// (internal/checkpoint), and the run goes on from there.
+	Restore func(*State) error
 }
+
+// State is what a checkpoint of a run in one process holds: the fabric
+// and its recorder (what the outputs are made from), at virtual Time.
+type State struct {
+	Fabric   *fabric.Fabric
+	Recorder *results.Recorder
+	Time     sim.Time
+}
+
+// Roots are the state's objects, for internal/snapshot.
+func (s *State) Roots() []any { return []any{s.Fabric, s.Recorder} }
+
+// Anchors are what the state refers to and a fresh build recreates.
+func (s *State) Anchors() []any { return s.Fabric.SnapshotAnchors() }
 
 // Result is a finished run: its outputs (the merge of its one part) and
 // the fabric as the run left it.
@@ -97,11 +123,36 @@ func RunPrepared(b *scenario.Built, f *fabric.Fabric, opt Options) (*Result, err
 				FlowsDone: f.Transport().Done, Flows: len(b.Fabric.Flows), Final: final})
 		}
 	}
+	if (opt.Checkpoint != nil || opt.Restore != nil) && f.HasExternal() {
+		return nil, fmt.Errorf("runner: a run with external elements cannot checkpoint or restore: their state is not the fabric's")
+	}
 	rec := results.NewRecorder(b, f)
+	st := &State{Fabric: f, Recorder: rec}
+	if opt.Restore != nil {
+		if err := opt.Restore(st); err != nil {
+			return nil, err
+		}
+	}
 	if opt.Setup != nil {
 		opt.Setup()
 	}
-	for f.RunUntilBatch(limit, every) {
+	next := sim.Never // the next virtual checkpoint
+	if opt.Checkpoint != nil && opt.CheckpointEvery > 0 {
+		next = nextCheckpoint(f.Engine().Now(), opt.CheckpointEvery)
+	}
+	for {
+		r := f.RunBatch(limit, next, every)
+		if r == fabric.BatchOver {
+			break
+		}
+		if r == fabric.BatchPaused {
+			st.Time = next
+			if err := opt.Checkpoint(st); err != nil {
+				return nil, err
+			}
+			next = nextCheckpoint(f.Engine().NextEventTime(), opt.CheckpointEvery)
+			continue
+		}
 		report(f.Engine().Now())
 		select {
 		case <-opt.Stop:
@@ -115,6 +166,20 @@ func RunPrepared(b *scenario.Built, f *fabric.Fabric, opt Options) (*Result, err
 			return &Result{Outputs: out, Fabric: f}, nil
 		default:
 		}
+		if opt.Checkpoint != nil && opt.CheckpointDue != nil && opt.CheckpointDue() {
+			st.Time = f.Engine().Now()
+			if err := opt.Checkpoint(st); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := f.ExternalErr(); err != nil {
+		// An external element failed (its error names it): what the run
+		// has, marked incomplete, as for a failed distributed run.
+		out := results.MergePartial(b, 1, []*results.Part{rec.Part(0, 0)}, err.Error())
+		final = true
+		report(out.End)
+		return &Result{Outputs: out, Fabric: f}, nil
 	}
 	res, err := finish(b, f, rec)
 	if err != nil {
@@ -123,6 +188,14 @@ func RunPrepared(b *scenario.Built, f *fabric.Fabric, opt Options) (*Result, err
 	final = true
 	report(res.End)
 	return res, nil
+}
+
+// nextCheckpoint is the first multiple of every after t.
+func nextCheckpoint(t, every sim.Time) sim.Time {
+	if every <= 0 || t >= sim.Never-every {
+		return sim.Never
+	}
+	return (t/every + 1) * every
 }
 
 // FromFabric is the result of a fabric built from b that the caller ran

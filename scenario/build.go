@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/lockstep-sim/lockstep/cc"
 	"github.com/lockstep-sim/lockstep/fabric"
@@ -61,6 +62,10 @@ type Built struct {
 	// SenderFCT says the outputs carry the sender side of each flow's
 	// completion (output.sender_fct, or compat: stracksim).
 	SenderFCT bool
+	// External are the switches that run as external elements (field
+	// external), by node. Fabric.External holds a peer for each that
+	// fails until the run connects it (ConnectExternal).
+	External []ExternalElement
 
 	seed      uint64
 	digest    string
@@ -99,6 +104,7 @@ type loader struct {
 	fsys  fs.FS
 	hash  []byte
 	files map[string][]byte
+	reg   *switchsim.Registry // switch modules (nil: the built-ins)
 }
 
 // Error is a semantic error in a scenario: the file, the field path, and
@@ -172,6 +178,12 @@ func WithSenderFCT() Edit { return func(s *Scenario) { s.Output.SenderFCT = true
 func WithQueues(interval sim.Time) Edit {
 	return func(s *Scenario) { s.Output.Queues = &QueuesOutput{Interval: yamlx.Duration(interval)} }
 }
+
+// WithSwitchModules resolves the scenario's switch modules (switch.modules)
+// in r instead of the built-ins: a program that registers its own modules
+// (docs/adding-a-switch-module.md). It is not part of the scenario: a
+// node process rebuilds the scenario with its own binary's modules.
+func WithSwitchModules(r *switchsim.Registry) Edit { return func(s *Scenario) { s.switchReg = r } }
 
 // LoadFile reads the scenario file path, applies edits in order and
 // builds it; the files it names are read relative to path's directory and
@@ -256,7 +268,7 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 	if err != nil {
 		return nil, &Error{File: file, Path: "(scenario)", Msg: fmt.Sprintf("cannot encode: %v", err)}
 	}
-	l := &loader{file: file, fsys: fsys, files: map[string][]byte{}}
+	l := &loader{file: file, fsys: fsys, files: map[string][]byte{}, reg: s.switchReg}
 	sum := sha256.Sum256(eff)
 	l.hash = append(l.hash, sum[:]...)
 	b := &Built{File: file, Name: s.Name, Scenario: s, seed: DefaultSeed, StopAt: sim.Never, MaxTime: DefaultMaxTime,
@@ -300,7 +312,11 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 	if err != nil {
 		return nil, l.errf("switch.forwarding", "%v", err)
 	}
-	if fwd == switchsim.Spray {
+	steered, err := l.entropySteered(s, fwd)
+	if err != nil {
+		return nil, err
+	}
+	if steered {
 		tc.Entropy = hostsim.EntropyRandom
 	}
 	b.Estimate = EstimateMemory(s, topo)
@@ -331,6 +347,15 @@ func Build(file string, s *Scenario, fsys fs.FS) (*Built, error) {
 	}
 	if err := l.stormSwitches(s, &b.Fabric); err != nil {
 		return nil, err
+	}
+	if b.External, err = l.external(s, topo); err != nil {
+		return nil, err
+	}
+	if len(b.External) > 0 {
+		b.Fabric.External = map[int]fabric.ExternalPeer{}
+		for _, x := range b.External {
+			b.Fabric.External[x.Node] = unconnected{}
+		}
 	}
 	if compat != nil && len(b.Fabric.SwitchTiers) > 0 {
 		return nil, l.errf("topology", "per-tier switch mechanisms are not part of the stracksim profile (docs/scenario.md, compat)")
@@ -450,13 +475,90 @@ type mechanisms struct {
 	cut                                   *CutThrough
 	classesAt, controlAt, pfcAt, sharedAt string
 	trimAt, cutAt                         string
+	// mods by stage (index Stage-1), each with the path it came from.
+	mods   [6]*SwitchModule
+	modsAt [6]string
 }
 
 // globalMechanisms are the switch section's.
 func globalMechanisms(w *Switch) mechanisms {
-	return mechanisms{classes: w.Classes, control: w.ControlClass, pfc: w.PFC, shared: w.SharedBuffer, trim: w.Trim,
+	m := mechanisms{classes: w.Classes, control: w.ControlClass, pfc: w.PFC, shared: w.SharedBuffer, trim: w.Trim,
 		cut: w.CutThrough, classesAt: "switch.classes", controlAt: "switch.control_class", pfcAt: "switch.pfc",
 		sharedAt: "switch.shared_buffer", trimAt: "switch.trim", cutAt: "switch.cut_through"}
+	m.setModules(w.Modules, "switch.modules")
+	return m
+}
+
+// setModules takes the stages ms gives (at path).
+func (m *mechanisms) setModules(ms *SwitchModules, path string) {
+	for _, st := range switchsim.Stages {
+		if x := ms.stage(st); x != nil {
+			m.mods[st-1], m.modsAt[st-1] = x, path+"."+st.String()
+		}
+	}
+}
+
+// moduleErr turns a module's build error into a scenario error naming
+// the field at (switch.modules.STAGE).
+func (l *loader) moduleErr(at string, err error) error {
+	var ue *switchsim.UnknownModuleError
+	var oe *switchsim.OptionError
+	switch {
+	case errors.As(err, &ue):
+		return l.errf(at+".name", "%v", err)
+	case errors.As(err, &oe) && oe.Err == nil:
+		var known []string
+		if m := l.registry().Lookup(oe.Stage, oe.Module); m != nil {
+			for _, o := range m.Options {
+				known = append(known, o.Key)
+			}
+		}
+		return l.errf(at+".options."+oe.Key, "%s takes no option %q (known: %s)", oe.Module, oe.Key, strings.Join(known, ", "))
+	case errors.As(err, &oe):
+		return l.errf(at+".options."+oe.Key, "%v", oe.Err)
+	}
+	return l.errf(at, "%v", err)
+}
+
+// registry is the switch modules' registry.
+func (l *loader) registry() *switchsim.Registry {
+	if l.reg == nil {
+		return switchsim.Builtins()
+	}
+	return l.reg
+}
+
+// entropySteered reports whether some switch's forwarding module follows
+// the packets' entropy (switchsim.EntropySteered): senders then draw a
+// fresh entropy per packet.
+func (l *loader) entropySteered(s *Scenario, fwd switchsim.Forwarding) (bool, error) {
+	type sel struct {
+		at string
+		m  *SwitchModule
+	}
+	sels := []sel{{"switch.modules.forward", s.Switch.Modules.stage(switchsim.StageForward)}}
+	for _, sec := range tierSections(s) {
+		if sec.t.Switch != nil {
+			sels = append(sels, sel{sec.path + ".switch.modules.forward", sec.t.Switch.Modules.stage(switchsim.StageForward)})
+		}
+	}
+	if sels[0].m == nil && fwd == switchsim.Spray {
+		return true, nil
+	}
+	env := &switchsim.Env{Classes: 1, Config: &switchsim.Config{}}
+	for _, x := range sels {
+		if x.m == nil {
+			continue
+		}
+		v, err := l.registry().Build(switchsim.StageForward, switchsim.ModuleRef{Name: x.m.Name, Options: x.m.Options}, env)
+		if err != nil {
+			return false, l.moduleErr(x.at, err)
+		}
+		if _, ok := v.(switchsim.EntropySteered); ok {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // override applies a tier's switch section (at path) to m.
@@ -479,6 +581,7 @@ func (l *loader) override(m mechanisms, path string, t *SwitchTier) (mechanisms,
 	if t.CutThrough != nil {
 		m.cut, m.cutAt = t.CutThrough, path+".cut_through"
 	}
+	m.setModules(t.Modules, path+".modules")
 	for i, name := range t.Off {
 		at := fmt.Sprintf("%s.off[%d]", path, i)
 		given := false
@@ -611,35 +714,57 @@ func (l *loader) switchConfig(w *Switch, m mechanisms, ws []Workload) (switchsim
 	if err := c.Check(); err != nil {
 		return c, l.errf("switch", "%v", err)
 	}
+	c.Registry = l.reg
+	env := &switchsim.Env{Classes: max(1, len(c.Classes)), Config: &c}
+	for _, st := range switchsim.Stages {
+		x := m.mods[st-1]
+		if x == nil {
+			continue
+		}
+		ref := switchsim.ModuleRef{Name: x.Name, Options: x.Options}
+		*c.Modules.Ref(st) = ref
+		if _, err := l.registry().Build(st, ref, env); err != nil {
+			return c, l.moduleErr(m.modsAt[st-1], err)
+		}
+	}
 	return c, nil
+}
+
+// tierSection is a topology section that may hold a tier's switch
+// settings: its path, the tier of the switches it sets (0: none) and the
+// section.
+type tierSection struct {
+	path string
+	tier int
+	t    *Tier
+}
+
+// tierSections lists the topology's tier sections.
+func tierSections(s *Scenario) []tierSection {
+	tp := &s.Topology
+	switch {
+	case tp.LeafSpine != nil:
+		return []tierSection{{"topology.leafspine.host", 1, &tp.LeafSpine.Host}, {"topology.leafspine.fabric", 2, &tp.LeafSpine.Fabric}}
+	case tp.FatTree != nil:
+		return []tierSection{{"topology.fattree.host", 1, &tp.FatTree.Host}, {"topology.fattree.agg", 2, &tp.FatTree.Agg},
+			{"topology.fattree.core", 3, &tp.FatTree.Core}}
+	case tp.Rail != nil:
+		return []tierSection{{"topology.rail.host", 1, &tp.Rail.Host}, {"topology.rail.fabric", 2, &tp.Rail.Fabric}}
+	case tp.Dumbbell != nil:
+		return []tierSection{{"topology.dumbbell.host", 1, &tp.Dumbbell.Host}, {"topology.dumbbell.bottleneck", 0, &tp.Dumbbell.Bottleneck}}
+	case tp.Htsim != nil:
+		return []tierSection{{"topology.htsim.queue", 0, &tp.Htsim.Queue}}
+	case tp.Graph != nil:
+		return []tierSection{{"topology.graph.defaults", 0, &tp.Graph.Defaults}}
+	}
+	return nil
 }
 
 // tierSwitches builds the tiers' own switch mechanisms (Tier.Switch): the
 // switches of tier n take the section of the links of tier n, the links
 // below them.
 func (l *loader) tierSwitches(s *Scenario, global switchsim.Config) (map[int]switchsim.Config, error) {
-	type section struct {
-		path string
-		tier int // 0: the topology has no switches of their own there
-		t    *Tier
-	}
-	var secs []section
-	tp := &s.Topology
-	switch {
-	case tp.LeafSpine != nil:
-		secs = []section{{"topology.leafspine.host", 1, &tp.LeafSpine.Host}, {"topology.leafspine.fabric", 2, &tp.LeafSpine.Fabric}}
-	case tp.FatTree != nil:
-		secs = []section{{"topology.fattree.host", 1, &tp.FatTree.Host}, {"topology.fattree.agg", 2, &tp.FatTree.Agg},
-			{"topology.fattree.core", 3, &tp.FatTree.Core}}
-	case tp.Rail != nil:
-		secs = []section{{"topology.rail.host", 1, &tp.Rail.Host}, {"topology.rail.fabric", 2, &tp.Rail.Fabric}}
-	case tp.Dumbbell != nil:
-		secs = []section{{"topology.dumbbell.host", 1, &tp.Dumbbell.Host}, {"topology.dumbbell.bottleneck", 0, &tp.Dumbbell.Bottleneck}}
-	case tp.Htsim != nil:
-		secs = []section{{"topology.htsim.queue", 0, &tp.Htsim.Queue}}
-	case tp.Graph != nil:
-		secs = []section{{"topology.graph.defaults", 0, &tp.Graph.Defaults}}
-	}
+	secs := tierSections(s)
 	var out map[int]switchsim.Config
 	wd, wdAt := global.PFC.Watchdog, "switch.pfc.watchdog"
 	for _, sec := range secs {

@@ -47,6 +47,7 @@ func (l *loader) compat(s *Scenario, topo *topologies.Topology) (hostsim.Config,
 		{"switch.control_class", s.Switch.ControlClass != nil}, {"switch.pfc", s.Switch.PFC != nil},
 		{"switch.shared_buffer", s.Switch.SharedBuffer != nil}, {"switch.trim", s.Switch.Trim != nil},
 		{"switch.cut_through", s.Switch.CutThrough != nil}, {"switch.int", s.Switch.INT != nil},
+		{"switch.modules", s.Switch.Modules != nil},
 		{"impairments", len(s.Impairments) > 0}, {"placement", s.Placement != nil},
 		{"output.pcap", s.Output.Pcap != nil}, {"output.queues", s.Output.Queues != nil},
 	} {

@@ -52,7 +52,7 @@ func TestWithField_SetsFieldsWithUnits(t *testing.T) {
 
 func TestWithField_Errors(t *testing.T) {
 	for _, c := range []struct{ path, value, want string }{
-		{"switch.buffer", "1MB", `switch.buffer: no field "buffer" in switch (it has forwarding, flowlet_gap, classes, control_class, pfc, shared_buffer, trim, cut_through, int)`},
+		{"switch.buffer", "1MB", `switch.buffer: no field "buffer" in switch (it has forwarding, flowlet_gap, classes, control_class, pfc, shared_buffer, trim, cut_through, int, modules)`},
 		{"transport.ccc", "x", `transport.ccc: no field "ccc" in transport (it has cc, recovery,`},
 		{"topology.fattree.k", "eight", `topology.fattree.k: "eight": `},
 		{"transport.cc.x", "y", `transport.cc.x: transport.cc is a value, it has no field "x"`},

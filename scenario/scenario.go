@@ -11,6 +11,7 @@ package scenario
 
 import (
 	"github.com/lockstep-sim/lockstep/internal/yamlx"
+	"github.com/lockstep-sim/lockstep/switchsim"
 )
 
 // Scenario is the top level of a scenario file.
@@ -32,12 +33,18 @@ type Scenario struct {
 	Impairments []Impairment   `yaml:"impairments"`
 	Output      Output         `yaml:"output"`
 	Placement   *Placement     `yaml:"placement"`
+	// External lists the switches that run outside lockstep, as external
+	// elements (docs/external-elements.md).
+	External []External `yaml:"external" json:",omitempty"`
 	// Compat selects a compatibility profile, which replaces lockstep's
 	// hosts, switches and transports by another simulator's semantics as a
 	// whole: "stracksim" (docs/scenario.md, compat).
 	Compat string `yaml:"compat"`
 
 	memLimit int64 // WithMemoryLimit; not part of the scenario
+	// switchReg resolves switch module names (WithSwitchModules; nil:
+	// the built-ins); not part of the scenario.
+	switchReg *switchsim.Registry
 	// outside: the files it names may be outside its folder (AllowOutside).
 	outside bool
 	// editErrs are the errors of edits that could not be applied
@@ -99,6 +106,50 @@ type SwitchTier struct {
 	// Off names mechanisms of the switch section this tier does without:
 	// pfc, shared_buffer, trim, cut_through.
 	Off []string `yaml:"off"`
+	// Modules: each stage given replaces the switch section's module for
+	// this tier's switches.
+	Modules *SwitchModules `yaml:"modules" json:",omitempty"`
+}
+
+// SwitchModules selects the switch pipeline's modules by stage
+// (`lockstep switch list`; docs/adding-a-switch-module.md). A stage not
+// given takes the module the other switch fields imply.
+type SwitchModules struct {
+	Classify *SwitchModule `yaml:"classify" json:",omitempty"`
+	Forward  *SwitchModule `yaml:"forward" json:",omitempty"`
+	Buffer   *SwitchModule `yaml:"buffer" json:",omitempty"`
+	AQM      *SwitchModule `yaml:"aqm" json:",omitempty"`
+	Schedule *SwitchModule `yaml:"schedule" json:",omitempty"`
+	Trim     *SwitchModule `yaml:"trim" json:",omitempty"`
+}
+
+// stage is the selection of st, or nil.
+func (m *SwitchModules) stage(st switchsim.Stage) *SwitchModule {
+	if m == nil {
+		return nil
+	}
+	switch st {
+	case switchsim.StageClassify:
+		return m.Classify
+	case switchsim.StageForward:
+		return m.Forward
+	case switchsim.StageBuffer:
+		return m.Buffer
+	case switchsim.StageAQM:
+		return m.AQM
+	case switchsim.StageSchedule:
+		return m.Schedule
+	case switchsim.StageTrim:
+		return m.Trim
+	}
+	return nil
+}
+
+// SwitchModule names one module and its options (key: value; numbers
+// and booleans as YAML writes them).
+type SwitchModule struct {
+	Name    string            `yaml:"name" lockstep:"required"`
+	Options map[string]string `yaml:"options" json:",omitempty"`
 }
 
 // ECN is a port's marking rule.
@@ -318,6 +369,8 @@ type Switch struct {
 	// INT: in-band network telemetry (HPCC); on whenever transport.cc
 	// needs it.
 	INT *INT `yaml:"int" json:",omitempty"`
+	// Modules selects the pipeline's modules by stage.
+	Modules *SwitchModules `yaml:"modules" json:",omitempty"`
 }
 
 // INT is in-band network telemetry: every switch appends a record to each

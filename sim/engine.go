@@ -495,6 +495,18 @@ func (e *Engine) Outbox() []RemotePacket { return e.outbox }
 // ResetOutbox empties the outbox, keeping its storage.
 func (e *Engine) ResetOutbox() { e.outbox, e.signalsOut = e.outbox[:0], 0 }
 
+// Export puts a packet that an element outside the engine sends on link
+// rp.Link, whose far end is in another partition, in the outbox, as a
+// transmission there would (an external element's departure,
+// fabric/external.go).
+func (e *Engine) Export(rp *RemotePacket) {
+	if l := e.Links[rp.Link]; l == nil || e.elems[l.Spec.To].local {
+		panic(fmt.Sprintf("sim: packet exported on link %d, which does not leave this partition", rp.Link))
+	}
+	e.outbox = append(e.outbox, *rp)
+	e.Stats.Exported++
+}
+
 // Inject delivers a packet from another partition onto the wire of its link.
 // Packets of one link must be injected in the order they were sent.
 func (e *Engine) Inject(rp *RemotePacket) {

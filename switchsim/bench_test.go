@@ -134,6 +134,12 @@ var mechanisms = []struct {
 	{"adaptive", switchsim.Adaptive, switchsim.Config{}},
 	{"flowlet", switchsim.Flowlet, switchsim.Config{FlowletGap: 10 * sim.Microsecond}},
 	{"cut-through", switchsim.ECMP, switchsim.Config{CutThrough: switchsim.CutThrough{Enabled: true}}},
+	// Modules without a field of their own (switchsim.Pipeline).
+	{"codel", switchsim.ECMP, switchsim.Config{Modules: switchsim.Pipeline{AQM: switchsim.ModuleRef{Name: "codel",
+		Options: map[string]string{"target_us": "1", "interval_us": "10", "ecn": "true"}}}}},
+	{"drill", switchsim.ECMP, switchsim.Config{Modules: switchsim.Pipeline{Forward: switchsim.ModuleRef{Name: "drill"}}}},
+	{"strict", switchsim.ECMP, switchsim.Config{Classes: []switchsim.Class{{Weight: 1}, {Weight: 2}, {}}, ControlClass: 2,
+		Modules: switchsim.Pipeline{Schedule: switchsim.ModuleRef{Name: "strict"}}}},
 }
 
 func newMechBench(tb testing.TB, i int) *forwardBench {

@@ -38,6 +38,11 @@ type Config struct {
 	// packet at dequeue (HPCC). The engine's pool must keep telemetry
 	// (sim.Pool.EnableTelemetry).
 	INT INT
+	// Modules selects the pipeline's modules by stage (module.go); a
+	// stage without a name takes the built-in the fields above imply.
+	Modules Pipeline
+	// Registry resolves the module names (nil: the built-ins).
+	Registry *Registry
 }
 
 // INT is in-band network telemetry as HPCC uses it (Li et al., SIGCOMM

@@ -36,7 +36,7 @@ func put(s *Switch, e *sim.Engine, port int, size int32, class int, in int) sim.
 	pk := e.Pool.Get(p)
 	pk.Size, pk.Payload, pk.Flags = size, size-64, sim.FlagData
 	pk.SetClass(class)
-	s.enqueue(e, &s.Ports[port], p, pk, in)
+	s.enqueue(e, &s.Ports[port], port, p, pk, in)
 	return p
 }
 
@@ -116,7 +116,7 @@ func TestSwitch_ControlPacketsInTheControlClass(t *testing.T) {
 	p := e.Pool.Alloc()
 	ack := e.Pool.Get(p)
 	ack.Size, ack.Flags = 64, sim.FlagAck
-	s.enqueue(e, &s.Ports[0], p, ack, -1)
+	s.enqueue(e, &s.Ports[0], 0, p, ack, -1)
 	out := drain(s, e, sim.Never)
 	if out[1].pkt.Flags&sim.FlagAck == 0 {
 		t.Fatalf("expected the ACK to leave right after the packet in service, got order %+v", out)

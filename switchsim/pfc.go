@@ -53,7 +53,7 @@ func (s *Switch) sendPause(e *sim.Engine, in, c int, q uint16) {
 		s.refreshAt[idx] = 0
 	}
 	pt.ctl.Push(p)
-	s.kick(e, pt)
+	s.kick(e, pt, in)
 }
 
 // refresh re-sends the XOFF of ingress idx if it still holds.
@@ -109,7 +109,7 @@ func (s *Switch) onPause(e *sim.Engine, j int, pkt *sim.Packet) {
 	if wake != sim.Never {
 		e.Schedule(s.ID, wake, timerWake<<timerShift|int64(j), sim.NoPacket)
 	}
-	s.kick(e, pt)
+	s.kick(e, pt, j)
 }
 
 // PausedPorts appends to dst the switch's class queues that their peer

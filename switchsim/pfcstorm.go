@@ -66,11 +66,11 @@ func (s *Switch) stormCheck(e *sim.Engine, idx int) {
 	cq.pausedSince, cq.pausedUntil = now, now
 	if s.cfg.PFC.Storm.Action == StormDrop {
 		s.storming++
-		s.dropQueued(e, pt, c)
+		s.dropQueued(e, j, c)
 	}
 	cq.restoreAt = now + s.cfg.PFC.Storm.Restore
 	e.Schedule(s.ID, cq.restoreAt, timerRestore<<timerShift|int64(idx), sim.NoPacket)
-	s.kick(e, pt)
+	s.kick(e, pt, j)
 }
 
 // stormRestore is the restoration check of class queue idx: the port
@@ -100,13 +100,17 @@ func (s *Switch) stormRestore(e *sim.Engine, idx int) {
 // dropQueued discards the packets of class c queued at port pt (the drop
 // action), returning their bytes to the buffer and to PFC's ingress
 // accounting.
-func (s *Switch) dropQueued(e *sim.Engine, pt *Port, c int) {
+func (s *Switch) dropQueued(e *sim.Engine, j int, c int) {
+	pt := &s.Ports[j]
 	cq := &pt.cls[c]
 	for cq.q.Len() > 0 {
 		p, sz := cq.q.Take()
 		in := int16(-1)
 		if s.ing != nil {
 			in = pt.in[c].Pop()
+		}
+		if s.enqAt != nil {
+			s.enqAt[j*s.nc+c].Pop()
 		}
 		size := int64(sz)
 		pt.queued -= size

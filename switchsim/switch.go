@@ -14,6 +14,11 @@
 //
 // In-band telemetry (Config.INT) appends per-hop records for HPCC.
 //
+// The forwarding, classification, admission, marking, scheduling and
+// trimming are modules of a pipeline (module.go): the behaviours above
+// are its built-in modules, CoDel (RFC 8289), DRILL and strict priority
+// are others, and a program registers its own (Registry).
+//
 // It does not model input queueing, nor header
 // processing time other than a fixed latency, which the fabric adds
 // to the outgoing links.
@@ -259,19 +264,22 @@ type Switch struct {
 	cfg      Config
 	nc       int // classes per port (1 without Config.Classes)
 	lossless [sim.MaxClasses]bool
-	quantum  [sim.MaxClasses]int64
-	alpha    [sim.MaxClasses]float64
-	strict   [sim.MaxClasses]bool
-	weighted bool // some class is DWRR
 	sampling bool // a sample timer is pending
 	// PFC ingress accounting by [ingress port * nc + class].
 	ing       []int64
 	xoff      []bool
 	refreshAt []sim.Time
 	headroom  []int64 // by ingress port
-	// Shared buffer: bytes beyond the reserves of all queues.
-	sharedUsed int64
-	flowlets   []flowlet
+	// The pipeline's modules (module.go, builtins.go).
+	mod pipeline
+	// Shared pool (a SharedPool buffer policy; poolSize 0: none): bytes
+	// beyond the reserves of all queues.
+	sharedUsed, poolSize, poolReserved int64
+	// trimQueue is the Trimmer's header allowance per port.
+	trimQueue int64
+	// enqAt holds, beside each class queue (port * nc + class), its
+	// packets' arrival times (only for a SojournUser AQM).
+	enqAt []sim.Ring[sim.Time]
 
 	// SampleEvery, when positive, records every port's occupancy on a
 	// grid of this period while the switch holds packets (queue_depth.csv).
@@ -283,16 +291,6 @@ type Switch struct {
 	lastDepth    []int64 // last recorded occupancy per port
 	lastClass    []int64 // and per port and class
 }
-
-// flowlet is one entry of the flowlet table (CONGA-style: indexed by the
-// hash of the 5-tuple, collisions share an entry).
-type flowlet struct {
-	key  uint64
-	last sim.Time
-	port int32
-}
-
-const flowletSlots = 4096
 
 // Timer kinds (Event.Arg >> timerShift); 0 is the queue sample.
 const (
@@ -339,17 +337,8 @@ func (s *Switch) Configure(e *sim.Engine, c *Config) error {
 	}
 	s.cfg = *c
 	s.nc = max(1, len(c.Classes))
-	s.weighted = false
 	for i := 0; i < s.nc; i++ {
-		k := Class{Alpha: 1}
-		if i < len(c.Classes) {
-			k = c.Classes[i]
-		}
-		s.lossless[i] = k.Lossless
-		s.strict[i] = k.Weight == 0
-		s.quantum[i] = int64(k.Weight) * DWRRQuantum
-		s.alpha[i] = k.Alpha
-		s.weighted = s.weighted || k.Weight > 0
+		s.lossless[i] = i < len(c.Classes) && c.Classes[i].Lossless
 	}
 	if s.cfg.Trim.Enabled && s.cfg.Trim.Header == 0 {
 		s.cfg.Trim.Header = 64
@@ -384,16 +373,17 @@ func (s *Switch) Configure(e *sim.Engine, c *Config) error {
 			s.headroom[i] = h
 		}
 	}
-	if s.Mode == Flowlet {
-		s.flowlets = make([]flowlet, flowletSlots)
-		for i := range s.flowlets {
-			s.flowlets[i].port = -1
-		}
+	if err := s.buildModules(); err != nil {
+		return err
+	}
+	s.enqAt = nil
+	if s.mod.sojourn {
+		s.enqAt = make([]sim.Ring[sim.Time], len(s.Ports)*s.nc)
 	}
 	slab := make([]classQ, len(s.Ports)*s.nc)
 	var cc []ClassCounters
 	var cx []classX
-	if s.nc > 1 || c.lossless() || c.Trim.Enabled || c.HonourPause || c.CutThrough.Enabled || c.Shared.Size > 0 {
+	if s.nc > 1 || c.lossless() || c.HonourPause || c.CutThrough.Enabled || s.mod.portState {
 		cc = make([]ClassCounters, len(s.Ports)*s.nc)
 		cx = make([]classX, len(s.Ports)*s.nc)
 	}
@@ -441,44 +431,53 @@ func (s *Switch) OnArrive(e *sim.Engine, p sim.PktRef, in int) {
 	case 1:
 		port = next[0]
 	default:
+		// The forwarding module: a built-in's own code, a registered
+		// one's through its interface. The built-ins' hash is FlowHash or
+		// EntropyHash, written out here: FlowHash is not inlined (cost
+		// 101 > 80), and the call costs ~10 instructions per packet.
 		var h uint64
-		if s.Mode == Spray {
-			h = sim.Mix64(uint64(pkt.Entropy) ^ s.salt)
-		} else {
+		switch s.mod.kfwd {
+		case kindSpray:
+			h = s.EntropyHash(pkt)
+		case kindECMP, kindAdaptive, kindFlowlet:
 			h = sim.Mix64(uint64(pkt.SrcHost)<<32 | uint64(uint32(pkt.DstHost)) ^ s.salt)
 			h = sim.Mix64(h ^ uint64(pkt.SrcPort)<<24 ^ uint64(pkt.DstPort)<<8 ^ uint64(pkt.Proto))
+		default: // the module hashes what it needs
 		}
-		switch s.Mode {
-		case Adaptive:
-			port = s.leastLoaded(e, next, h)
-		case Flowlet:
-			port = s.flowletPort(e, next, h)
-		default:
+		switch s.mod.kfwd {
+		case kindECMP, kindSpray:
 			port = next[h%uint64(len(next))]
+		case kindAdaptive:
+			port = s.leastLoaded(e, next, h)
+		case kindFlowlet:
+			port = s.mod.flowlet.port(s, e, next, h)
+		case kindDrill:
+			port = s.mod.drill.Forward(s, e, pkt, next)
+		default:
+			port = s.mod.fwd.Forward(s, e, pkt, next)
+			if port < 0 || int(port) >= len(s.Ports) {
+				panic(fmt.Sprintf("switchsim: switch %d: forwarding module picked port %d of %d", s.ID, port, len(s.Ports)))
+			}
 		}
 	}
-	s.enqueue(e, &s.Ports[port], p, pkt, in)
-}
-
-// classOf is the queue a packet goes to.
-func (s *Switch) classOf(pkt *sim.Packet) int {
-	if s.nc == 1 {
-		return 0
-	}
-	if pkt.Payload == 0 || pkt.Flags&(sim.FlagData|sim.FlagTrimmed) != sim.FlagData {
-		return s.cfg.ControlClass
-	}
-	return min(pkt.Class(), s.nc-1)
+	s.enqueue(e, &s.Ports[port], int(port), p, pkt, in)
 }
 
 // enqueue admits pkt to port pt (drop-tail or the shared buffer's dynamic
 // threshold, PFC ingress accounting for lossless classes, trimming, ECN on
 // admission) and starts the transmitter if it is idle.
-func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet, in int) {
+func (s *Switch) enqueue(e *sim.Engine, pt *Port, j int, p sim.PktRef, pkt *sim.Packet, in int) {
 	if pt.lazy {
 		s.settle(e, pt)
 	}
-	c := s.classOf(pkt)
+	c := 0
+	if s.nc > 1 {
+		if s.mod.kcls == kindClass {
+			c = classOfField(pkt, s.cfg.ControlClass, s.nc)
+		} else {
+			c = max(0, min(s.mod.cls.Classify(s, pkt), s.nc-1))
+		}
+	}
 	if s.storming > 0 && s.stormDrop(e, pt, p, c, in) {
 		return
 	}
@@ -497,16 +496,28 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 			e.Pool.Free(p)
 			return
 		}
-	} else if pkt.Flags&sim.FlagTrimmed != 0 && s.cfg.Trim.Enabled {
+	} else if pkt.Flags&sim.FlagTrimmed != 0 && s.mod.trim != nil {
 		// A header trimmed upstream: the header allowance admits it.
-		if cq.occ+size > s.cfg.Trim.Queue {
+		if cq.occ+size > s.trimQueue {
 			pt.Dropped++
 			pt.cc[c].Dropped++
 			e.Pool.Free(p)
 			return
 		}
-	} else if !s.admit(pt, cq, c, size, occ) {
-		if !s.cfg.Trim.Enabled || pkt.Flags&sim.FlagData == 0 {
+	} else if !s.admit(pt, j, cq, c, size, occ) {
+		var header int32
+		cut := false
+		switch s.mod.ktrim {
+		case kindNoTrim:
+		case kindNDP:
+			header, cut = s.mod.ndp.Trim(s, pkt, j, c)
+		default:
+			header, cut = s.mod.trim.Trim(s, pkt, j, c)
+			if cut && (header <= 0 || header > pkt.Size) {
+				panic(fmt.Sprintf("switchsim: switch %d: trimming module cut a %d-byte packet to %d bytes", s.ID, pkt.Size, header))
+			}
+		}
+		if !cut {
 			pt.Dropped++
 			if pt.portX != nil {
 				pt.cc[c].Dropped++
@@ -518,14 +529,14 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 		// header keeps where it was cut (its Hops in Ack) so that a UET
 		// receiver can tell a last-hop trim (htsim trim_hop).
 		pkt.Flags |= sim.FlagTrimmed
-		pkt.Size = s.cfg.Trim.Header
+		pkt.Size = header
 		pkt.Ack = uint64(pkt.Hops)
 		size = int64(pkt.Size)
 		c = s.cfg.ControlClass
 		cq = &pt.cls[c]
 		// The headers have their own allowance beside the data (NDP's
 		// separate header queue).
-		if cq.occ+size > s.cfg.Trim.Queue {
+		if cq.occ+size > s.trimQueue {
 			pt.Dropped++
 			if pt.portX != nil {
 				pt.cc[c].Dropped++
@@ -540,11 +551,24 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 	if s.nc > 1 {
 		qocc = cq.occ
 	}
-	if !pt.Queue.ECN.Dequeue && pkt.Flags&sim.FlagECT != 0 && s.mark(e, &pt.Queue.ECN, qocc) {
-		pkt.Flags |= sim.FlagCE
-		pt.Marked++
-		if pt.portX != nil {
-			pt.cc[c].Marked++
+	// The AQM on admission.
+	switch s.mod.kaqm {
+	case kindECN:
+		// ecnOnArrival, written out (its cost, 83, is over the inlining
+		// budget).
+		if !pt.Queue.ECN.Dequeue && pkt.Flags&sim.FlagECT != 0 && s.mark(e, &pt.Queue.ECN, qocc) {
+			s.markCE(pt, pkt, c)
+		}
+	case kindCoDel:
+		s.mod.codel.OnEnqueue(s, e, pkt, j, c, qocc)
+	default:
+		if s.aqmVerdict(e, pt, pkt, c, s.mod.aqm.OnEnqueue(s, e, pkt, j, c, qocc)) {
+			pt.Dropped++
+			if pt.portX != nil {
+				pt.cc[c].Dropped++
+			}
+			e.Pool.Free(p)
+			return
 		}
 	}
 	pt.Enqueued++
@@ -560,8 +584,8 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 		k := &pt.cc[c]
 		k.Enqueued++
 		k.PeakBytes = max(k.PeakBytes, cq.occ)
-		if s.cfg.Shared.Size > 0 {
-			k.SharedPeak = max(k.SharedPeak, cq.occ-s.cfg.Shared.Reserved)
+		if s.poolSize > 0 {
+			k.SharedPeak = max(k.SharedPeak, cq.occ-s.poolReserved)
 		}
 	}
 	if pfcIdx >= 0 {
@@ -576,6 +600,9 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 		in = -1 // nothing to account when it leaves
 	}
 	if !pt.busy && cq.q.Len() == 0 && (pt.portX == nil || pt.ctl.Len() == 0) && !s.paused(e, pt, c) {
+		if s.mod.aqmDeq && !s.dequeueAQM(e, j, pt, p, c, size, int16(in), 0) {
+			return
+		}
 		at := e.Now()
 		if s.cfg.CutThrough.Enabled && from >= 0 {
 			if at = s.cutThrough(e, pt, &s.Ports[from], size); at < e.Now() {
@@ -586,6 +613,9 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 		return
 	}
 	cq.q.Add(p, int32(size))
+	if s.enqAt != nil {
+		s.enqAt[j*s.nc+c].Push(e.Now())
+	}
 	if pt.lazy {
 		// The packet waits for the one in service: the completion that
 		// starts it needs its event.
@@ -596,41 +626,87 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 		pt.in[c].Push(int16(in))
 	}
 	pt.queued += size
-	s.kick(e, pt)
+	s.kick(e, pt, j)
 }
 
-// admit is the lossy admission: the shared buffer's dynamic threshold, or
-// drop-tail on the port's own buffer.
-func (s *Switch) admit(pt *Port, cq *classQ, c int, size, occ int64) bool {
-	if s.cfg.Shared.Size == 0 {
-		if s.ing != nil {
-			// Lossless bytes live in PFC's accounting, not the port's
-			// lossy buffer.
-			for k := 0; k < s.nc; k++ {
-				if s.lossless[k] {
-					occ -= pt.cls[k].occ
-				}
-			}
-		}
-		return occ+size <= pt.Queue.Buffer
+// admit is the lossy admission by the buffer module (port pt is port j,
+// occ its occupancy).
+func (s *Switch) admit(pt *Port, j int, cq *classQ, c int, size, occ int64) bool {
+	switch s.mod.kbuf {
+	case kindStatic:
+		return s.staticAdmit(pt, size, occ)
+	case kindDynamic:
+		return s.mod.dyn.admit(s, cq, c, size)
+	default:
+		return s.mod.buf.Admit(s, j, c, size)
 	}
-	// Choudhury-Hahne dynamic threshold: beyond its reserve a queue may
-	// hold at most alpha times the free shared buffer.
-	r := s.cfg.Shared.Reserved
-	if cq.occ+size <= r {
+}
+
+// markCE marks packet pkt of class c at port pt, if it is ECN-capable.
+func (s *Switch) markCE(pt *Port, pkt *sim.Packet, c int) {
+	if pkt.Flags&sim.FlagECT == 0 {
+		return
+	}
+	pkt.Flags |= sim.FlagCE
+	pt.Marked++
+	if pt.portX != nil {
+		pt.cc[c].Marked++
+	}
+}
+
+// aqmVerdict applies an AQM's verdict v on packet pkt of class c at port
+// pt, and reports whether the packet is to be dropped (the caller frees
+// it and counts the drop). A lossless packet is marked, never dropped.
+func (s *Switch) aqmVerdict(e *sim.Engine, pt *Port, pkt *sim.Packet, c int, v Verdict) bool {
+	switch v {
+	case Pass:
+	case Mark:
+		s.markCE(pt, pkt, c)
+	case Drop:
+		if !s.lossless[c] {
+			return true
+		}
+		s.markCE(pt, pkt, c)
+	default:
+		panic(fmt.Sprintf("switchsim: switch %d: AQM verdict %d", s.ID, v))
+	}
+	return false
+}
+
+// dequeueAQM asks the AQM about packet p (size bytes, class c, accounted
+// to ingress in) as it is about to leave port j (pt) after waiting
+// sojourn, and reports whether it leaves; a dropped packet's bytes are
+// returned and the packet freed.
+func (s *Switch) dequeueAQM(e *sim.Engine, j int, pt *Port, p sim.PktRef, c int, size int64, in int16, sojourn sim.Time) bool {
+	behind := pt.queued
+	if s.nc > 1 {
+		behind = pt.cls[c].occ - size
+	}
+	pkt := e.Pool.Get(p)
+	var v Verdict
+	if s.mod.kaqm == kindCoDel {
+		v = s.mod.codel.OnDequeue(s, e, pkt, j, c, sojourn, behind)
+	} else {
+		v = s.mod.aqm.OnDequeue(s, e, pkt, j, c, sojourn, behind)
+	}
+	if !s.aqmVerdict(e, pt, pkt, c, v) {
 		return true
 	}
-	free := s.cfg.Shared.Size - s.sharedUsed
-	over := cq.occ + size - r
-	need := min(size, over)
-	return need <= free && float64(over) <= s.alpha[c]*float64(free)
+	s.addOcc(&pt.cls[c], c, -size)
+	s.release(e, int(in), c, size)
+	pt.Dropped++
+	if pt.portX != nil {
+		pt.cc[c].Dropped++
+	}
+	e.Pool.Free(p)
+	return false
 }
 
 // addOcc adds n bytes (negative: removes) to class queue cq and keeps the
 // shared pool's use.
 func (s *Switch) addOcc(cq *classQ, c int, n int64) {
-	if s.cfg.Shared.Size > 0 {
-		r := s.cfg.Shared.Reserved
+	if s.poolSize > 0 {
+		r := s.poolReserved
 		s.sharedUsed += max(0, cq.occ+n-r) - max(0, cq.occ-r)
 	}
 	cq.occ += n
@@ -642,26 +718,6 @@ func (s *Switch) SharedUsed() int64 { return s.sharedUsed }
 // paused reports whether class c of port pt is paused by its peer.
 func (s *Switch) paused(e *sim.Engine, pt *Port, c int) bool {
 	return pt.portX != nil && pt.cx[c].pausedUntil > e.Now()
-}
-
-// mark decides ECN marking from an occupancy.
-func (s *Switch) mark(e *sim.Engine, c *topologies.ECNConfig, occ int64) bool {
-	switch c.Mode {
-	case topologies.ECNOff:
-		return false
-	case topologies.ECNStep:
-		return occ > c.K
-	case topologies.ECNRED:
-		switch {
-		case occ <= c.Min:
-			return false
-		case occ >= c.Max:
-			return true
-		}
-		p := c.PMax * float64(occ-c.Min) / float64(c.Max-c.Min)
-		return e.Rand(s.ID).Float64() < p
-	}
-	return false
 }
 
 // cutThrough is when the transmission of a packet of size bytes that
@@ -702,18 +758,14 @@ func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64,
 	pt.inService = size
 	pt.svcClass = int8(c)
 	pt.svcIn = in
-	if pkt := e.Pool.Get(p); pt.Queue.ECN.Dequeue && pkt.Flags&sim.FlagECT != 0 {
+	if pt.Queue.ECN.Dequeue && s.mod.kaqm == kindECN {
 		// ECN on dequeue (as htsim's UEC queues): the backlog left behind.
 		behind := pt.queued
 		if s.nc > 1 {
 			behind = pt.cls[c].occ - size
 		}
-		if s.mark(e, &pt.Queue.ECN, behind) {
-			pkt.Flags |= sim.FlagCE
-			pt.Marked++
-			if pt.portX != nil {
-				pt.cc[c].Marked++
-			}
+		if pkt := e.Pool.Get(p); s.ecnOnDequeue(e, pt, pkt, behind) == Mark {
+			s.markCE(pt, pkt, c)
 		}
 	}
 	pt.TxPackets++
@@ -788,7 +840,7 @@ func (s *Switch) pushINT(e *sim.Engine, pt *Port, p sim.PktRef, pkt *sim.Packet,
 func (s *Switch) OnTxDone(e *sim.Engine, port int) {
 	pt := &s.Ports[port]
 	s.complete(e, pt)
-	s.kick(e, pt)
+	s.kick(e, pt, port)
 }
 
 // complete frees the buffer of the packet that finished; the port is idle.
@@ -817,10 +869,11 @@ func (s *Switch) release(e *sim.Engine, in, c int, n int64) {
 	}
 }
 
-// kick starts the next packet of an idle port: PAUSE frames first, then
-// the strict classes from the highest, then DWRR among the weighted ones;
-// paused classes wait.
-func (s *Switch) kick(e *sim.Engine, pt *Port) {
+// kick starts the next packet of idle port j: PAUSE frames first, then
+// the class the scheduler picks; paused classes wait. An AQM that decides
+// on dequeue may drop packets first: the class's next one is then
+// considered at once, and the scheduler asked again once it is empty.
+func (s *Switch) kick(e *sim.Engine, pt *Port, j int) {
 	if pt.busy {
 		return
 	}
@@ -831,98 +884,64 @@ func (s *Switch) kick(e *sim.Engine, pt *Port) {
 		e.Transmit(pt.Link, p)
 		return
 	}
-	c := s.pick(e, pt)
-	if c < 0 {
-		return
-	}
-	cq := &pt.cls[c]
-	p, sz := cq.q.Take()
-	in := int16(-1)
-	if s.ing != nil {
-		in = pt.in[c].Pop()
-	}
-	size := int64(sz)
-	pt.queued -= size
-	s.start(e, pt, p, c, size, in, e.Now())
-}
-
-// pick chooses the class to serve, or -1.
-func (s *Switch) pick(e *sim.Engine, pt *Port) int {
-	if s.nc == 1 {
-		if pt.cls[0].q.Len() == 0 || s.paused(e, pt, 0) {
-			return -1
-		}
-		return 0
-	}
-	weighted := false
-	for c := s.nc - 1; c >= 0; c-- {
-		cq := &pt.cls[c]
-		if cq.q.Len() == 0 || s.paused(e, pt, c) {
-			continue
-		}
-		if s.strict[c] {
-			return c
-		}
-		weighted = true
-	}
-	if !weighted {
-		return -1
-	}
-	// DWRR: the class whose turn it is sends while its deficit covers its
-	// head packet; a class gets its quantum when its turn comes.
 	for {
-		c := int(pt.rr)
-		cq := &pt.cls[c]
-		if !s.strict[c] && cq.q.Len() > 0 && !s.paused(e, pt, c) {
-			head := int64(cq.q.Front().Size)
-			if x := &pt.cx[c]; x.deficit >= head {
-				x.deficit -= head
-				return c
+		var c int
+		switch {
+		case s.nc == 1:
+			c = -1
+			if pt.cls[0].q.Len() > 0 && !s.paused(e, pt, 0) {
+				c = 0
 			}
-		} else if cq.q.Len() == 0 {
-			pt.cx[c].deficit = 0
+		case s.mod.ksch == kindDWRR:
+			c = s.mod.dwrr.pick(s, e, pt)
+		default:
+			c = s.pick(e, pt, j)
 		}
-		c = (c + 1) % s.nc
-		pt.rr = int8(c)
-		if nq := &pt.cls[c]; !s.strict[c] && nq.q.Len() > 0 && !s.paused(e, pt, c) {
-			pt.cx[c].deficit += s.quantum[c]
+		if c < 0 {
+			return
+		}
+		cq := &pt.cls[c]
+		for cq.q.Len() > 0 {
+			p, sz := cq.q.Take()
+			in := int16(-1)
+			if s.ing != nil {
+				in = pt.in[c].Pop()
+			}
+			size := int64(sz)
+			pt.queued -= size
+			if s.mod.aqmDeq {
+				var sojourn sim.Time
+				if s.enqAt != nil {
+					sojourn = e.Now() - s.enqAt[j*s.nc+c].Pop()
+				}
+				if !s.dequeueAQM(e, j, pt, p, c, size, in, sojourn) {
+					continue
+				}
+			}
+			s.start(e, pt, p, c, size, in, e.Now())
+			return
+		}
+		// Every packet of the class was dropped on dequeue.
+		if s.mod.kaqm == kindCoDel {
+			s.mod.codel.OnDequeue(s, e, nil, j, c, 0, 0)
+		} else {
+			s.mod.aqm.OnDequeue(s, e, nil, j, c, 0, 0)
 		}
 	}
 }
 
-// leastLoaded is the port of next with the smallest occupancy, ties broken
-// from a hash-chosen start (adaptive routing by local egress occupancy).
-func (s *Switch) leastLoaded(e *sim.Engine, next []int32, h uint64) int32 {
-	n := uint64(len(next))
-	for _, p := range next {
-		if pt := &s.Ports[p]; pt.lazy {
-			s.settle(e, pt)
-		}
+// pick chooses the class of port pt (port j) to serve, or -1, with a
+// scheduler other than DWRR (kick calls that one itself). Precondition:
+// several classes.
+func (s *Switch) pick(e *sim.Engine, pt *Port, j int) int {
+	if s.mod.ksch == kindStrict {
+		return strictPriority{}.Pick(s, e, j)
 	}
-	best := next[h%n]
-	bo := s.Ports[best].Occupancy()
-	for i := uint64(1); i < n; i++ {
-		p := next[(h+i)%n]
-		if o := s.Ports[p].Occupancy(); o < bo {
-			best, bo = p, o
-		}
+	c := s.mod.sch.Pick(s, e, j)
+	if c >= s.nc || c >= 0 && (pt.cls[c].q.Len() == 0 || s.paused(e, pt, c)) {
+		panic(fmt.Sprintf("switchsim: switch %d port %d: the scheduler picked class %d, which cannot send", s.ID, j, c))
 	}
-	return best
-}
-
-// flowletPort keeps a flow on its port while its packets come closer than
-// the flowlet gap, and picks the least loaded port at a flowlet's start
-// (Kandula et al., "Dynamic load balancing without packet reordering",
-// CCR 2007; CONGA's flowlet table).
-func (s *Switch) flowletPort(e *sim.Engine, next []int32, h uint64) int32 {
-	f := &s.flowlets[h&(flowletSlots-1)]
-	now := e.Now()
-	if f.key != h || f.port < 0 || now-f.last > s.cfg.FlowletGap {
-		f.key = h
-		f.port = s.leastLoaded(e, next, h)
-	}
-	f.last = now
-	return f.port
+	return c
 }
 
 // Queued is the number of packets waiting in all ports' queues.
@@ -946,7 +965,8 @@ func (s *Switch) armSample(e *sim.Engine) {
 func (s *Switch) OnTimer(e *sim.Engine, arg int64) {
 	switch arg >> timerShift {
 	case timerWake:
-		s.kick(e, &s.Ports[arg&(1<<timerShift-1)])
+		j := int(arg & (1<<timerShift - 1))
+		s.kick(e, &s.Ports[j], j)
 	case timerPFC:
 		s.refresh(e, int(arg&(1<<timerShift-1)))
 	case timerStorm:

@@ -20,6 +20,7 @@ import (
 	"github.com/lockstep-sim/lockstep/internal/wire"
 	"github.com/lockstep-sim/lockstep/partition"
 	"github.com/lockstep-sim/lockstep/scenario"
+	"github.com/lockstep-sim/lockstep/sim"
 )
 
 func newCoordinatorCmd(v *viper.Viper, stdout, stderr io.Writer) *cobra.Command {
@@ -60,6 +61,9 @@ these processes itself, each with the setup it built.`,
 	f.String("setup", "", "serve this setup file (written by 'lockstep run') instead of building FILE")
 	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long a node may be silent, or NATS unreachable, before the leader aborts the run naming the partition (exit 3); also how long this replica waits without a raft leader or a leader's status before it gives up (exit 3; 0 if the last leader said the run finished)")
 	f.Duration("join-timeout", coordinator.DefaultJoinTimeout, "how long this replica waits for the first raft leader (its peers starting) before it gives up (exit 3)")
+	f.Duration("checkpoint-every", 0, "with FILE: every node stores its part of a checkpoint at the first window boundary after each multiple of this virtual time, e.g. 100us, in the NATS server's JetStream object store (or --checkpoint-dir); a lost node is then replaced and every node rolled back to the last committed checkpoint")
+	f.String("checkpoint-dir", "", "with FILE and --checkpoint-every: a directory every node shares (a shared volume) instead of JetStream")
+	f.Int("max-restarts", 3, "with FILE: how many lost nodes the run survives (rollbacks to the last committed checkpoint) before it fails")
 	addOutputFlags(cmd)
 	addMetricsFlags(cmd)
 	addInputFlags(cmd)
@@ -74,7 +78,7 @@ these processes itself, each with the setup it built.`,
 // FILE built with the command line's edits.
 func coordinatorSetup(cmd *cobra.Command, v *viper.Viper, args []string) (*wire.Setup, error) {
 	if path, _ := cmd.Flags().GetString("setup"); path != "" {
-		for _, f := range []string{"seed", "partitions", "cwnd", "queues", "sender-fct"} {
+		for _, f := range []string{"seed", "partitions", "cwnd", "queues", "sender-fct", "checkpoint-every", "checkpoint-dir", "max-restarts"} {
 			if cmd.Flags().Changed(f) {
 				return nil, badInput(fmt.Errorf("coordinator: --setup carries the whole run: no --%s", f))
 			}
@@ -111,7 +115,15 @@ func coordinatorSetup(cmd *cobra.Command, v *viper.Viper, args []string) (*wire.
 	if err != nil {
 		return nil, badInput(err)
 	}
-	return deploy.NewSetup(b, pl), nil
+	su := deploy.NewSetup(b, pl)
+	every, _ := cmd.Flags().GetDuration("checkpoint-every")
+	su.CheckpointDir, _ = cmd.Flags().GetString("checkpoint-dir")
+	su.MaxRestarts, _ = cmd.Flags().GetInt("max-restarts")
+	if every < 0 || su.MaxRestarts < 0 || su.CheckpointDir != "" && every == 0 {
+		return nil, badInput(fmt.Errorf("coordinator: --checkpoint-every and --max-restarts must not be negative, and --checkpoint-dir needs --checkpoint-every"))
+	}
+	su.CheckpointEvery = int64(sim.Time(every.Nanoseconds()) * sim.Nanosecond)
+	return su, nil
 }
 
 func parsePeers(s string) ([]coordinator.Peer, error) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -33,7 +34,9 @@ NATS requires of every client and every member presents (--no-auth: none). Witho
 one stream ('kubectl apply -f -'); with --out, DIR gets one file each and a
 kustomization.yaml, a base for overlays (see deploy/k8s/overlays and
 docs/deploy.md). The scenario must be self-contained (no files it refers
-to are shipped).`,
+to are shipped). A new run where another was applied: 'kubectl replace
+--force -f -' (kubectl apply cannot change the StatefulSets' selectors or
+the Job's pod template, which name the run).`,
 		Example: "  lockstep deploy k8s examples/fattree-k8-permutation.yaml --partitions 4 --image lockstep:v0.3.0 --run-id exp1 | kubectl apply -f -",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -47,6 +50,8 @@ to are shipped).`,
 	f.String("run-id", "lockstep", "run id (a DNS label): names the run on NATS and labels every object")
 	f.String("peer-timeout", "20s", "every member's --peer-timeout")
 	f.String("out", "", "write one file per manifest and a kustomization.yaml into this directory")
+	f.String("checkpoint-every", "", "the nodes checkpoint every this long of virtual time (e.g. 100us) into the NATS server's JetStream; a node pod that dies is replaced and the run rolls back to the last checkpoint instead of failing")
+	f.Int("max-restarts", 3, "with --checkpoint-every: how many node pods may die (the node Job's backoffLimit) before the run fails")
 	f.Bool("no-auth", false, "leave the Secret's NATS token empty (default: a random per-run token that NATS requires of every member)")
 	cmd.AddCommand(k8s)
 	return cmd
@@ -72,6 +77,13 @@ func runDeployK8s(cmd *cobra.Command, file string, stdout io.Writer) error {
 	k.Image, _ = f.GetString("image")
 	k.Run, _ = f.GetString("run-id")
 	k.PeerTimeout, _ = f.GetString("peer-timeout")
+	k.CheckpointEvery, _ = f.GetString("checkpoint-every")
+	k.MaxRestarts, _ = f.GetInt("max-restarts")
+	if k.CheckpointEvery != "" {
+		if d, err := time.ParseDuration(k.CheckpointEvery); err != nil || d <= 0 || k.MaxRestarts < 0 {
+			return badInput(fmt.Errorf("deploy k8s: --checkpoint-every %q, --max-restarts %d: want a positive duration and a count", k.CheckpointEvery, k.MaxRestarts))
+		}
+	}
 	if noAuth, _ := f.GetBool("no-auth"); !noAuth {
 		var tok [24]byte
 		if _, err := rand.Read(tok[:]); err != nil {

@@ -62,6 +62,7 @@ environment: LOCKSTEP_OUT, LOCKSTEP_SEED, LOCKSTEP_PROGRESS.`,
 	addOutputFlags(cmd)
 	addInputFlags(cmd)
 	addRunDistributedFlags(cmd, v)
+	addCheckpointFlags(cmd)
 	for _, f := range []string{"out", "seed", "progress", "quiet"} {
 		_ = v.BindPFlag("run."+f, cmd.Flags().Lookup(f))
 		_ = v.BindEnv("run."+f, "LOCKSTEP_"+upper(f))
@@ -85,17 +86,39 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		return err
 	}
 	out := v.GetString("run.out")
-	b, err := loadScenario(path, edits...)
+	rs := resumeOf(cmd)
+	var b *scenario.Built
+	var cut *autoCut
+	if rs != nil {
+		// lockstep resume: the scenario, seed and cut the run had.
+		b, cut = rs.b, rs.cut()
+	} else {
+		if b, err = loadScenario(path, edits...); err != nil {
+			return err
+		}
+		// How the run is cut (the default cut, or one partition), then
+		// what the run builds is built before anything is written: a
+		// fabric it cannot build leaves no --out behind (and validate
+		// says the same).
+		if cut, err = defaultCut(cmd, b); err != nil {
+			return badInput(err)
+		}
+	}
+	ck, err := checkpointing(cmd, out)
 	if err != nil {
 		return err
 	}
-	// How the run is cut (the default cut, or one partition), then what the
-	// run builds is built before anything is written: a fabric it cannot
-	// build leaves no --out behind (and validate says the same).
-	cut, err := defaultCut(cmd, b)
-	if err != nil {
-		return badInput(err)
+	if ck != nil && len(b.External) > 0 {
+		return badInput(fmt.Errorf("%s: external: a run with external elements cannot checkpoint (their state is theirs)", b.File))
 	}
+	// The external elements, if any: connected here for a run in this
+	// process, by the nodes for a run over NATS.
+	inProcess := cut != nil || v.GetString("run.transport") == "memory"
+	closeElements, err := connectElements(cmd, v, b, inProcess)
+	if err != nil {
+		return err
+	}
+	defer closeElements()
 	var f *fabric.Fabric
 	var building time.Time // when building f began: the run's setup and wall time count from there
 	switch {
@@ -125,8 +148,17 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		}
 		defer stopProf()
 	}
-	if handled, err := runDistributedIfAsked(cmd, v, b, out, stdout, stderr, cut); handled {
+	if handled, err := runDistributedIfAsked(cmd, v, b, out, stdout, stderr, cut, ck); handled {
 		return err
+	}
+	if ck != nil {
+		pl, err := partition.MakeFlows(b.Topo, b.Fabric.Impairments, b.Fabric.Flows, b.Fabric.Tasks, make([]int, len(b.Topo.Nodes)))
+		if err != nil {
+			return internal(err)
+		}
+		if err := ck.start(cmd, b, pl, out, runInfo{Mode: modeOne, Cut: cut.info}); err != nil {
+			return err
+		}
 	}
 	if _, err := runMetricsArgs(cmd, false, 1); err != nil {
 		return badInput(err) // --metrics without node processes
@@ -163,6 +195,7 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 	}()
 	opt.Stop = stopRun
 	opt.StopReason = "interrupted"
+	ck.runnerOptions(cmd, &opt)
 	var live *ui.Live
 	if addr, _ := cmd.Flags().GetString("ui"); addr != "" {
 		live = ui.NewLive(b)
@@ -179,15 +212,22 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 		// the view smoother (the events and their order do not change).
 		opt.Observe = live.Observe
 		if testObserveDelay > 0 {
-			opt.Observe = func(f *fabric.Fabric) { live.Observe(f); time.Sleep(testObserveDelay) }
+			hold := testObserveHold
+			opt.Observe = func(f *fabric.Fabric) {
+				live.Observe(f)
+				if hold != nil {
+					<-hold
+				}
+				time.Sleep(testObserveDelay)
+			}
 		}
 		opt.ProgressEvery = 1 << 14
 	}
-	res, perf, err := execute(b, f, building, cut.info, out, opt, func(r *runner.Result) {
+	res, perf, err := execute(b, f, building, cut.info, out, opt, ck.perf(cmd), func(r *runner.Result) {
 		if show {
 			fmt.Fprintln(stderr)
 		}
-		if !r.Complete && r.StoppedBy == "incomplete" {
+		if !r.Complete && r.StoppedBy == "incomplete" && stopWhy != "" {
 			r.Reason = stopWhy
 		}
 	})
@@ -226,6 +266,11 @@ var perfClock = time.Now
 // time) so that a browser can watch it.
 var testObserveDelay time.Duration
 
+// testObserveHold, set by tests only with testObserveDelay, holds a run
+// with --ui after its first batch until it is closed: a browser that is
+// slow to start (a loaded machine) still sees the run going on.
+var testObserveHold chan struct{}
+
 // execute runs b in this process and writes its outputs into out (which
 // exists): what `lockstep run` does once the scenario is loaded, and what
 // `lockstep sweep` does for every run, so a sweep's run is the run alone.
@@ -233,7 +278,7 @@ var testObserveDelay time.Duration
 // built f, building is when it began: perf's setup and wall seconds count
 // from there (from now if it is zero).
 func execute(b *scenario.Built, f *fabric.Fabric, building time.Time, cut *partition.DefaultCut, out string, opt runner.Options,
-	before func(*runner.Result)) (*runner.Result, results.Perf, error) {
+	ckpt func() any, before func(*runner.Result)) (*runner.Result, results.Perf, error) {
 	start := building
 	if start.IsZero() {
 		start = perfClock()
@@ -264,6 +309,9 @@ func execute(b *scenario.Built, f *fabric.Fabric, building time.Time, cut *parti
 		if se := (*scenario.Error)(nil); errors.As(err, &se) {
 			return nil, results.Perf{}, badInput(err)
 		}
+		if errors.As(err, new(usageError)) || errors.As(err, new(runFailedError)) {
+			return nil, results.Perf{}, err
+		}
 		return nil, results.Perf{}, internal(err)
 	}
 	wall := perfClock().Sub(start).Seconds()
@@ -272,6 +320,9 @@ func execute(b *scenario.Built, f *fabric.Fabric, building time.Time, cut *parti
 	}
 	perf := results.Perf{WallSeconds: wall, SetupSeconds: setup, EventsPerSec: float64(res.Fabric.Engine().Stats.Events) / wall,
 		PeakRSSBytes: peakRSS(), PeakHeapBytes: peakHeap, Partitions: 1, Cut: cut}
+	if ckpt != nil {
+		perf.Checkpoints = ckpt()
+	}
 	if err := res.WriteDir(out, perf, nil); err != nil {
 		return nil, perf, err
 	}
@@ -365,6 +416,9 @@ var cutModel = partition.DefaultCutModel
 type autoCut struct {
 	pl   *partition.Placement
 	info *partition.DefaultCut
+	// explicit: a resumed run whose in-memory partitions were asked for
+	// (--transport memory), not the default cut.
+	explicit bool
 }
 
 // defaultCut decides how `lockstep run` without distributed flags cuts
@@ -379,7 +433,7 @@ func defaultCut(cmd *cobra.Command, b *scenario.Built) (*autoCut, error) {
 		}
 		cores = min(cores, n)
 	}
-	if p, _ := cmd.Flags().GetInt("partitions"); cmd.Flags().Changed("partitions") && p == 1 && onlyPartitionsFlag(cmd) &&
+	if p, _ := cmd.Flags().GetInt("partitions"); cmd.Flags().Changed("partitions") && p == 1 && onlyPartitionsFlag(cmd, b) &&
 		(b.Scenario == nil || b.Scenario.Placement == nil) {
 		return &autoCut{info: &partition.DefaultCut{Partitions: 1, Cores: cores, Reason: "--partitions 1"}}, nil
 	}
@@ -395,9 +449,9 @@ func defaultCut(cmd *cobra.Command, b *scenario.Built) (*autoCut, error) {
 
 // onlyPartitionsFlag reports whether --partitions is the only distributed
 // flag given (so --partitions 1 means one plain partition).
-func onlyPartitionsFlag(cmd *cobra.Command) bool {
+func onlyPartitionsFlag(cmd *cobra.Command, b *scenario.Built) bool {
 	for _, n := range distFlags {
-		if n != "partitions" && cmd.Flags().Changed(n) {
+		if n != "partitions" && cmd.Flags().Changed(n) && asksDistribution(n, b) {
 			return false
 		}
 	}

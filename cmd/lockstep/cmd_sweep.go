@@ -55,7 +55,7 @@ parameter with error bars. The spec format is in docs/scenario.md
 				parallel = runtime.GOMAXPROCS(0)
 			}
 			opt := sweep.Options{Out: out, Parallel: parallel, Run: func(b *scenario.Built, dir string) error {
-				res, _, err := execute(b, nil, time.Time{}, nil, dir, runner.Options{}, nil)
+				res, _, err := execute(b, nil, time.Time{}, nil, dir, runner.Options{}, nil, nil)
 				if err != nil {
 					return err
 				}

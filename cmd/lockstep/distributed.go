@@ -29,7 +29,7 @@ import (
 
 // distFlags are the run flags of a distributed run.
 var distFlags = []string{"partitions", "procs", "coordinators", "nats", "transport", "run-id", "mark-every", "status-every", "external",
-	"peer-timeout", "join-timeout"}
+	"peer-timeout", "join-timeout", "element-keys"}
 
 // addRunDistributedFlags adds the distributed-run flags to `lockstep run`.
 func addRunDistributedFlags(cmd *cobra.Command, v *viper.Viper) {
@@ -45,6 +45,7 @@ func addRunDistributedFlags(cmd *cobra.Command, v *viper.Viper) {
 	f.Duration("status-every", 0, "how often the coordinator leader and the nodes publish their status, their heartbeat (default 250ms)")
 	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long a node or the coordinator leader may be silent, or the NATS server unreachable, before the run fails (exit 3); back within it, the run goes on unchanged")
 	f.Duration("join-timeout", deploy.DefaultJoinTimeout, "how long to wait for the coordinator leader and every node to be heard from (with --external: progress on stderr)")
+	f.String("element-keys", "", "with the scenario's external elements on the embedded NATS server: write their keys, the server's URL and the run id into this directory")
 	addNATSAuthFlags(cmd)
 	addRunMetricsFlag(cmd)
 	for _, n := range distFlags {
@@ -56,7 +57,7 @@ func addRunDistributedFlags(cmd *cobra.Command, v *viper.Viper) {
 // distributed flag was given, or the scenario has a placement section.
 func distributedAsked(cmd *cobra.Command, b *scenario.Built) bool {
 	for _, n := range distFlags {
-		if cmd.Flags().Changed(n) {
+		if cmd.Flags().Changed(n) && asksDistribution(n, b) {
 			return true
 		}
 	}
@@ -67,15 +68,22 @@ func distributedAsked(cmd *cobra.Command, b *scenario.Built) bool {
 // scenario's placement section) ask for it, writing the same files into
 // out as a single-process run. It returns handled=false, and does
 // nothing, otherwise.
-func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built, out string, stdout, stderr io.Writer, cut *autoCut) (handled bool, err error) {
+func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built, out string, stdout, stderr io.Writer, cut *autoCut,
+	ck *ckptRun) (handled bool, err error) {
 	var pl *partition.Placement
 	transport := v.GetString("run.transport")
 	switch {
+	case cut != nil && cut.pl != nil && cut.explicit:
+		// A resumed run that asked for --transport memory.
+		pl, transport, cut = cut.pl, "memory", nil
 	case cut != nil && cut.pl != nil:
 		// The default cut: in-memory partitions, one per core.
 		pl, transport = cut.pl, "memory"
 	case cut != nil || !distributedAsked(cmd, b):
 		return false, nil
+	case resumeOf(cmd) != nil:
+		// lockstep resume of a run over NATS: the setup's placement.
+		pl = resumeOf(cmd).pl
 	default:
 		if pl, err = partition.ForScenario(b, v.GetInt("run.partitions")); err != nil {
 			return true, badInput(err)
@@ -90,10 +98,26 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		return true, badInput(fmt.Errorf("--coordinators %d: want 1 or 3", coords))
 	case v.GetBool("run.external") && (v.GetString("run.nats") == "" || v.GetString("run.run-id") == "" || procs):
 		return true, badInput(fmt.Errorf("--external needs --nats and --run-id (and starts no --procs)"))
-	case transport == "memory" && (procs || coords != 1 || v.GetString("run.nats") != "" || v.GetBool("run.external")):
+	case transport == "memory" && (procs || coords != 1 || v.GetString("run.nats") != "" && len(b.External) == 0 || v.GetBool("run.external")):
 		return true, badInput(fmt.Errorf("--transport memory runs every partition in this process: no --procs, --coordinators or --nats"))
 	case v.GetDuration("run.peer-timeout") <= 0 || v.GetDuration("run.join-timeout") <= 0:
 		return true, badInput(fmt.Errorf("--peer-timeout and --join-timeout must be positive"))
+	case ck != nil && transport != "memory" && ck.wall > 0:
+		return true, badInput(fmt.Errorf("--checkpoint-wall: not in runs over NATS, whose nodes agree on checkpoints by virtual time (--checkpoint-every) without a message"))
+	case maxRestarts(cmd) < 0:
+		return true, badInput(fmt.Errorf("--max-restarts %d: want 0 or more", maxRestarts(cmd)))
+	}
+	if ck != nil {
+		ri := runInfo{Mode: modeMemory, Explicit: cut == nil}
+		if transport == "nats" {
+			ri = runInfo{Mode: modeNATS}
+		}
+		if cut != nil {
+			ri.Cut = cut.info
+		}
+		if err := ck.start(cmd, b, pl, out, ri); err != nil {
+			return true, err
+		}
 	}
 	auth, err := natsAuthOptions(cmd)
 	if err != nil {
@@ -153,18 +177,27 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 	if transport == "memory" {
 		// Ctrl-C or SIGTERM stops the partitions at the next window
 		// boundary; what they have is written, marked incomplete (exit 3).
-		lr, err := node.RunLocal(b, pl, node.LocalOptions{Parallel: true, Window: func(g barrier.Grant, cores []*node.Core) {
+		lopt := node.LocalOptions{Parallel: true, Window: func(g barrier.Grant, cores []*node.Core) {
 			for _, c := range cores {
 				nodeStatus(wire.NodeStatus{Partition: c.Partition(), Events: c.F.Engine().Stats.Events})
 			}
 			progress(g.Window, g.Start, false)
-		}, Stop: ctx.Done(), StopReason: "interrupted"})
+		}, Stop: ctx.Done(), StopReason: "interrupted"}
+		ck.localOptions(cmd, &lopt)
+		lr, err := node.RunLocal(b, pl, lopt)
 		if errors.Is(err, node.ErrStopped) {
 			if show {
 				fmt.Fprintln(stderr)
 			}
 			return true, writePartial(&deploy.Result{Outputs: lr.Outputs}, out, time.Since(start).Seconds(), pl.P,
 				errors.New("interrupted: every partition stopped at the same window boundary"))
+		}
+		if err != nil && lr != nil {
+			// An external element failed: what the partitions have.
+			if show {
+				fmt.Fprintln(stderr)
+			}
+			return true, writePartial(&deploy.Result{Outputs: lr.Outputs}, out, time.Since(start).Seconds(), pl.P, err)
 		}
 		if err != nil {
 			return true, err
@@ -177,13 +210,17 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		case procs:
 			stats.Nodes = "processes"
 		}
-		res, err := deploy.Run(ctx, deploy.Options{Built: b, Placement: pl, Procs: procs, Coordinators: coords,
+		dopt := deploy.Options{Built: b, Placement: pl, Procs: procs, Coordinators: coords,
 			External: v.GetBool("run.external"),
 			NATS:     v.GetString("run.nats"), Auth: auth, ChildArgs: childArgs, RunID: v.GetString("run.run-id"),
 			ExeEnv: childEnv, NodeProfile: nodeProfile(cmd, procs), MarkEvery: v.GetUint64("run.mark-every"), StatusEvery: v.GetDuration("run.status-every"),
 			PeerTimeout: v.GetDuration("run.peer-timeout"), JoinTimeout: v.GetDuration("run.join-timeout"),
-			Stderr:   stderr,
-			OnStatus: func(s wire.Status) { progress(s.Window, sim.Time(s.Start), false) }, OnNodeStatus: nodeStatus})
+			ElementKeys: v.GetString("run.element-keys"),
+			Stderr:      stderr,
+			OnStatus:    func(s wire.Status) { progress(s.Window, sim.Time(s.Start), false) }, OnNodeStatus: nodeStatus}
+		ck.deployOptions(cmd, &dopt, v.GetBool("run.external"), maxRestarts(cmd))
+		res, err := deploy.Run(ctx, dopt)
+		ck.distResult(res)
 		if err != nil {
 			if show {
 				fmt.Fprintln(stderr)
@@ -215,6 +252,9 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 	runtime.ReadMemStats(&ms)
 	perf := results.Perf{WallSeconds: wall, EventsPerSec: float64(sum.Events) / wall, PeakRSSBytes: peakRSS(),
 		PeakHeapBytes: ms.HeapInuse, Partitions: pl.P}
+	if f := ck.perf(cmd); f != nil {
+		perf.Checkpoints = f()
+	}
 	var extra any
 	if cut != nil {
 		// A default cut is how this run executed, not what it asked for:
@@ -410,4 +450,10 @@ func nodeProfile(cmd *cobra.Command, procs bool) string {
 	}
 	p, _ := cmd.Flags().GetString("cpuprofile")
 	return p
+}
+
+// maxRestarts is --max-restarts.
+func maxRestarts(cmd *cobra.Command) int {
+	n, _ := cmd.Flags().GetInt("max-restarts")
+	return n
 }

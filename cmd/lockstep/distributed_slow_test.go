@@ -96,3 +96,15 @@ func BenchmarkFatTreeK8(b *testing.B) {
 		})
 	}
 }
+
+// TestCheckpoint_NodeKilledAtFivePoints is issue 22's test: a random node
+// process of a 4-partition run with 3 coordinators (the k=8 fat-tree
+// permutation with 8 MB flows) is killed (SIGKILL) at five points, from
+// just after the first committed checkpoint to late in the run, while the
+// nodes write a checkpoint or between two; each run completes (exit 0)
+// with the single-process run's files.
+func TestCheckpoint_NodeKilledAtFivePoints(t *testing.T) {
+	requireWired(t)
+	killedNodes(t, longK8(t, t.TempDir()), []killPoint{{dirs: 1}, {dirs: 3, committed: true}, {dirs: 6},
+		{dirs: 10, committed: true}, {dirs: 14}}, "100us", 5)
+}

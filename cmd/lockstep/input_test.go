@@ -45,6 +45,11 @@ func inputCases() []inputCase {
 	s := func(text string) map[string]string { return map[string]string{"s.yaml": text} }
 	cm := func(file string) string { return goodTopo + "workload:\n  - {type: cm, file: " + file + "}\n" }
 	return []inputCase{
+		// Switch modules (issue 24).
+		{name: "unknown switch module", files: s(goodTopo + goodFlows + "switch:\n  modules:\n    aqm: {name: pie}\n"),
+			want: []string{"s.yaml: switch.modules.aqm.name: unknown aqm module \"pie\" (known: ecn, droptail, step, red, codel)"}},
+		{name: "bad switch module option", files: s(goodTopo + goodFlows + "switch:\n  modules:\n    forward: {name: drill, options: {samples: many}}\n"),
+			want: []string{"s.yaml: switch.modules.forward.options.samples: want a whole number in [1, 16], got \"many\""}},
 		// Crashes.
 		{name: "cm is /dev/zero", files: s(cm("/dev/zero")),
 			want: []string{"s.yaml", "workload[0].file", "/dev/zero", "outside the scenario's folder", "--allow-outside"}},

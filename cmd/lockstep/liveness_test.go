@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -447,10 +448,11 @@ func interruptWritesPartial(t *testing.T, args []string) {
 	defer close(done)
 	timer := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() })
 	defer timer.Stop()
-	// The first progress line says the run is under way.
+	// A progress line past virtual time 0 says the run is under way (every
+	// partition has built and computed).
 	var errs bytes.Buffer
 	buf := make([]byte, 4096)
-	for !strings.Contains(errs.String(), "virtual") {
+	for !underWay(errs.String()) {
 		n, err := stderr.Read(buf)
 		errs.Write(buf[:n])
 		if err != nil {
@@ -478,4 +480,14 @@ func interruptWritesPartial(t *testing.T, args []string) {
 	if len(sum.MissingPartitions) > 0 || sum.EndPs == 0 {
 		t.Errorf("summary.json: partitions %v missing, end %d ps: an interrupt must keep what every partition computed", sum.MissingPartitions, sum.EndPs)
 	}
+}
+
+// underWay reports whether progress output shows a virtual time past 0.
+func underWay(progress string) bool {
+	for _, m := range regexp.MustCompile(`virtual\s+(\S+)`).FindAllStringSubmatch(progress, -1) {
+		if !strings.HasPrefix(m[1], "0") {
+			return true
+		}
+	}
+	return false
 }

@@ -65,6 +65,7 @@ func flag(argv, name string) string {
 type attack struct {
 	name string
 	// where the refusal is counted: "nats", "launcher", "coordinators"
+	// ("": dropped without counting)
 	counted string
 	do      func() error
 }
@@ -230,7 +231,13 @@ func TestRunDistributed_Issue10_ForgeriesRejected(t *testing.T) {
 			return thief.Flush()
 		}
 	}
+	// Node 1's own report, but of another epoch (as if sent before a
+	// rollback, docs/decisions.md "Distributed checkpoints") and for a
+	// window far ahead: node 0 and the leader drop it unseen; stepped,
+	// node 0's replica would refuse it and fail the run.
+	stale := wire.AppendReport(nil, &barrier.Report{Node: 1, Window: 1 << 20, MinSent: math.MaxInt64, Sent: []uint32{0, 0}}, 0, 7)
 	attacks := []attack{
+		{"node 1's report of another epoch", "", publish(subj.Report(1), stale)},
 		{"report claiming node 0 on node 1's subject", "coordinators", publish(subj.Report(1), report0)},
 		{"resync request as the coordinator", "nats", publish(subj.Resync(), resync)},
 		{"leader status (finished) as the coordinator", "nats", publish(subj.Status(), status)},

@@ -101,10 +101,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	setCrashDir("")
-	v := viper.New()
-	v.SetEnvPrefix("LOCKSTEP")
-	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
-	v.AutomaticEnv()
+	v := newViper()
 	root := newRoot(v, stdout, stderr)
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -152,8 +149,8 @@ seed give byte-identical results. See docs/scenario.md for the format.
 		Version:       version.Get().String(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newVersionCmd(stdout), newRunCmd(v, stdout, stderr), newSweepCmd(stdout, stderr), newViewCmd(stderr), newValidateCmd(stdout), newTopoCmd(stdout), newPlotCmd(stdout),
-		newCCCmd(stdout, stderr), newExperimentCmd(stdout, stderr),
+	root.AddCommand(newVersionCmd(stdout), newRunCmd(v, stdout, stderr), newResumeCmd(stdout, stderr), newSweepCmd(stdout, stderr), newViewCmd(stderr), newValidateCmd(stdout), newTopoCmd(stdout), newPlotCmd(stdout),
+		newCCCmd(stdout, stderr), newSwitchCmd(stdout), newExperimentCmd(stdout, stderr),
 		newNodeCmd(v, stdout, stderr), newCoordinatorCmd(v, stdout, stderr), newNATSCmd(stdout, stderr), newDeployCmd(stdout), newFetchResultsCmd(stdout))
 	return root
 }

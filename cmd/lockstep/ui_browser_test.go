@@ -69,7 +69,13 @@ workload:
 	// The run takes well under a second; slow its batches down (wall time
 	// only) so that the page sees it going on.
 	testObserveDelay = 40 * time.Millisecond
-	defer func() { testObserveDelay = 0 }()
+	hold := make(chan struct{})
+	var release sync.Once
+	testObserveHold = hold
+	defer func() {
+		release.Do(func() { close(hold) })
+		testObserveDelay, testObserveHold = 0, nil
+	}()
 	var stdout bytes.Buffer
 	stderr := &syncBuffer{}
 	exit := make(chan int, 1)
@@ -145,13 +151,18 @@ workload:
 	}
 	// The FCT count grows: poll until every flow has finished.
 	firstN := finished()
+	// The run waits after its first batch until the page has been read
+	// once: however slow the browser was to start, the count must grow.
+	release.Do(func() { close(hold) })
 	seen := map[int]bool{firstN: true}
 	last := firstN
 	for deadline := time.Now().Add(60 * time.Second); last < 16; time.Sleep(50 * time.Millisecond) {
 		last = finished()
 		seen[last] = true
 		if time.Now().After(deadline) {
-			t.Fatalf("FCT count stuck at %d (first %d)", last, firstN)
+			mu.Lock()
+			defer mu.Unlock()
+			t.Fatalf("FCT count stuck at %d (first %d); stderr %q; page errors %q", last, firstN, stderr.String(), jsErrs)
 		}
 	}
 	if last <= firstN || len(seen) < 2 {

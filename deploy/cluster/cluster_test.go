@@ -299,6 +299,8 @@ type deployment struct {
 	peerTO  time.Duration
 	token   string
 	envFile string // LOCKSTEP_NATS_TOKEN=token, mode 0600
+	// coordArgs are more arguments for the coordinators (checkpoints).
+	coordArgs []string
 }
 
 func (e *env) deploy(t testing.TB, file string, p int, peerTimeout time.Duration) *deployment {
@@ -370,8 +372,8 @@ func (d *deployment) start() {
 	peers := "c1=c1:7000,c2=c2:7000,c3=c3:7000"
 	for _, id := range []string{"c1", "c2", "c3"} {
 		d.e.run(container{member: id, opts: []string{"-v", d.file + ":/scenario.yaml:ro", "--env-file", d.envFile},
-			args: append([]string{"coordinator", "/scenario.yaml", "--partitions", fmt.Sprint(d.p), "--id", id,
-				"--raft-addr", id + ":7000", "--peers", peers}, d.common()...)})
+			args: append(append([]string{"coordinator", "/scenario.yaml", "--partitions", fmt.Sprint(d.p), "--id", id,
+				"--raft-addr", id + ":7000", "--peers", peers}, d.common()...), d.coordArgs...)})
 	}
 	for i := 0; i < d.p; i++ {
 		d.e.run(container{member: fmt.Sprintf("n%d", i), opts: []string{"--env-file", d.envFile},
@@ -502,6 +504,48 @@ func TestCluster_B_LeaderKilled(t *testing.T) {
 		t.Errorf("the last status is still from %s", st.ID)
 	}
 	sameOutputs(t, ref, l.out)
+}
+
+// Case (f), issue 22: the coordinators ask for a checkpoint every 100 µs
+// of virtual time (the nodes store their parts in the NATS container's
+// JetStream); once one is committed, a node's container is killed (docker
+// kill: SIGKILL) and started again with its partition (docker start, as a
+// restart policy or Kubernetes would). The new node asks for the setup,
+// every node rolls back to the last committed checkpoint, and the run
+// completes (exit 0) byte-identical to one process, with the restart in
+// raft.
+func TestCluster_F_NodeKilledRestarts(t *testing.T) {
+	file := scenarioFile(t, longYAML(t))
+	ref := reference(t, file)
+	e := newEnv(t)
+	d := e.deploy(t, file, 4, 20*time.Second)
+	d.coordArgs = []string{"--checkpoint-every", "100us", "--max-restarts", "2"}
+	w := watch(t, d.natsURL, d.run, d.token)
+	l := d.launcher(t)
+	defer d.dump(t, l)
+	d.start()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if st, ok := w.last(); ok && st.Checkpoint != nil {
+			t.Logf("checkpoint of window %d committed; leader at window %d", st.Checkpoint.Window, st.Window)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint committed within 3 minutes")
+		}
+		time.Sleep(20 * time.Millisecond) // polling the watcher against the deadline
+	}
+	mustDocker(t, "kill", e.name("n2"))
+	mustDocker(t, "start", e.name("n2"))
+	if code := l.wait(t, 5*time.Minute); code != 0 {
+		t.Fatalf("launcher exit %d:\n%s", code, l.stderr.String())
+	}
+	sameOutputs(t, ref, l.out)
+	st, _ := w.last()
+	if len(st.Restarts) != 1 || st.Restarts[0].Partition != 2 || st.Restarts[0].FromWindow == 0 {
+		t.Errorf("the leader's last status says restarts %+v: want one, of partition 2, from a checkpoint", st.Restarts)
+	}
+	t.Logf("restarts: %+v", st.Restarts)
 }
 
 // Case (c): a node's container is cut off the network mid-run and stays

@@ -226,6 +226,7 @@ type container struct {
 	ip      string   // a fixed address on the network, if any
 	opts    []string // more docker run options (-p, -v, -e)
 	args    []string // lockstep's arguments
+	image   string   // the image, if not lockstep's (the external switch's)
 }
 
 // run starts c detached.
@@ -242,7 +243,11 @@ func (e *env) run(c container) {
 	if c.ip != "" {
 		args = append(args, "--ip", c.ip)
 	}
-	args = append(append(append(args, c.opts...), e.image), c.args...)
+	img := e.image
+	if c.image != "" {
+		img = c.image
+	}
+	args = append(append(append(args, c.opts...), img), c.args...)
 	mustDocker(e.t, args...)
 }
 

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -25,6 +26,10 @@ type Spec struct {
 	Created time.Time // the config's creation time (SOURCE_DATE_EPOCH; zero: 1970)
 	Version string    // recorded as a label
 	Commit  string    // recorded as a label
+	// Name is the binary's file name at the image's root, its entrypoint
+	// and title (default "lockstep"; the example external switch's image
+	// is "extswitch").
+	Name string
 }
 
 // User is the uid:gid the image runs as (distroless's "nonroot").
@@ -71,10 +76,10 @@ type manifestEntry struct {
 	Layers   []string `json:"Layers"`
 }
 
-// layer is the root filesystem: /lockstep, /tmp (sticky, world-writable:
-// JetStream's store and crash files go there) and /etc/passwd naming the
-// user, all with the zero time.
-func layer(bin []byte) ([]byte, error) {
+// layer is the root filesystem: the binary (/lockstep), /tmp (sticky,
+// world-writable: JetStream's store and crash files go there) and
+// /etc/passwd naming the user, all with the zero time.
+func layer(name string, bin []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	epoch := time.Unix(0, 0).UTC()
@@ -87,7 +92,7 @@ func layer(bin []byte) ([]byte, error) {
 		{tar.Header{Name: "etc/", Typeflag: tar.TypeDir, Mode: 0o755}, nil},
 		{tar.Header{Name: "etc/group", Typeflag: tar.TypeReg, Mode: 0o644}, group},
 		{tar.Header{Name: "etc/passwd", Typeflag: tar.TypeReg, Mode: 0o644}, passwd},
-		{tar.Header{Name: "lockstep", Typeflag: tar.TypeReg, Mode: 0o755}, bin},
+		{tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o755}, bin},
 		{tar.Header{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777}, nil},
 	}
 	for _, e := range entries {
@@ -116,15 +121,22 @@ func Build(s Spec) (*Built, error) {
 	if len(s.Binary) == 0 || s.Tag == "" {
 		return nil, fmt.Errorf("image: a binary and a tag are required")
 	}
-	ly, err := layer(s.Binary)
+	name := s.Name
+	if name == "" {
+		name = "lockstep"
+	}
+	if strings.ContainsAny(name, "/.") {
+		return nil, fmt.Errorf("image: binary name %q: a plain file name", name)
+	}
+	ly, err := layer(name, s.Binary)
 	if err != nil {
 		return nil, err
 	}
 	created := s.Created.UTC().Format(time.RFC3339)
 	cfg := config{Architecture: "amd64", OS: "linux", Created: created,
-		Config: imageConfig{User: User, Entrypoint: []string{"/lockstep"}, WorkingDir: "/tmp",
+		Config: imageConfig{User: User, Entrypoint: []string{"/" + name}, WorkingDir: "/tmp",
 			Env: []string{"TMPDIR=/tmp"},
-			Labels: map[string]string{"org.opencontainers.image.title": "lockstep",
+			Labels: map[string]string{"org.opencontainers.image.title": name,
 				"org.opencontainers.image.version": s.Version, "org.opencontainers.image.revision": s.Commit}},
 		RootFS:  rootFS{Type: "layers", DiffIDs: []string{digest(ly)}},
 		History: []history{{Created: created, CreatedBy: "lockstep deploy/image: static binary FROM scratch"}}}

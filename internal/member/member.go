@@ -43,6 +43,10 @@ func Node(i int) string { return fmt.Sprintf("node-%d", i) }
 // Coordinator is coordinator replica id's member name.
 func Coordinator(id string) string { return "coordinator-" + id }
 
+// Element is external element name's member name (the scenario's
+// external list; docs/external-elements.md).
+func Element(name string) string { return "element-" + name }
+
 // Creds are one member's credentials for one run.
 type Creds struct {
 	Run  string `json:"run"`
@@ -66,6 +70,30 @@ type Set struct {
 	Launcher     *Creds
 	Coordinators map[string]*Creds // by replica id
 	Nodes        []*Creds          // by partition
+	// Elements are the external elements' (AddElements), by element
+	// name, and NodeElements the names of the elements each partition
+	// steps. An element's key is only its login: it signs nothing that
+	// the members check.
+	Elements     map[string]*Creds
+	NodeElements [][]string
+}
+
+// AddElements makes a key for each external element of the run; byPart
+// lists, by partition, the elements that partition steps (its node may
+// call them, and only them).
+func (s *Set) AddElements(byPart [][]string) error {
+	s.Elements, s.NodeElements = map[string]*Creds{}, byPart
+	for _, els := range byPart {
+		for _, el := range els {
+			kp, err := nkeys.CreateUser()
+			if err != nil {
+				return fmt.Errorf("member: %w", err)
+			}
+			seed, _ := kp.Seed()
+			s.Elements[el] = &Creds{Run: s.Launcher.Run, Name: Element(el), Seed: string(seed), ServerAuth: s.Launcher.ServerAuth, kp: kp}
+		}
+	}
+	return nil
 }
 
 // NewSet makes fresh keys (crypto/rand) for a run with the given
@@ -261,4 +289,24 @@ func Load(path string) (*Creds, error) {
 		return nil, errors.New("member: credentials without a run or a name")
 	}
 	return &c, nil
+}
+
+// TrustsRollback says whether member c acts on rollback r: as for an
+// abort (TrustsAbort), signed by a coordinator or the launcher unless the
+// server lets only them publish on the rollback subject.
+func (c *Creds) TrustsRollback(r *wire.Rollback) bool {
+	if c == nil || (c.ServerAuth && len(r.Sig) == 0) {
+		return true
+	}
+	return c.ByAuthority(wire.RollbackMessage(c.Run, r), r.Sig)
+}
+
+// SignRollback signs r as member c (nil: unsigned, for runs without
+// member keys).
+func (c *Creds) SignRollback(r *wire.Rollback) {
+	if c == nil {
+		return
+	}
+	r.From, r.Sig = c.Name, nil
+	r.Sig = c.Sign(wire.RollbackMessage(c.Run, r))
 }

@@ -27,6 +27,12 @@ const (
 	TypeAbort = "abort"
 	// TypeError: a reply that refuses a request.
 	TypeError = "error"
+	// TypeCheckpointStored: a node stored its part of a checkpoint
+	// (CheckpointStored), on Checkpoint(i).
+	TypeCheckpointStored = "checkpoint-stored"
+	// TypeRollback: the leader rolls every node back to a committed
+	// checkpoint in a new epoch (Rollback), on Rollback().
+	TypeRollback = "rollback"
 )
 
 // Subjects of a run. Every subject starts with "lockstep.<run>.". A
@@ -89,6 +95,15 @@ func (s Subjects) NodeStatuses() string { return s.prefix + "node-status.*" }
 // Abort tells every process of the run to stop.
 func (s Subjects) Abort() string { return s.prefix + "abort" }
 
+// Checkpoint is where node i says it stored its part of a checkpoint.
+func (s Subjects) Checkpoint(i int) string { return fmt.Sprintf("%sckpt.%d", s.prefix, i) }
+
+// Checkpoints matches every node's Checkpoint subject.
+func (s Subjects) Checkpoints() string { return s.prefix + "ckpt.*" }
+
+// Rollback carries the leader's rollbacks to every node.
+func (s Subjects) Rollback() string { return s.prefix + "rollback" }
+
 // Inbox is the prefix of member's reply subjects (nats.CustomInboxPrefix),
 // so that each member may subscribe to its own replies only.
 func (s Subjects) Inbox(member string) string { return s.prefix + "inbox." + member }
@@ -133,11 +148,81 @@ type Setup struct {
 	// Deadlock is the PFC deadlock threshold (ps, 0: no search) and
 	// DeadlockEvery the search's grid period (barrier.Config).
 	Deadlock, DeadlockEvery int64
-	// Term is the raft term of the leader that answered.
-	Term uint64
+	// CheckpointEvery is the virtual time between checkpoints (ps, 0:
+	// none): every node saves its part at the first window boundary at or
+	// after each multiple (docs/decisions.md, "Distributed checkpoints").
+	// CheckpointDir is the directory the parts go to, shared by every
+	// node ("": the server's JetStream object store). MaxRestarts bounds
+	// the rollbacks after a lost node.
+	CheckpointEvery int64
+	CheckpointDir   string
+	MaxRestarts     int
+	// Resume is the checkpoint a resumed run starts from (nil: from the
+	// start): `lockstep resume` of a multi-process run.
+	Resume *CheckpointRef
+	// Term is the raft term of the leader that answered, Epoch the run's
+	// epoch, and Restore the checkpoint a node joining in that epoch
+	// restores (Resume in epoch 0; the rollback's in later ones), filled
+	// in by the leader that answered.
+	Term    uint64
+	Epoch   uint64
+	Restore *CheckpointRef
 	// Sig is the launcher's signature of SetupMessage (nil when the run
 	// has no member keys, e.g. `lockstep coordinator FILE`).
 	Sig []byte
+}
+
+// CheckpointRef names a checkpoint of a distributed run: its window, its
+// virtual time, and every partition's part (by partition) with its size
+// and header digest (checkpoint.Part). The leader commits it through raft
+// once every part is stored.
+type CheckpointRef struct {
+	Window uint64
+	TimePS int64
+	Parts  []CheckpointPart
+}
+
+// CheckpointPart is one partition's part of a checkpoint.
+type CheckpointPart struct {
+	Name   string
+	Bytes  int64
+	SHA256 string // of the file's header (checkpoint.HeaderDigest)
+}
+
+// CheckpointStored is a node's word that its part of the checkpoint at
+// Window (virtual TimePS) is stored, in Epoch.
+type CheckpointStored struct {
+	Partition int
+	Epoch     uint64
+	Window    uint64
+	TimePS    int64
+	Part      CheckpointPart
+}
+
+// Rollback tells every node to restore its part of checkpoint To and go
+// on in Epoch; messages of any other epoch are dropped from then on. Lost
+// names the partition whose loss caused it. From names the coordinator
+// that sent it and Sig is its signature of RollbackMessage (nil without
+// member keys).
+type Rollback struct {
+	Epoch uint64
+	Lost  int
+	To    CheckpointRef
+	From  string
+	Sig   []byte
+}
+
+// Restart is one rollback as summary.json reports it: the epoch it
+// started, the partition lost, the window the run had reached (as the
+// leader saw it), the checkpoint's window it went back to, and whether
+// the node was lost by its silence (a hung node, which its launcher then
+// kills) rather than by a new incarnation asking for the setup.
+type Restart struct {
+	Epoch      uint64 `json:"epoch"`
+	Partition  int    `json:"partition"`
+	LostAt     uint64 `json:"lost_at_window"`
+	FromWindow uint64 `json:"from_window"`
+	Silent     bool   `json:"silent,omitempty"`
 }
 
 // File is one file a scenario reads. Setup carries a list, not a map: no
@@ -193,6 +278,12 @@ type Status struct {
 	// from a sender other than the one they claim) and the raft
 	// connections its replica refused (not from a coordinator of the run).
 	Rejected uint64
+	// Epoch is the run's epoch, Checkpoint the last checkpoint committed
+	// (nil: none) and Restarts the rollbacks so far, as raft has them.
+	Epoch       uint64         `msgpack:",omitempty"`
+	Checkpoint  *CheckpointRef `msgpack:",omitempty"`
+	Checkpoints uint64         `msgpack:",omitempty"` // committed so far
+	Restarts    []Restart      `msgpack:",omitempty"`
 }
 
 // NodeStatus is a node's periodic progress.
@@ -206,6 +297,9 @@ type NodeStatus struct {
 	// learns the end from the nodes if it missed the last reports.
 	Finished bool  `msgpack:",omitempty"`
 	Reason   uint8 `msgpack:",omitempty"`
+	// Epoch is the node's epoch: after a rollback, its status in the new
+	// epoch says it restored the checkpoint.
+	Epoch uint64 `msgpack:",omitempty"`
 }
 
 // Abort says why a run is abandoned. From names the member that sent it
@@ -226,8 +320,29 @@ type ErrorReply struct {
 // files are covered through Digest, which a node recomputes from them
 // (node.FromSetup).
 func SetupMessage(run string, su *Setup) []byte {
-	return fmt.Appendf(nil, "lockstep setup v2\x00%s\x00%q\x00%s\x00%d\x00%d\x00%v\x00%d\x00%d\x00%d\x00%d",
-		run, su.File, su.Digest, su.Seed, su.P, su.Part, su.Lookahead, su.StopAt, su.Deadlock, su.DeadlockEvery)
+	b := fmt.Appendf(nil, "lockstep setup v3\x00%s\x00%q\x00%s\x00%d\x00%d\x00%v\x00%d\x00%d\x00%d\x00%d\x00%d\x00%q\x00%d",
+		run, su.File, su.Digest, su.Seed, su.P, su.Part, su.Lookahead, su.StopAt, su.Deadlock, su.DeadlockEvery,
+		su.CheckpointEvery, su.CheckpointDir, su.MaxRestarts)
+	return appendRef(b, su.Resume)
+}
+
+// appendRef appends ref's canonical text (nothing for nil).
+func appendRef(b []byte, ref *CheckpointRef) []byte {
+	if ref == nil {
+		return b
+	}
+	b = fmt.Appendf(b, "\x00ckpt %d %d", ref.Window, ref.TimePS)
+	for _, p := range ref.Parts {
+		b = fmt.Appendf(b, "\x00%q %d %s", p.Name, p.Bytes, p.SHA256)
+	}
+	return b
+}
+
+// RollbackMessage is the canonical text a coordinator signs for a
+// rollback.
+func RollbackMessage(run string, r *Rollback) []byte {
+	b := fmt.Appendf(nil, "lockstep rollback v1\x00%s\x00%s\x00%d\x00%d", run, r.From, r.Epoch, r.Lost)
+	return appendRef(b, &r.To)
 }
 
 // AbortMessage is the canonical text a member signs for an abort.

@@ -120,7 +120,7 @@ func TestBatch_MsgpackDecodesOurBytes(t *testing.T) {
 	if err := msgpack.Unmarshal(AppendBatch(nil, &b), &v); err != nil {
 		t.Fatal(err)
 	}
-	if len(v) != 6 || reflect.ValueOf(v[3]).Convert(reflect.TypeOf(uint64(0))).Uint() != 300 {
+	if len(v) != 7 || reflect.ValueOf(v[3]).Convert(reflect.TypeOf(uint64(0))).Uint() != 300 {
 		t.Fatalf("decoded %v", v)
 	}
 	pkts := v[5].([]any)
@@ -160,8 +160,8 @@ func TestBatch_ZeroAllocs(t *testing.T) {
 		t.Errorf("encode+decode of a 64-packet batch: %v allocations, want 0", allocs)
 	}
 	rep := &barrier.Report{Node: 1, Window: 9, Sent: []uint32{1, 2, 3}}
-	rb := AppendReport(nil, rep, 7)
-	if allocs := testing.AllocsPerRun(50, func() { rb = AppendReport(rb[:0], rep, 7) }); allocs != 0 {
+	rb := AppendReport(nil, rep, 7, 3)
+	if allocs := testing.AllocsPerRun(50, func() { rb = AppendReport(rb[:0], rep, 7, 3) }); allocs != 0 {
 		t.Errorf("AppendReport: %v allocations, want 0", allocs)
 	}
 	if m, err := Decode(rb); err != nil || m.Busy != 7 || !reflect.DeepEqual(*m.Report, *rep) {

@@ -71,16 +71,24 @@ type Batch struct {
 	Window   uint64 // the window they were sent in
 	Seq      uint32
 	Packets  []sim.RemotePacket
+	// Epoch is the run's epoch the batch was sent in (docs/decisions.md,
+	// "Distributed checkpoints"): a rollback to a checkpoint starts a new
+	// one, and receivers drop messages of any other. The core never
+	// looks at it; the shell stamps it.
+	Epoch uint64
 }
 
 // Resync is a new leader's request that every node resend its last
 // reports (barrier.Follower.Resend).
 type Resync struct {
 	Term uint64
+	// Epoch is the run's epoch (Batch.Epoch): a node answers only a
+	// request of its own epoch.
+	Epoch uint64
 }
 
 // fieldCount is the number of fields after the kind, by kind.
-var fieldCount = [...]int{KindBatch: 5, KindReport: 10, KindGrant: 10, KindResync: 1, KindControl: 2}
+var fieldCount = [...]int{KindBatch: 6, KindReport: 11, KindGrant: 10, KindResync: 2, KindControl: 2}
 
 // packetFields is the number of msgpack values per RemotePacket: the last
 // is its telemetry, an empty array when it has none.
@@ -123,7 +131,7 @@ func AppendBatch(dst []byte, b *Batch) []byte {
 	for k := range b.Packets {
 		dst = appendPacket(dst, &b.Packets[k])
 	}
-	return dst
+	return appendUint(dst, b.Epoch)
 }
 
 func appendPacket(dst []byte, rp *sim.RemotePacket) []byte {
@@ -177,17 +185,19 @@ func appendTelemetry(dst []byte, t *sim.Telemetry) []byte {
 	return dst
 }
 
-// Report encodes r (with no busy time). The result is a fresh slice.
+// Report encodes r (with no busy time, in epoch 0). The result is a fresh
+// slice.
 func (e *Encoder) Report(r *barrier.Report) []byte {
-	e.buf = AppendReport(e.buf[:0], r, 0)
+	e.buf = AppendReport(e.buf[:0], r, 0, 0)
 	return bytes.Clone(e.buf)
 }
 
 // AppendReport appends r's encoding to dst. busy is the wall-clock time,
 // ns, the node spent on the window it reports (Message.Busy): peers use it
 // to tell load imbalance from network wait. It is statistics only; nothing
-// the run computes depends on it.
-func AppendReport(dst []byte, r *barrier.Report, busy uint64) []byte {
+// the run computes depends on it. epoch is the run's epoch the report is
+// sent in (Batch.Epoch, Message.Epoch).
+func AppendReport(dst []byte, r *barrier.Report, busy, epoch uint64) []byte {
 	dst = appendHeader(dst, KindReport)
 	dst = appendInt(dst, int64(r.Node))
 	dst = appendUint(dst, r.Window)
@@ -201,7 +211,8 @@ func AppendReport(dst []byte, r *barrier.Report, busy uint64) []byte {
 	dst = appendBool(dst, r.Done)
 	dst = appendInt(dst, int64(r.PausedAt))
 	dst = appendPausedPorts(dst, r.Paused)
-	return appendUint(dst, busy)
+	dst = appendUint(dst, busy)
+	return appendUint(dst, epoch)
 }
 
 // pausedPortFields is the number of msgpack values per sim.PausedPort.
@@ -248,6 +259,7 @@ func AppendGrant(dst []byte, g *barrier.Grant) []byte {
 func (e *Encoder) Resync(r Resync) []byte {
 	e.buf = appendHeader(e.buf[:0], KindResync)
 	e.buf = appendUint(e.buf, r.Term)
+	e.buf = appendUint(e.buf, r.Epoch)
 	return bytes.Clone(e.buf)
 }
 
@@ -288,7 +300,10 @@ type Message struct {
 	Kind  Kind
 	Batch *Batch
 	// Busy is a report's busy time, ns (AppendReport).
-	Busy    uint64
+	Busy uint64
+	// Epoch is a report's, batch's or resync request's epoch
+	// (Batch.Epoch).
+	Epoch   uint64
 	Report  *barrier.Report
 	Grant   *barrier.Grant
 	Resync  *Resync
@@ -344,14 +359,18 @@ func DecodeInto(data []byte, m *Message, into *Batch) error {
 			into = &Batch{}
 		}
 		d.batch(into)
-		m.Batch = into
+		into.Epoch = d.u("epoch", math.MaxUint64)
+		m.Batch, m.Epoch = into, into.Epoch
 	case KindReport:
 		m.Report = d.report()
 		m.Busy = d.u("busy", math.MaxUint64)
+		m.Epoch = d.u("epoch", math.MaxUint64)
 	case KindGrant:
 		m.Grant = d.grant()
 	case KindResync:
 		m.Resync = &Resync{Term: d.u("term", math.MaxUint64)}
+		m.Resync.Epoch = d.u("epoch", math.MaxUint64)
+		m.Epoch = m.Resync.Epoch
 	case KindControl:
 		c := &Control{}
 		c.Type = string(d.blob("control type", MaxControlType))

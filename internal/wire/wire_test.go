@@ -53,7 +53,7 @@ func TestBatch_RoundTripCoversEveryPacketField(t *testing.T) {
 	big.Tel = nil // a packet without telemetry between two with
 	third := rp
 	third.Tel = &sim.Telemetry{NHops: 2, NICWait: 7, Hops: [sim.MaxINTHops]sim.INTHop{{TS: 1, TxBytes: 2, QLen: 3, Rate: 4}, {TS: 5}}}
-	in := Batch{From: 3, To: 7, Window: 1 << 40, Seq: 2, Packets: []sim.RemotePacket{rp, big, third}}
+	in := Batch{From: 3, To: 7, Window: 1 << 40, Seq: 2, Packets: []sim.RemotePacket{rp, big, third}, Epoch: 5}
 	data := NewEncoder().Batch(&in)
 	m, err := Decode(data)
 	if err != nil {
@@ -78,9 +78,13 @@ func TestReportGrantResyncControl_RoundTrip(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(*m.Grant, g) {
 		t.Errorf("grant: got %+v, %v; want %+v", m.Grant, err, g)
 	}
-	m, err = Decode(e.Resync(Resync{Term: 12}))
-	if err != nil || m.Resync.Term != 12 {
-		t.Errorf("resync: got %+v, %v; want term 12", m.Resync, err)
+	m, err = Decode(AppendReport(nil, &r, 8, 4))
+	if err != nil || !reflect.DeepEqual(*m.Report, r) || m.Busy != 8 || m.Epoch != 4 {
+		t.Errorf("report in epoch 4: got %+v busy %d epoch %d, %v", m.Report, m.Busy, m.Epoch, err)
+	}
+	m, err = Decode(e.Resync(Resync{Term: 12, Epoch: 3}))
+	if err != nil || m.Resync.Term != 12 || m.Resync.Epoch != 3 || m.Epoch != 3 {
+		t.Errorf("resync: got %+v, %v; want term 12, epoch 3", m.Resync, err)
 	}
 	type body struct {
 		A string
@@ -151,7 +155,7 @@ func FuzzDecode(f *testing.F) {
 		case KindBatch:
 			again = e.Batch(m.Batch)
 		case KindReport:
-			again = e.Report(m.Report)
+			again = AppendReport(nil, m.Report, m.Busy, m.Epoch)
 		case KindGrant:
 			again = e.Grant(m.Grant)
 		case KindResync:

@@ -20,14 +20,15 @@ func main() {
 	out := flag.String("out", "", "archive to write")
 	ver := flag.String("version", "", "version label")
 	commit := flag.String("commit", "", "commit label")
+	name := flag.String("name", "lockstep", "the binary's name in the image, its entrypoint")
 	flag.Parse()
-	if err := run(*bin, *tag, *out, *ver, *commit); err != nil {
+	if err := run(*bin, *tag, *out, *ver, *commit, *name); err != nil {
 		fmt.Fprintln(os.Stderr, "mkimage:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, tag, out, ver, commit string) error {
+func run(bin, tag, out, ver, commit, name string) error {
 	if bin == "" || out == "" {
 		return fmt.Errorf("--binary and --out are required")
 	}
@@ -43,7 +44,7 @@ func run(bin, tag, out, ver, commit string) error {
 		}
 		created = time.Unix(n, 0)
 	}
-	im, err := image.Build(image.Spec{Binary: b, Tag: tag, Created: created, Version: ver, Commit: commit})
+	im, err := image.Build(image.Spec{Binary: b, Tag: tag, Created: created, Version: ver, Commit: commit, Name: name})
 	if err != nil {
 		return err
 	}

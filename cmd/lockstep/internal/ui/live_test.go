@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/lockstep-sim/lockstep/runner"
@@ -40,6 +42,24 @@ func TestLive_FinishEndsAtTheRunsEnd(t *testing.T) {
 			if u < 0 || u > 1 {
 				t.Fatalf("frame %d: utilisation %v out of [0, 1]", i, u)
 			}
+		}
+	}
+}
+
+// A page may load before any frame, flow or cwnd point exists: /api/state
+// must give empty lists, not null (the page maps over them).
+func TestModel_StateBeforeAnythingHasEmptyLists(t *testing.T) {
+	b, err := scenario.LoadFile("../../../../examples/dumbbell.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(NewLive(b).State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"frames":[]`, `"flows":[]`, `"cwnd":[]`} {
+		if !strings.Contains(string(data), key) {
+			t.Errorf("/api/state before the run: %s; want %s", data, key)
 		}
 	}
 }

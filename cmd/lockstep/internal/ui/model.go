@@ -124,9 +124,11 @@ func (m *Model) State() State {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.state
-	s.Frames = slices.Clone(s.Frames)
-	s.Flows = slices.Clone(s.Flows)
-	s.Cwnd = slices.Clone(s.Cwnd)
+	// Copies, and never nil: the page maps over each list, and a nil slice
+	// is JSON null (a page opened before the first flow finished broke).
+	s.Frames = append([]Frame{}, s.Frames...)
+	s.Flows = append([]Flow{}, s.Flows...)
+	s.Cwnd = append([]CwndPoint{}, s.Cwnd...)
 	return s
 }
 

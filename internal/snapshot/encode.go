@@ -1,0 +1,444 @@
+package snapshot
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"reflect"
+	"slices"
+	"unsafe"
+)
+
+// Reference tags.
+const (
+	tagNil   = 0
+	tagNew   = 1 // a region first referenced here: type, count, then offset
+	tagRef   = 2 // a region referenced before: id, then offset
+	tagEmpty = 3 // a non-nil pointer or slice to no memory (size 0)
+)
+
+// Codec encodes and restores object graphs. It caches per-type plans and
+// the anchors' regions, so one Codec serves a run's every checkpoint.
+// A Codec is not safe for concurrent use.
+type Codec struct {
+	ts *types
+	// anchorsFor caches the anchors' regions by their first pointer.
+	anchorKey []uintptr
+	anchorRs  []region
+	// registered are types Decode may meet that a fresh build lacks.
+	registered []reflect.Type
+	// Scratch kept from one Encode to the next (a run checkpoints the same
+	// graph again and again): the graph buffer, which a Snapshot's Graph
+	// aliases until the next Encode, the regions found and merged, and
+	// the set of regions seen.
+	buf   []byte
+	found []region
+	rs    []region
+	seen  map[rkey]struct{}
+}
+
+// NewCodec returns a Codec.
+func NewCodec() *Codec { return &Codec{ts: newTypes()} }
+
+// Snapshot is an encoded graph: its type table and its values. From
+// Encode, Graph is valid until the Codec's next Encode.
+type Snapshot struct {
+	Types []byte
+	Graph []byte
+}
+
+// encoder is one Encode call's state.
+type encoder struct {
+	c       *Codec
+	rs      []region // every maximal region, anchors included, sorted
+	maps    map[unsafe.Pointer]int32
+	nextID  int32
+	queue   []queued
+	buf     []byte
+	typeIDs map[*typeInfo]uint32
+	tlist   []*typeInfo
+}
+
+type queued struct {
+	region int // index into rs, or -1 for a map
+	m      reflect.Value
+	mti    *typeInfo
+}
+
+func pointerOf(v any) (unsafe.Pointer, reflect.Type, error) {
+	rv := reflect.ValueOf(v)
+	switch {
+	case !rv.IsValid():
+		return nil, nil, fmt.Errorf("snapshot: a nil root or anchor")
+	case rv.Kind() == reflect.Pointer:
+		if rv.IsNil() {
+			return nil, nil, fmt.Errorf("snapshot: a nil %v root or anchor", rv.Type())
+		}
+		return rv.UnsafePointer(), rv.Type().Elem(), nil
+	}
+	return nil, nil, fmt.Errorf("snapshot: a root or anchor must be a pointer, got %v", rv.Type())
+}
+
+// anchorOf is an anchor's memory: a pointer's target (n 1) or a slice's
+// backing array (n its capacity).
+func anchorOf(v any) (unsafe.Pointer, reflect.Type, int, error) {
+	rv := reflect.ValueOf(v)
+	if rv.IsValid() && rv.Kind() == reflect.Slice {
+		if rv.Cap() == 0 {
+			return nil, rv.Type().Elem(), 0, nil
+		}
+		return rv.UnsafePointer(), rv.Type().Elem(), rv.Cap(), nil
+	}
+	p, t, err := pointerOf(v)
+	return p, t, 1, err
+}
+
+// anchorRegions walks the anchors (pointers to immutable structure that
+// a fresh build recreates identically) and returns their maximal
+// regions, in address order.
+func (c *Codec) anchorRegions(anchors []any) ([]region, error) {
+	key := make([]uintptr, 0, len(anchors))
+	for _, a := range anchors {
+		p, _, _, err := anchorOf(a)
+		if err != nil {
+			return nil, err
+		}
+		key = append(key, uintptr(p))
+	}
+	if c.anchorRs != nil && slices.Equal(key, c.anchorKey) {
+		return c.anchorRs, nil
+	}
+	d := newDiscovery(c.ts, nil)
+	d.collecting = true
+	for i, a := range anchors {
+		p, t, n, _ := anchorOf(a)
+		if n == 0 {
+			continue
+		}
+		ti := c.ts.info(t)
+		d.path = []pathSeg{{name: fmt.Sprintf("anchor%d(%v)", i, t), idx: -1}}
+		if isNew, err := d.add(p, ti, n); err != nil || !isNew {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := d.walkArray(p, ti, n); err != nil {
+			return nil, err
+		}
+	}
+	rs, err := merge(d.found)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rs {
+		rs[i].anchor = true
+	}
+	c.anchorKey, c.anchorRs = key, rs
+	return rs, nil
+}
+
+// inOrder is anchor regions in discovery order, which two builds share
+// (their addresses differ).
+func inOrder(rs []region) []region {
+	o := slices.Clone(rs)
+	slices.SortFunc(o, func(a, b region) int { return a.order - b.order })
+	return o
+}
+
+// Encode snapshots the graph reachable from roots, each a non-nil pointer
+// (restored in place by Decode). Memory reachable from anchors is not
+// encoded: references into it are, by position, and Decode points them
+// into the fresh build's anchors.
+func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
+	ars, err := c.anchorRegions(anchors)
+	if err != nil {
+		return nil, err
+	}
+	d := newDiscovery(c.ts, ars)
+	if c.seen != nil {
+		clear(c.seen)
+		d.seen = c.seen
+	}
+	d.found = c.found[:0]
+	rootTI := make([]*typeInfo, len(roots))
+	rootP := make([]unsafe.Pointer, len(roots))
+	for i, r := range roots {
+		p, t, err := pointerOf(r)
+		if err != nil {
+			return nil, err
+		}
+		ti := c.ts.info(t)
+		rootTI[i], rootP[i] = ti, p
+		if in, _ := inAnchor(ars, uintptr(p), ti.size); in {
+			return nil, fmt.Errorf("snapshot: root %d (%v) lies in an anchor", i, t)
+		}
+		d.path = []pathSeg{{name: t.Name(), idx: -1}}
+		if _, err := d.add(p, ti, 1); err != nil {
+			return nil, err
+		}
+		if err := d.walk(p, ti); err != nil {
+			return nil, err
+		}
+	}
+	state, err := merge(d.found)
+	if err != nil {
+		return nil, err
+	}
+	c.seen, c.found = d.seen, d.found
+	e := &encoder{c: c, maps: map[unsafe.Pointer]int32{}, typeIDs: map[*typeInfo]uint32{}, buf: c.buf[:0]}
+	e.rs = c.rs[:0]
+	e.rs = append(append(e.rs, ars...), state...)
+	slices.SortFunc(e.rs, func(a, b region) int {
+		if a.start < b.start {
+			return -1
+		}
+		if a.start > b.start {
+			return 1
+		}
+		return 0
+	})
+	// Anchors take the first ids, in their discovery order; Decode walks
+	// the fresh anchors into the same list.
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(ars)))
+	for _, r := range inOrder(ars) {
+		k := find(e.rs, r.start)
+		e.rs[k].id = e.nextID
+		e.nextID++
+		e.buf = binary.AppendUvarint(e.buf, uint64(e.typeID(r.elem)))
+		e.buf = binary.AppendUvarint(e.buf, uint64(r.n))
+	}
+	// Then the roots, which must be whole regions.
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(roots)))
+	for i, p := range rootP {
+		k := find(e.rs, uintptr(p))
+		if k < 0 || e.rs[k].start != uintptr(p) || e.rs[k].elem != rootTI[i] || e.rs[k].n != 1 {
+			return nil, fmt.Errorf("snapshot: root %d (%v) lies inside another object of the graph", i, rootTI[i].t)
+		}
+		if e.rs[k].id >= 0 {
+			return nil, fmt.Errorf("snapshot: root %d (%v) given twice", i, rootTI[i].t)
+		}
+		e.rs[k].id = e.nextID
+		e.nextID++
+		e.buf = binary.AppendUvarint(e.buf, uint64(e.typeID(rootTI[i])))
+		e.queue = append(e.queue, queued{region: k})
+	}
+	for len(e.queue) > 0 {
+		q := e.queue[0]
+		e.queue = e.queue[1:]
+		if q.region >= 0 {
+			r := &e.rs[q.region]
+			if err := e.array(r.ptr, r.elem, r.n); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := e.mapContent(q.m, q.mti); err != nil {
+			return nil, err
+		}
+	}
+	var tb []byte
+	for i := 0; i < len(e.tlist); i++ { // typeID may append while this runs
+		ti := e.tlist[i]
+		tb = appendString(tb, typeKey(ti.t))
+		tb = binary.AppendUvarint(tb, uint64(ti.kind))
+		tb = append(tb, ti.layout[:]...)
+		switch ti.kind {
+		case reflect.Pointer, reflect.Slice:
+			tb = binary.AppendUvarint(tb, uint64(e.typeID(ti.elem)))
+		case reflect.Array:
+			tb = binary.AppendUvarint(tb, uint64(e.typeID(ti.elem)))
+			tb = binary.AppendUvarint(tb, uint64(ti.n))
+		case reflect.Map:
+			tb = binary.AppendUvarint(tb, uint64(e.typeID(ti.key)))
+			tb = binary.AppendUvarint(tb, uint64(e.typeID(ti.elem)))
+		default:
+		}
+	}
+	tb = append(binary.AppendUvarint(nil, uint64(len(e.tlist))), tb...)
+	c.buf, c.rs = e.buf, e.rs
+	return &Snapshot{Types: tb, Graph: e.buf}, nil
+}
+
+// typeID numbers the types the graph names (regions, interfaces).
+func (e *encoder) typeID(ti *typeInfo) uint32 {
+	if id, ok := e.typeIDs[ti]; ok {
+		return id
+	}
+	id := uint32(len(e.tlist))
+	e.typeIDs[ti] = id
+	e.tlist = append(e.tlist, ti)
+	return id
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// ref writes a reference to the memory at q, of element type elem: the
+// region holding it and the offset.
+func (e *encoder) ref(q unsafe.Pointer) error {
+	k := find(e.rs, uintptr(q))
+	if k < 0 {
+		return fmt.Errorf("snapshot: internal: no region holds %#x", uintptr(q))
+	}
+	r := &e.rs[k]
+	if r.id < 0 {
+		r.id = e.nextID
+		e.nextID++
+		e.buf = append(e.buf, tagNew)
+		e.buf = binary.AppendUvarint(e.buf, uint64(e.typeID(r.elem)))
+		e.buf = binary.AppendUvarint(e.buf, uint64(r.n))
+		e.queue = append(e.queue, queued{region: k})
+	} else {
+		e.buf = append(e.buf, tagRef)
+		e.buf = binary.AppendUvarint(e.buf, uint64(r.id))
+	}
+	e.buf = binary.AppendUvarint(e.buf, uint64(uintptr(q)-r.start))
+	return nil
+}
+
+func (e *encoder) array(p unsafe.Pointer, elem *typeInfo, n int) error {
+	if elem.raw {
+		e.buf = append(e.buf, unsafe.Slice((*byte)(p), uintptr(n)*elem.size)...)
+		return nil
+	}
+	for i := range n {
+		if err := e.value(unsafe.Add(p, uintptr(i)*elem.size), elem); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// value writes the value of type ti at p.
+func (e *encoder) value(p unsafe.Pointer, ti *typeInfo) error {
+	if ti.raw {
+		e.buf = append(e.buf, unsafe.Slice((*byte)(p), ti.size)...)
+		return nil
+	}
+	switch ti.kind {
+	case reflect.Struct:
+		for _, o := range ti.ops {
+			if o.ti == nil {
+				e.buf = append(e.buf, unsafe.Slice((*byte)(unsafe.Add(p, o.off)), o.size)...)
+				continue
+			}
+			if err := e.value(unsafe.Add(p, o.off), o.ti); err != nil {
+				return err
+			}
+		}
+	case reflect.Array:
+		return e.array(p, ti.elem, ti.n)
+	case reflect.Pointer:
+		q := *(*unsafe.Pointer)(p)
+		switch {
+		case q == nil:
+			e.buf = append(e.buf, tagNil)
+		case ti.elem.size == 0:
+			e.buf = append(e.buf, tagEmpty)
+		default:
+			return e.ref(q)
+		}
+	case reflect.Slice:
+		h := (*sliceHeader)(p)
+		switch {
+		case h.data == nil:
+			e.buf = append(e.buf, tagNil)
+		case h.cap == 0 || ti.elem.size == 0:
+			e.buf = append(e.buf, tagEmpty)
+			e.buf = binary.AppendUvarint(e.buf, uint64(h.len))
+			e.buf = binary.AppendUvarint(e.buf, uint64(h.cap))
+		default:
+			if err := e.ref(h.data); err != nil {
+				return err
+			}
+			e.buf = binary.AppendUvarint(e.buf, uint64(h.len))
+			e.buf = binary.AppendUvarint(e.buf, uint64(h.cap))
+		}
+	case reflect.String:
+		e.buf = appendString(e.buf, *(*string)(p))
+	case reflect.Map:
+		m := reflect.NewAt(ti.t, p).Elem()
+		if m.IsNil() {
+			e.buf = append(e.buf, tagNil)
+			return nil
+		}
+		mp := m.UnsafePointer()
+		if id, ok := e.maps[mp]; ok {
+			e.buf = append(e.buf, tagRef)
+			e.buf = binary.AppendUvarint(e.buf, uint64(id))
+			return nil
+		}
+		e.maps[mp] = e.nextID
+		e.nextID++
+		e.buf = append(e.buf, tagNew)
+		e.queue = append(e.queue, queued{region: -1, m: m, mti: ti})
+	case reflect.Interface:
+		v := reflect.NewAt(ti.t, p).Elem()
+		if v.IsNil() {
+			e.buf = append(e.buf, tagNil)
+			return nil
+		}
+		dv := v.Elem()
+		dti := e.c.ts.info(dv.Type())
+		e.buf = binary.AppendUvarint(e.buf, uint64(e.typeID(dti))+1)
+		if dti.kind == reflect.Pointer {
+			q := dv.UnsafePointer()
+			if dti.elem.size == 0 {
+				e.buf = append(e.buf, tagEmpty)
+				return nil
+			}
+			return e.ref(q)
+		}
+		tmp := reflect.New(dti.t).Elem()
+		tmp.Set(dv)
+		return e.value(tmp.Addr().UnsafePointer(), dti)
+	case reflect.Func:
+		if *(*unsafe.Pointer)(p) == nil {
+			e.buf = append(e.buf, 0)
+		} else {
+			e.buf = append(e.buf, 1)
+		}
+	case reflect.Chan, reflect.UnsafePointer:
+		e.buf = append(e.buf, tagNil) // discovery refused non-nil ones
+	default:
+		return fmt.Errorf("snapshot: unexpected kind %v", ti.kind)
+	}
+	return nil
+}
+
+// mapContent writes a map's entries in the order of their keys' encoding
+// (keys are plain data and strings).
+func (e *encoder) mapContent(m reflect.Value, ti *typeInfo) error {
+	type entry struct {
+		key []byte
+		v   reflect.Value
+	}
+	entries := make([]entry, 0, m.Len())
+	it := m.MapRange()
+	kt := reflect.New(ti.key.t).Elem()
+	for it.Next() {
+		kt.Set(it.Key())
+		var kb []byte
+		saved := e.buf
+		e.buf = nil
+		if err := e.value(kt.Addr().UnsafePointer(), ti.key); err != nil {
+			return err
+		}
+		kb, e.buf = e.buf, saved
+		entries = append(entries, entry{kb, it.Value()})
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return bytes.Compare(a.key, b.key) })
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(entries)))
+	vt := reflect.New(ti.elem.t).Elem()
+	for _, en := range entries {
+		e.buf = append(e.buf, en.key...)
+		vt.Set(en.v)
+		if err := e.value(vt.Addr().UnsafePointer(), ti.elem); err != nil {
+			return err
+		}
+	}
+	return nil
+}
