@@ -45,7 +45,7 @@ type Endpoint struct {
 	// a pacing rate or a CNP reaction needs (DCQCN); nil for the others,
 	// so that window controllers pay one pointer.
 	x     *ctlExt
-	rto   *RTO
+	rto   RTO // by value: one allocation per flow, its fields beside the endpoint's
 	cfg   EndpointConfig
 	mss   int64
 	burst int // TSO burst in segments, at least 1
@@ -251,19 +251,31 @@ type RateSample struct {
 
 // NewEndpoint returns the endpoint that drives ctl and rec.
 func NewEndpoint(cfg EndpointConfig, ctl Controller, rec Recovery) (*Endpoint, error) {
-	if ctl == nil || rec == nil {
-		return nil, fmt.Errorf("endpoint: a controller and a recovery are required")
-	}
-	if cfg.MSS <= 0 {
-		return nil, fmt.Errorf("endpoint: mss must be positive, got %d", cfg.MSS)
-	}
-	if cfg.Size == 0 {
-		return nil, fmt.Errorf("endpoint: size must be positive")
-	}
-	if err := cfg.RTO.Validate(); err != nil {
+	ep := &Endpoint{}
+	if err := InitEndpoint(ep, cfg, ctl, rec); err != nil {
 		return nil, err
 	}
-	ep := &Endpoint{ctl: ctl, rec: rec, rto: NewRTO(cfg.RTO), cfg: cfg, mss: cfg.MSS,
+	return ep, nil
+}
+
+// InitEndpoint makes *ep the endpoint that drives ctl and rec, as
+// NewEndpoint does, in place: an owner that holds its endpoints by value
+// (hostsim's senders, in one array) allocates none. ep must not be copied
+// afterwards.
+func InitEndpoint(ep *Endpoint, cfg EndpointConfig, ctl Controller, rec Recovery) error {
+	if ctl == nil || rec == nil {
+		return fmt.Errorf("endpoint: a controller and a recovery are required")
+	}
+	if cfg.MSS <= 0 {
+		return fmt.Errorf("endpoint: mss must be positive, got %d", cfg.MSS)
+	}
+	if cfg.Size == 0 {
+		return fmt.Errorf("endpoint: size must be positive")
+	}
+	if err := cfg.RTO.Validate(); err != nil {
+		return err
+	}
+	*ep = Endpoint{ctl: ctl, rec: rec, rto: RTO{cfg: cfg.RTO}, cfg: cfg, mss: cfg.MSS,
 		burst: max(cfg.TSOSegments, 1), rtoAt: sim.Never, lastTraceAt: -1}
 	ep.timed, _ = rec.(TimedRecovery)
 	ep.obs, _ = ctl.(Observer)
@@ -293,7 +305,7 @@ func NewEndpoint(cfg EndpointConfig, ctl Controller, rec Recovery) (*Endpoint, e
 	ep.initUET()
 	ep.st = rec.State()
 	ep.readCtl()
-	return ep, nil
+	return nil
 }
 
 // Controller is the driven controller.
@@ -303,7 +315,7 @@ func (ep *Endpoint) Controller() Controller { return ep.ctl }
 func (ep *Endpoint) Recovery() Recovery { return ep.rec }
 
 // RTO is the retransmission-timeout estimator.
-func (ep *Endpoint) RTO() *RTO { return ep.rto }
+func (ep *Endpoint) RTO() *RTO { return &ep.rto }
 
 // Cwnd is the congestion window in bytes.
 func (ep *Endpoint) Cwnd() int64 { return ep.cwnd }

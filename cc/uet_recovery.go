@@ -96,6 +96,12 @@ func (r *UETRecovery) markAcked(psn int64) int64 {
 	if st == nil || st.acked {
 		return 0
 	}
+	return r.ackSeg(st, psn)
+}
+
+// ackSeg is markAcked of packet psn, outstanding or lost, whose state is
+// st.
+func (r *UETRecovery) ackSeg(st *uetSeg, psn int64) int64 {
 	st.acked = true
 	n := r.pktLen(psn)
 	if !st.lost {
@@ -194,9 +200,20 @@ func (r *UETRecovery) OnAck(ai *AckInfo) AckVerdict {
 		psn := int64(ai.Echo / mss)
 		v.Acked += r.markAcked(psn)
 		if ai.Nack {
+			// markAcked for each packet the bitmap names, with the
+			// segments' base computed once (most of them repeat the
+			// previous ACK's and are acknowledged already).
 			base := max(psn-63, int64(ai.Ack/mss)+1)
+			una := int64(r.Una / mss)
+			n := int64(r.segs.Len())
 			for b := ai.Bitmap; b != 0; b &= b - 1 {
-				v.Acked += r.markAcked(base + int64(bits.TrailingZeros64(b)))
+				p := base + int64(bits.TrailingZeros64(b))
+				if p < una || p-una >= n {
+					continue
+				}
+				if st := r.segs.At(int(p - una)); !st.acked {
+					v.Acked += r.ackSeg(st, p)
+				}
 			}
 		}
 	}

@@ -380,8 +380,8 @@ func (f *Fabric) runExternalBatch(horizon sim.Time, n int) bool {
 			}
 			f.winStart, f.winEnd = m, min(m+f.extL, horizon)
 		}
-		if ev, ok := e.Next(f.winEnd); ok {
-			f.dispatch(&ev)
+		if ev := e.Step(f.winEnd); ev != nil {
+			f.dispatch(ev)
 			i++
 			continue
 		}

@@ -547,11 +547,11 @@ func (f *Fabric) RunUntil(horizon sim.Time) uint64 {
 	e := f.eng
 	start := e.Stats.Events
 	for {
-		ev, ok := e.Next(horizon)
-		if !ok {
+		ev := e.Step(horizon)
+		if ev == nil {
 			break
 		}
-		f.dispatch(&ev)
+		f.dispatch(ev)
 	}
 	return e.Stats.Events - start
 }
@@ -592,14 +592,14 @@ func (f *Fabric) RunBatch(limit, pause sim.Time, n int) BatchResult {
 	pause = min(pause, limit)
 	if f.every == 0 && f.ext == nil {
 		for i := 0; i < n; i++ {
-			ev, ok := e.Next(pause)
-			if !ok {
+			ev := e.Step(pause)
+			if ev == nil {
 				if pause < limit && e.NextEventTime() < limit {
 					return BatchPaused
 				}
 				return BatchOver
 			}
-			f.dispatch(&ev)
+			f.dispatch(ev)
 		}
 		return BatchMore
 	}
@@ -624,15 +624,15 @@ func (f *Fabric) RunBatch(limit, pause sim.Time, n int) BatchResult {
 		h := min(limit, f.gridEnd)
 		if h > pause {
 			// The stretch goes on past the pause: run to the pause only.
-			if ev, ok := e.Next(pause); ok {
-				f.dispatch(&ev)
+			if ev := e.Step(pause); ev != nil {
+				f.dispatch(ev)
 				i++
 				continue
 			}
 			return BatchPaused
 		}
-		if ev, ok := e.Next(h); ok {
-			f.dispatch(&ev)
+		if ev := e.Step(h); ev != nil {
+			f.dispatch(ev)
 			i++
 			continue
 		}
@@ -724,9 +724,9 @@ func (f *Fabric) dispatch(ev *sim.Event) {
 		s := f.switches[ev.Dst]
 		switch ev.Kind {
 		case sim.EvArrive:
-			// The arrival's link is the direction into this switch; its
-			// reverse leaves by the ingress port.
-			s.OnArrive(e, ev.Pkt, int(f.linkPort[ev.Arg^1]))
+			// The port the arrival came in by (the one its link's reverse
+			// leaves by), which the engine read beside the wire.
+			s.OnArrive(e, ev.Pkt, e.ArrivalPort())
 		case sim.EvTxDone:
 			s.OnTxDone(e, int(f.linkPort[ev.Arg]))
 		case sim.EvTimer:

@@ -130,6 +130,18 @@ func NewTransport(cfg Config, flows []FlowSpec, isLocal func(host int) bool) (*T
 			t.cnpInterval = c.CNPInterval()
 		}
 	}
+	// The local senders and receivers, each kind in one array.
+	nsnd, nrcv := 0, 0
+	for i := range flows {
+		if isLocal(flows[i].Src) {
+			nsnd++
+		}
+		if isLocal(flows[i].Dst) {
+			nrcv++
+		}
+	}
+	sslab := make([]Sender, nsnd)
+	rslab := make([]Receiver, nrcv)
 	for i := range flows {
 		f := &flows[i]
 		if int(f.ID) != i {
@@ -141,19 +153,23 @@ func NewTransport(cfg Config, flows []FlowSpec, isLocal func(host int) bool) (*T
 		local := false
 		if isLocal(f.Src) {
 			local = true
-			s, err := newSender(&cfg, t.Caps, f)
-			if err != nil {
+			s := &sslab[0]
+			sslab = sslab[1:]
+			if err := initSender(s, &cfg, t.Caps, f); err != nil {
 				return nil, fmt.Errorf("flow %d: %w", i, err)
 			}
 			t.senders[i] = s
 		}
 		if isLocal(f.Dst) {
 			local = true
-			t.receivers[i] = &Receiver{flow: f.ID, size: uint64(f.Size), quick: cfg.DelAck.QuickAcks,
+			r := &rslab[0]
+			rslab = rslab[1:]
+			*r = Receiver{flow: f.ID, size: uint64(f.Size), quick: cfg.DelAck.QuickAcks,
 				delackAt: sim.Never, delackTimerAt: sim.Never}
 			if t.Caps.Nak != 0 || t.Caps.CNP {
-				t.receivers[i].rx = &roceRx{cnpTimerAt: sim.Never}
+				r.rx = &roceRx{cnpTimerAt: sim.Never}
 			}
+			t.receivers[i] = r
 		}
 		if local {
 			t.Local++

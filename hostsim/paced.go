@@ -75,7 +75,7 @@ func (s *Sender) trySendPaced(h *Host, e *sim.Engine) {
 }
 
 func (s *Sender) sendPaced(h *Host, e *sim.Engine) {
-	ep := s.ep
+	ep := &s.ep
 	now := e.Now()
 	ep.BeginSend()
 	seg, ok := ep.Next(now)

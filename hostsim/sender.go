@@ -14,7 +14,10 @@ import (
 // same Endpoint.
 type Sender struct {
 	spec *FlowSpec
-	ep   *cc.Endpoint
+	// ep is held by value: a flow's sender, endpoint and RTO estimator are
+	// one piece of memory, and the transport holds its senders in one
+	// array (NewTransport).
+	ep cc.Endpoint
 	// perPacket: the receiver answers every data packet and the ACK names
 	// it (STrack): ACKs carry an echo.
 	perPacket bool
@@ -35,14 +38,15 @@ type Sender struct {
 	ack cc.Ack // scratch: the ACK being processed
 }
 
-func newSender(cfg *Config, caps cc.Capabilities, f *FlowSpec) (*Sender, error) {
+// initSender makes *s the sender of flow f.
+func initSender(s *Sender, cfg *Config, caps cc.Capabilities, f *FlowSpec) error {
 	ctl, err := cc.NewController(cfg.CC)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rec, err := cc.NewRecovery(cfg.CC, uint64(f.Size))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ec := cc.EndpointConfig{MSS: cfg.CC.MSS, Size: uint64(f.Size), RTO: cfg.RTO, ECN: cfg.ECN,
 		Header: cfg.Header, TSOSegments: cfg.TSOSegments, Pacing: cfg.Pacing, RWnd: cfg.RWnd,
@@ -50,19 +54,16 @@ func newSender(cfg *Config, caps cc.Capabilities, f *FlowSpec) (*Sender, error) 
 		RandomEntropy: cfg.Entropy == EntropyRandom, FlowEntropy: uint16(sim.Mix64(uint64(f.ID))),
 		Hops: f.Hops, LineRate: f.LineRate, BaseRTT: f.BaseRTT, Trace: cfg.Trace.All || slices.Contains(cfg.Trace.Flows, f.ID),
 		TraceInterval: cfg.Trace.Interval}
-	ep, err := cc.NewEndpoint(ec, ctl, rec)
-	if err != nil {
-		return nil, err
-	}
-	return &Sender{spec: f, ep: ep, perPacket: caps.PerPacketAcks || caps.PDSAcks, pds: caps.PDSAcks, nicPaced: caps.NICScheduled,
-		timerAt: sim.Never, recTimerAt: sim.Never, paceTimerAt: sim.Never, ccTimerAt: sim.Never}, nil
+	*s = Sender{spec: f, perPacket: caps.PerPacketAcks || caps.PDSAcks, pds: caps.PDSAcks, nicPaced: caps.NICScheduled,
+		timerAt: sim.Never, recTimerAt: sim.Never, paceTimerAt: sim.Never, ccTimerAt: sim.Never}
+	return cc.InitEndpoint(&s.ep, ec, ctl, rec)
 }
 
 // Cwnd is the sender's congestion window in bytes.
 func (s *Sender) Cwnd() int64 { return s.ep.Cwnd() }
 
 // Endpoint is the sender's transport endpoint.
-func (s *Sender) Endpoint() *cc.Endpoint { return s.ep }
+func (s *Sender) Endpoint() *cc.Endpoint { return &s.ep }
 
 // Spec is the flow the sender sends, as the fabric completed it (hops,
 // line rate and base RTT).
@@ -80,7 +81,7 @@ func (s *Sender) trySend(h *Host, e *sim.Engine) {
 	cfg := &h.T.Cfg
 	rec := &h.T.Records[s.spec.ID]
 	now := e.Now()
-	ep := s.ep
+	ep := &s.ep
 	ep.BeginSend()
 	for {
 		if hb := cfg.HoldBack; hb > 0 && h.nic.Len() > hb {

@@ -89,15 +89,26 @@ func (r *Receiver) onPDSData(h *Host, e *sim.Engine, pkt *sim.Packet) {
 // (UecSink::sackBitmapBase, buildSackBitmap).
 func (r *Receiver) sackBitmap(psn, mss uint64) uint64 {
 	base := max(int64(psn)-63, int64(r.rcvNxt/mss)+1)
-	top := base + 64
+	top := base + 64 // bits for packets base .. top-1
 	var b uint64
 	for _, iv := range r.ooo {
-		for idx := max(int64((iv.start+mss-1)/mss), base); idx < top; idx++ {
-			if min(uint64(idx+1)*mss, r.size) > iv.end {
-				break
-			}
-			b |= 1 << uint(idx-base)
+		// The packets wholly inside iv: from the first that starts in
+		// it to the last that ends in it (the flow's last, short, ends
+		// at size).
+		lo := max(int64((iv.start+mss-1)/mss), base)
+		hi := top - 1
+		if r.size > iv.end {
+			hi = min(hi, int64(iv.end/mss)-1)
 		}
+		if lo > hi {
+			continue
+		}
+		n := uint(hi - lo + 1)
+		m := ^uint64(0)
+		if n < 64 {
+			m = 1<<n - 1
+		}
+		b |= m << uint(lo-base)
 	}
 	return b
 }

@@ -84,16 +84,17 @@ func MergeIdeal(b *scenario.Built, parts []*Part, ideal []sim.Time) (*Outputs, e
 		ideal = IdealFCT(b.Topo, b.Fabric.Transport, flows)
 	}
 	o := &Outputs{Built: b, Records: make([]hostsim.FlowRecord, len(flows)), Parts: byPart, Ideal: ideal}
-	index := make(map[int32]int, len(flows))
-	for i := range flows {
-		index[flows[i].ID] = i
+	// Flow ids are 0..n-1 in order (hostsim.NewTransport), so a flow's
+	// index is its id; index checks it.
+	index := func(id int32) (int, bool) {
+		return int(id), id >= 0 && int(id) < len(flows) && flows[id].ID == id
 	}
 	snd := make([]*hostsim.FlowRecord, len(flows))
 	rcv := make([]*hostsim.FlowRecord, len(flows))
 	for _, r := range byPart {
 		for k := range r.Flows {
 			fp := &r.Flows[k]
-			i, ok := index[fp.ID]
+			i, ok := index(fp.ID)
 			if !ok || fp.Sender && snd[i] != nil || fp.Receiver && rcv[i] != nil {
 				return nil, fmt.Errorf("results: partition %d: flow %d unknown or held twice", r.Partition, fp.ID)
 			}
@@ -215,9 +216,10 @@ func MergePartial(b *scenario.Built, p int, parts []*Part, reason string) *Outpu
 	flows := b.Fabric.Flows
 	o := &Outputs{Built: b, Records: make([]hostsim.FlowRecord, len(flows)), Parts: byPart, StoppedBy: "incomplete",
 		Reason: reason, Ideal: IdealFCT(b.Topo, b.Fabric.Transport, flows)}
-	index := make(map[int32]int, len(flows))
-	for i := range flows {
-		index[flows[i].ID] = i
+	// Flow ids are 0..n-1 in order (hostsim.NewTransport), so a flow's
+	// index is its id; index checks it.
+	index := func(id int32) (int, bool) {
+		return int(id), id >= 0 && int(id) < len(flows) && flows[id].ID == id
 	}
 	present := make([]*Part, 0, p)
 	for i, r := range byPart {
@@ -228,7 +230,7 @@ func MergePartial(b *scenario.Built, p int, parts []*Part, reason string) *Outpu
 		present = append(present, r)
 		for k := range r.Flows {
 			fp := &r.Flows[k]
-			i, ok := index[fp.ID]
+			i, ok := index(fp.ID)
 			if !ok {
 				continue
 			}
@@ -258,11 +260,21 @@ func MergePartial(b *scenario.Built, p int, parts []*Part, reason string) *Outpu
 // (switch by switch in node order, then stably by time) of parts, in an
 // order that does not depend on the cut.
 func (o *Outputs) mergeSeries(parts []*Part) {
-	var ports []PortRow
-	var classes []ClassPart
-	var depths []DepthPart
-	var cdepths []ClassDepthPart
-	var pfc []PFCPart
+	var nports, nclasses, ndepths, ncdepths, npfc, ncwnd int
+	for _, r := range parts {
+		nports += len(r.Ports)
+		nclasses += len(r.Classes)
+		ndepths += len(r.Depths)
+		ncdepths += len(r.ClassDepths)
+		npfc += len(r.PFC)
+		ncwnd += len(r.Cwnd)
+	}
+	ports := make([]PortRow, 0, nports)
+	classes := make([]ClassPart, 0, nclasses)
+	depths := make([]DepthPart, 0, ndepths)
+	cdepths := make([]ClassDepthPart, 0, ncdepths)
+	pfc := make([]PFCPart, 0, npfc)
+	o.Cwnd = slices.Grow(o.Cwnd, ncwnd)
 	for _, r := range parts {
 		pfc = append(pfc, r.PFC...)
 		cdepths = append(cdepths, r.ClassDepths...)
@@ -271,31 +283,49 @@ func (o *Outputs) mergeSeries(parts []*Part) {
 		o.Cwnd = append(o.Cwnd, r.Cwnd...)
 		depths = append(depths, r.Depths...)
 	}
-	slices.SortStableFunc(ports, func(a, b PortRow) int { return cmp.Compare(a.Node, b.Node) })
-	for _, r := range ports {
-		o.Ports = append(o.Ports, r.Row)
+	sortByNode(ports, func(r PortRow) int { return r.Node })
+	sortByNode(classes, func(r ClassPart) int { return r.Node })
+	sortByNode(pfc, func(r PFCPart) int { return r.Node })
+	sortByNode(depths, func(r DepthPart) int { return r.Node })
+	sortByNode(cdepths, func(r ClassDepthPart) int { return r.Node })
+	o.Ports = slices.Grow(o.Ports, len(ports))
+	for i := range ports {
+		o.Ports = append(o.Ports, ports[i].Row)
 	}
-	slices.SortStableFunc(classes, func(a, b ClassPart) int { return cmp.Compare(a.Node, b.Node) })
-	for _, r := range classes {
-		o.Classes = append(o.Classes, r.Row)
+	o.Classes = slices.Grow(o.Classes, len(classes))
+	for i := range classes {
+		o.Classes = append(o.Classes, classes[i].Row)
 	}
-	slices.SortStableFunc(pfc, func(a, b PFCPart) int { return cmp.Compare(a.Node, b.Node) })
-	for _, r := range pfc {
-		o.PFC = append(o.PFC, r.Row)
+	o.PFC = slices.Grow(o.PFC, len(pfc))
+	for i := range pfc {
+		o.PFC = append(o.PFC, pfc[i].Row)
 	}
-	slices.SortStableFunc(o.Cwnd, func(a, b hostsim.CwndRow) int {
+	sortStable(o.Cwnd, func(a, b hostsim.CwndRow) int {
 		return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.Flow, b.Flow))
 	})
-	slices.SortStableFunc(depths, func(a, b DepthPart) int { return cmp.Compare(a.Node, b.Node) })
-	for _, d := range depths {
-		o.Depths = append(o.Depths, d.Row)
+	o.Depths = slices.Grow(o.Depths, len(depths))
+	for i := range depths {
+		o.Depths = append(o.Depths, depths[i].Row)
 	}
-	slices.SortStableFunc(o.Depths, func(a, b DepthRow) int { return cmp.Compare(a.Time, b.Time) })
-	slices.SortStableFunc(cdepths, func(a, b ClassDepthPart) int { return cmp.Compare(a.Node, b.Node) })
-	for _, d := range cdepths {
-		o.ClassDepths = append(o.ClassDepths, d.Row)
+	sortStable(o.Depths, func(a, b DepthRow) int { return cmp.Compare(a.Time, b.Time) })
+	o.ClassDepths = slices.Grow(o.ClassDepths, len(cdepths))
+	for i := range cdepths {
+		o.ClassDepths = append(o.ClassDepths, cdepths[i].Row)
 	}
-	slices.SortStableFunc(o.ClassDepths, func(a, b ClassDepthRow) int { return cmp.Compare(a.Time, b.Time) })
+	sortStable(o.ClassDepths, func(a, b ClassDepthRow) int { return cmp.Compare(a.Time, b.Time) })
+}
+
+// sortByNode sorts rows stably by node.
+func sortByNode[R any](rows []R, node func(R) int) {
+	sortStable(rows, func(a, b R) int { return cmp.Compare(node(a), node(b)) })
+}
+
+// sortStable is slices.SortStableFunc, which leaves sorted rows as they
+// are: it skips them (one part's rows are mostly in order already).
+func sortStable[R any](rows []R, cmp func(a, b R) int) {
+	if !slices.IsSortedFunc(rows, cmp) {
+		slices.SortStableFunc(rows, cmp)
+	}
 }
 
 // addPcap appends host h's capture from the part that holds it and

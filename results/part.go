@@ -209,6 +209,20 @@ func (r *Recorder) Part(partition int, finish Finish) *Part {
 	p := &Part{Partition: partition, Digest: r.digest, Stats: e.Stats, Now: e.Now(), LastCompletion: f.LastCompletion(),
 		FlowsDone: f.Done(), PoolSlots: e.Pool.Capacity(), Cons: f.Conservation(), Cwnd: f.Transport().CwndLog, Finish: finish}
 	t := f.Topology()
+	nflows, nports := 0, 0
+	for i := range f.Transport().Flows {
+		fl := &f.Transport().Flows[i]
+		if e.Local(sim.ElemID(t.Hosts[fl.Src])) || e.Local(sim.ElemID(t.Hosts[fl.Dst])) {
+			nflows++
+		}
+	}
+	for node := range f.NumNodes() {
+		if s := f.Switch(node); s != nil {
+			nports += len(s.Ports)
+		}
+	}
+	p.Flows = make([]FlowPart, 0, nflows)
+	p.Ports = make([]PortRow, 0, nports)
 	for i := range f.Transport().Flows {
 		fl := &f.Transport().Flows[i]
 		snd, rcv := e.Local(sim.ElemID(t.Hosts[fl.Src])), e.Local(sim.ElemID(t.Hosts[fl.Dst]))

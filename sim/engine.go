@@ -29,7 +29,6 @@ type RemotePacket struct {
 }
 
 type elemState struct {
-	seq   uint64
 	rng   *rand.Rand
 	local bool
 }
@@ -43,15 +42,26 @@ type Engine struct {
 	// Links holds every link direction by LinkID: the state of a direction
 	// with an end in this partition, nil for the others (a partition holds
 	// only its share of the links).
-	Links  []*Link
-	ends   []linkEnds // every direction's ends, local or not
-	elems  []elemState
+	Links []*Link
+	// dense is the links' storage indexed by id when this partition
+	// holds every direction (one process): the engine reads a link
+	// without the pointer of Links (at k=74 a 4.8 MB array). Nil
+	// otherwise.
+	dense []Link
+	ends  []linkEnds // every direction's ends, local or not
+	elems []elemState
+	// seq is every element's event counter, apart from elemState: every
+	// transmission takes two numbers, and 8 bytes per element stay in the
+	// caches better than 24.
+	seq    []uint64
 	outbox []RemotePacket
 	direct int // per-packet arrival events in the queue
 	// signalsOut counts the signals in the outbox (they are not packets).
 	signalsOut int
 	Stats      Stats
 	tels       telArena // telemetry of exported packets
+	// inPort is the current arrival's port at its element (ArrivalPort).
+	inPort int32
 	// cur is the ordering key of the event being processed (At is now):
 	// TxPassed compares an elided transmit-done with it.
 	cur Event
@@ -68,7 +78,7 @@ type Engine struct {
 // partition (nil: all do). Elements and links draw from streams seeded from
 // (seed, id).
 func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) bool) (*Engine, error) {
-	e := &Engine{elems: make([]elemState, numElems), Links: make([]*Link, len(links)), ends: make([]linkEnds, len(links))}
+	e := &Engine{elems: make([]elemState, numElems), seq: make([]uint64, numElems), Links: make([]*Link, len(links)), ends: make([]linkEnds, len(links))}
 	for i := range e.elems {
 		id := ElemID(i)
 		e.elems[i].local = local == nil || local(id)
@@ -87,6 +97,9 @@ func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) b
 		}
 	}
 	store := make([]Link, held)
+	if held == len(links) {
+		e.dense = store // every direction is held, in id order
+	}
 	for i, s := range links {
 		if !e.elems[s.From].local && !e.elems[s.To].local {
 			continue
@@ -101,12 +114,15 @@ func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) b
 		store = store[1:]
 		e.Links[i] = l
 		l.Spec = s
+		l.from, l.to = s.From, s.To
+		l.toPort = int32(s.ToPort)
 		l.rate = s.Rate
+		l.psPerByte = exactPsPerByte(s.Rate)
 		l.delay = s.Delay
 		l.remote = !e.elems[s.To].local
 		if im := s.Impair; im != nil {
+			l.impaired = true
 			l.rng = NewRand(seed, StreamLink+uint64(i))
-			l.sched = im.Schedule
 			l.loss = im.Loss
 			l.perPacket = im.Jitter > 0 || im.ReorderProb > 0
 			for _, c := range im.Schedule {
@@ -119,6 +135,14 @@ func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) b
 		}
 	}
 	return e, nil
+}
+
+// link is the state of link direction id (held here).
+func (e *Engine) link(id LinkID) *Link {
+	if e.dense != nil {
+		return &e.dense[id]
+	}
+	return e.Links[id]
 }
 
 // linkEnds are a link direction's two elements.
@@ -149,13 +173,13 @@ func (e *Engine) Rand(id ElemID) *rand.Rand { return e.elems[id].rng }
 
 // NewPacketID returns a run-unique packet id created by element id.
 func (e *Engine) NewPacketID(id ElemID) uint64 {
-	e.elems[id].seq++
-	return uint64(id)<<40 | e.elems[id].seq&(1<<40-1)
+	e.seq[id]++
+	return uint64(id)<<40 | e.seq[id]&(1<<40-1)
 }
 
 func (e *Engine) nextSeq(id ElemID) uint64 {
-	e.elems[id].seq++
-	return e.elems[id].seq
+	e.seq[id]++
+	return e.seq[id]
 }
 
 func (e *Engine) push(ev Event) {
@@ -226,7 +250,7 @@ func (e *Engine) TransmitSize(id LinkID, p PktRef, start Time, size int32, lazy 
 // while the completion is ahead. Precondition: the owner's last transmit
 // on id was lazy, and it has not materialised its completion.
 func (e *Engine) TxPassed(id LinkID) bool {
-	l := e.Links[id]
+	l := e.link(id)
 	if l.lazySeq == 0 {
 		return true
 	}
@@ -234,7 +258,7 @@ func (e *Engine) TxPassed(id LinkID) bool {
 		return false
 	}
 	if l.busyUntil == e.now {
-		from := l.Spec.From
+		from := l.from
 		done := Event{At: l.busyUntil, Dst: from, Src: from, Seq: l.lazySeq}
 		if !done.Before(&e.cur) {
 			return false
@@ -252,11 +276,11 @@ func (e *Engine) TxPassed(id LinkID) bool {
 // when it queues a packet behind the transmitter (after TxPassed returned
 // false).
 func (e *Engine) Materialize(id LinkID) {
-	l := e.Links[id]
+	l := e.link(id)
 	if l.lazySeq == 0 {
 		return
 	}
-	from := l.Spec.From
+	from := l.from
 	e.push(Event{At: l.busyUntil, Dst: from, Src: from, Seq: l.lazySeq, Kind: EvTxDone, Arg: int64(id)})
 	l.lazySeq = 0
 	e.lazy--
@@ -292,20 +316,21 @@ func (e *Engine) passLazy(horizon Time) {
 var afterAll = Event{Dst: 1<<31 - 1, Src: 1<<31 - 1, Seq: 1<<64 - 1}
 
 func (e *Engine) transmit(id LinkID, p PktRef, start Time, size int32, lazy bool) Time {
-	l := e.Links[id]
+	l := e.link(id)
 	if l.busyUntil > start || start > e.now {
 		panic(fmt.Sprintf("sim: link %d transmits from %v at %v while busy until %v", id, start, e.now, l.busyUntil))
 	}
-	l.advance(start)
-	end := start + l.rate.TxTime(int(size))
+	if l.impaired {
+		l.advance(start)
+	}
+	end := start + l.txTime(size)
 	if end < e.now {
 		panic(fmt.Sprintf("sim: link %d: a transmission from %v ends at %v, before now %v", id, start, end, e.now))
 	}
 	l.busyUntil = end
-	l.TxPackets++
 	l.TxBytes += uint64(size)
 	e.Stats.Sent++
-	from := l.Spec.From
+	from := l.from
 	if lazy {
 		l.lazySeq = e.nextSeq(from)
 		e.lazy++
@@ -315,16 +340,16 @@ func (e *Engine) transmit(id LinkID, p PktRef, start Time, size int32, lazy bool
 
 	arrive := end + l.delay
 	lost := false
-	if l.rng != nil {
+	if l.impaired {
 		if l.lose() {
 			lost = true
 			l.LostRandom++
 		}
 		arrive += l.extraDelay()
-	}
-	if !lost && (l.down || l.goesDownBy(arrive)) {
-		lost = true
-		l.LostDown++
+		if !lost && (l.down || l.goesDownBy(arrive)) {
+			lost = true
+			l.LostDown++
+		}
 	}
 	seq := e.nextSeq(from)
 	if lost {
@@ -339,7 +364,7 @@ func (e *Engine) transmit(id LinkID, p PktRef, start Time, size int32, lazy bool
 		e.export(id, arrive, seq, p, e.Pool.Get(p))
 	case l.perPacket:
 		e.direct++
-		e.push(Event{At: arrive, Dst: l.Spec.To, Src: from, Seq: seq, Kind: EvArrive, Arg: int64(id), Pkt: p})
+		e.push(Event{At: arrive, Dst: l.to, Src: from, Seq: seq, Kind: EvArrive, Arg: int64(id), Pkt: p})
 	default:
 		e.enqueueWire(id, l, inflight{at: arrive, seq: seq, pkt: p})
 	}
@@ -357,52 +382,81 @@ func (e *Engine) export(id LinkID, arrive Time, seq uint64, p PktRef, pkt *Packe
 	e.Pool.Free(p)
 }
 
+// wireMin is a wire's first capacity in packets (a power of two): a
+// fabric has a wire per link direction, and most carry a few packets at
+// a time (a ring's default, 16, made the wires of a k=74 fat-tree 217 MB).
+const wireMin = 4
+
 // enqueueWire puts a packet on a FIFO wire; only the head has an event.
 func (e *Engine) enqueueWire(id LinkID, l *Link, f inflight) {
+	if l.wire.buf == nil {
+		l.wire.buf = make([]inflight, wireMin)
+	}
 	l.wire.Push(f)
 	if l.wire.Len() == 1 {
-		e.push(Event{At: f.at, Dst: l.Spec.To, Src: l.Spec.From, Seq: f.seq, Kind: EvArrive, Arg: int64(id), Pkt: f.pkt, ring: true})
+		e.push(Event{At: f.at, Dst: l.to, Src: l.from, Seq: f.seq, Kind: EvArrive, Arg: int64(id), Pkt: f.pkt, ring: true})
 	}
 }
 
 // Next pops the next event with At < horizon and makes it current. It
 // returns false when there is none.
 func (e *Engine) Next(horizon Time) (Event, bool) {
-	if e.q.Len() == 0 || e.q.peek().At >= horizon {
+	ev := e.Step(horizon)
+	if ev == nil {
+		return Event{}, false
+	}
+	return *ev, true
+}
+
+// Step is Next without the copy: it returns the current event, which
+// stays valid (and unchanged) until the next Step, Next or SetNow, or nil
+// when no event is before horizon. The fabric's loop takes every event
+// this way.
+func (e *Engine) Step(horizon Time) *Event {
+	top := e.q.first()
+	if top == nil || top.At >= horizon {
 		if e.lazy > 0 {
 			e.passLazy(horizon)
 		}
-		return Event{}, false
+		return nil
 	}
-	ev := *e.q.peek()
+	e.cur = *top
+	e.q.popFirst()
+	ev := &e.cur
 	e.now = ev.At
-	e.cur = ev
 	e.Stats.Events++
 	switch ev.Kind {
 	case EvArrive:
 		e.Stats.Arrivals++
 		e.Pool.Get(ev.Pkt).Hops++
 		if ev.ring {
-			l := e.Links[ev.Arg]
+			l := e.link(LinkID(ev.Arg))
+			e.inPort = l.toPort
 			l.wire.Pop()
 			if l.wire.Len() > 0 {
 				// The next packet on the wire takes the place of this
-				// one's event: one sift instead of a pop's and a push's.
+				// one's event (the queue's length does not change: not
+				// counted in PeakQueue, as before).
 				f := l.wire.Front()
-				e.q.replaceTop(Event{At: f.at, Dst: ev.Dst, Src: ev.Src, Seq: f.seq, Kind: EvArrive, Arg: ev.Arg, Pkt: f.pkt, ring: true})
-				return ev, true
+				e.q.push(Event{At: f.at, Dst: ev.Dst, Src: ev.Src, Seq: f.seq, Kind: EvArrive, Arg: ev.Arg, Pkt: f.pkt, ring: true})
 			}
 		} else {
 			e.direct--
+			e.inPort = e.link(LinkID(ev.Arg)).toPort
 		}
 	case EvTimer, EvTxDone:
 		e.Stats.Timers++
 	default:
 		panic(fmt.Sprintf("sim: event of kind %d at %v", ev.Kind, ev.At))
 	}
-	e.q.pop()
-	return ev, true
+	return ev
 }
+
+// ArrivalPort is the port at which the current event, an arrival over
+// link l (Event.Arg), reached its element: l's LinkSpec.ToPort. Next reads
+// it beside the wire it pops, so the owner need not look it up.
+// Precondition: the current event is an EvArrive.
+func (e *Engine) ArrivalPort() int { return int(e.inPort) }
 
 // NextEventTime is the time of the earliest pending event, or Never. An
 // elided transmit-done (TransmitLazy) counts as the event it stands for,

@@ -264,3 +264,85 @@ func TestTransmitLazy_DoesNotAllocate(t *testing.T) {
 		t.Fatalf("%.1f allocations per lazy transmit, want 0", allocs)
 	}
 }
+
+// TestEventQueue_SlotsKeepTheKeyOrder drives queues with small slots and
+// rings (so that events fall in near, in side, in buckets a turn around
+// the ring, and in far, and the window jumps over empty stretches), and
+// with slots of many events (sorted by the radix sort, by sequence number
+// on equal packed keys, or by the standard sort when ids are too wide),
+// with pushes, pops, peeks and replaced tops, against a sorted reference.
+func TestEventQueue_SlotsKeepTheKeyOrder(t *testing.T) {
+	less := func(a, b Event) int {
+		switch {
+		case a.Before(&b):
+			return -1
+		case b.Before(&a):
+			return 1
+		}
+		return 0
+	}
+	for _, c := range []struct {
+		shift uint
+		slots int64
+		span  int
+		ids   int // element ids drawn from [0, ids)
+	}{{0, 64, 40, 3}, {2, 64, 1000, 3}, {3, 128, 5000, 3}, {4, 64, 1 << 20, 3}, {16, 1024, 1 << 30, 3},
+		// Big slots of many events (the radix sort), with ties of
+		// (time, destination, source) and ids too wide to pack.
+		{10, 64, 3000, 5}, {10, 64, 3000, 200000}, {16, 64, 40000, 1 << 31}} {
+		t.Run(fmt.Sprintf("shift=%d,slots=%d,span=%d,ids=%d", c.shift, c.slots, c.span, c.ids), func(t *testing.T) {
+			r := NewRand(5, uint64(c.span))
+			q := eventQueue{shift: c.shift, slots: c.slots}
+			var ref []Event // sorted
+			insert := func(ev Event) {
+				i, _ := slices.BinarySearchFunc(ref, ev, less)
+				ref = slices.Insert(ref, i, ev)
+			}
+			seq := uint64(0)
+			next := func(at Time) Event {
+				seq++
+				d := Time(r.IntN(c.span))
+				if r.IntN(8) == 0 {
+					d = Time(r.IntN(4)) // ties and near events
+				}
+				return Event{At: at + d, Dst: ElemID(r.IntN(c.ids)), Src: ElemID(r.IntN(c.ids)), Seq: seq}
+			}
+			var now Time
+			for i := 0; i < 30000; i++ {
+				switch k := r.IntN(4); {
+				case k <= 1 || q.Len() == 0:
+					ev := next(now)
+					q.push(ev)
+					insert(ev)
+				case k == 2:
+					got := q.pop()
+					if less(got, ref[0]) != 0 {
+						t.Fatalf("step %d: pop got %+v, want %+v", i, got, ref[0])
+					}
+					ref = ref[1:]
+					now = got.At
+				default:
+					got := *q.peek()
+					if less(got, ref[0]) != 0 {
+						t.Fatalf("step %d: peek got %+v, want %+v", i, got, ref[0])
+					}
+					now = got.At
+					ev := next(now)
+					q.replaceTop(ev)
+					ref = ref[1:]
+					insert(ev)
+				}
+				if q.Len() != len(ref) {
+					t.Fatalf("step %d: expected %d events, got %d", i, len(ref), q.Len())
+				}
+			}
+			for len(ref) > 0 {
+				got := q.pop()
+				if less(got, ref[0]) != 0 {
+					t.Fatalf("draining: pop got %+v, want %+v", got, ref[0])
+				}
+				ref = ref[1:]
+			}
+		})
+	}
+}

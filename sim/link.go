@@ -9,8 +9,8 @@ type LinkID int32
 // LinkSpec is the requested state of one link direction.
 type LinkSpec struct {
 	From     ElemID
-	FromPort int // the port of From that transmits onto this direction
 	To       ElemID
+	FromPort int // the port of From that transmits onto this direction
 	ToPort   int // the port of To at which packets arrive
 	Rate     Bandwidth
 	Delay    Time // propagation delay
@@ -77,36 +77,70 @@ type inflight struct {
 	pkt PktRef
 }
 
-// LinkCounters are a link direction's statistics.
+// LinkCounters are a link direction's loss statistics (Link counts the
+// bytes it transmitted itself: TxBytes; switch ports and hosts count
+// packets).
 type LinkCounters struct {
-	TxPackets  uint64
-	TxBytes    uint64
 	LostRandom uint64 // independent and Gilbert-Elliott losses
 	LostDown   uint64 // losses while the link was down
 	Reordered  uint64 // packets held back by the reordering impairment
 }
 
 // Link is the state of one link direction: the transmitter at From and the
-// wire to To.
+// wire to To. Its first 64 bytes are what every transmission reads and
+// writes, the next what an arrival reads (the wire); the rest is
+// configuration and counters that the impairments alone touch. It is 192
+// bytes, so that in the engine's array each Link starts a cache line.
 type Link struct {
-	Spec LinkSpec
-	LinkCounters
-
-	rate      Bandwidth
-	delay     Time
-	loss      float64 // independent loss probability in force
-	down      bool
-	geBad     bool
-	perPacket bool // jitter/reordering/delay changes: arrivals scheduled one by one
-	remote    bool // To lives in another partition
-	sched     []LinkChange
-	si        int // next change to apply
 	busyUntil Time
 	// lazySeq is the sequence number of the elided transmit-done of the
 	// packet being serialised (Engine.TransmitLazy); 0: none pending.
 	lazySeq uint64
-	rng     *rand.Rand // nil unless impaired
-	wire    Ring[inflight]
+	rate    Bandwidth
+	delay   Time
+	// psPerByte is the serialisation time of a byte at rate when it is a
+	// whole number of picoseconds (every rate that divides 8 Tb/s: 1, 10,
+	// 25, 40, 100, 200, 400, 800 Gb/s), else 0: a transmission then
+	// multiplies instead of dividing (a 64-bit division is tens of cycles).
+	psPerByte int64
+	TxBytes   uint64
+	from, to  ElemID
+	remote    bool // To lives in another partition
+	perPacket bool // jitter/reordering/delay changes: arrivals scheduled one by one
+	// impaired: Spec.Impair is set (random draws, scheduled changes); a
+	// link without it skips them all.
+	impaired bool
+	down     bool
+	geBad    bool
+
+	wire Ring[inflight]
+	rng  *rand.Rand // nil unless impaired
+	loss float64    // independent loss probability in force
+	si   int32      // next scheduled change to apply (Spec.Impair.Schedule)
+	// toPort is Spec.ToPort, beside the wire that an arrival reads
+	// (Engine.ArrivalPort).
+	toPort int32
+
+	Spec LinkSpec
+	LinkCounters
+}
+
+// exactPsPerByte is rate's serialisation time of a byte when it is a whole
+// number of picoseconds, else 0.
+func exactPsPerByte(rate Bandwidth) int64 {
+	if rate <= 0 || int64(8*Second)%int64(rate) != 0 {
+		return 0
+	}
+	return int64(8*Second) / int64(rate)
+}
+
+// txTime is rate.TxTime(size): exact by multiplication when psPerByte is
+// set (TxTime rounds up, and there is nothing to round).
+func (l *Link) txTime(size int32) Time {
+	if l.psPerByte > 0 {
+		return Time(int64(size) * l.psPerByte)
+	}
+	return l.rate.TxTime(int(size))
 }
 
 // Rate is the transmit rate in force at the last transmission.
@@ -121,10 +155,12 @@ func (l *Link) BusyUntil() Time { return l.busyUntil }
 // Remote reports whether the far end lives in another partition.
 func (l *Link) Remote() bool { return l.remote }
 
-// advance applies scheduled changes with At <= now.
+// advance applies scheduled changes with At <= now. Precondition:
+// impaired.
 func (l *Link) advance(now Time) {
-	for l.si < len(l.sched) && l.sched[l.si].At <= now {
-		c := &l.sched[l.si]
+	sched := l.Spec.Impair.Schedule
+	for int(l.si) < len(sched) && sched[l.si].At <= now {
+		c := &sched[l.si]
 		switch c.Kind {
 		case ChangeDown:
 			l.down = true
@@ -132,6 +168,7 @@ func (l *Link) advance(now Time) {
 			l.down = false
 		case ChangeRate:
 			l.rate = c.Rate
+			l.psPerByte = exactPsPerByte(c.Rate)
 		case ChangeDelay:
 			l.delay = c.Delay
 		case ChangeLoss:
@@ -142,10 +179,12 @@ func (l *Link) advance(now Time) {
 }
 
 // goesDownBy reports whether a scheduled change takes the link down at or
-// before t (a packet still on the wire then is lost).
+// before t (a packet still on the wire then is lost). Precondition:
+// impaired.
 func (l *Link) goesDownBy(t Time) bool {
-	for i := l.si; i < len(l.sched) && l.sched[i].At <= t; i++ {
-		if l.sched[i].Kind == ChangeDown {
+	sched := l.Spec.Impair.Schedule
+	for i := int(l.si); i < len(sched) && sched[i].At <= t; i++ {
+		if sched[i].Kind == ChangeDown {
 			return true
 		}
 	}

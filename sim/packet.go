@@ -92,27 +92,31 @@ type SackBlock struct{ Start, End uint64 }
 const MaxSackBlocks = 4
 
 // Packet is a packet's header as lockstep models it. Payload bytes are not
-// stored: only their count and sequence range.
+// stored: only their count and sequence range. The fields every hop reads
+// (the hop count, forwarding, admission) come first, in 24 bytes: a Packet
+// is 144 bytes, so in the pool's chunks (page-aligned arrays) they straddle
+// a cache line in one packet of four (the ID first, they did in two).
 type Packet struct {
-	ID      uint64 // unique in the run: source element and its own counter
-	Flow    int32  // global flow id
+	Flags   Flags
+	Entropy uint16 // per-packet path choice for spraying switches
+	Hops    uint8  // links crossed, counted when the packet arrives
+	Proto   uint8
+	NSack   uint8
 	SrcHost int32  // host index of the sender (not the element id)
 	DstHost int32  // host index of the destination; forwarding looks it up
 	SrcPort uint16 // transport ports: with hosts and Proto, the 5-tuple
 	DstPort uint16
-	Proto   uint8
-	NSack   uint8
-	Hops    uint8 // links crossed, counted when the packet arrives
-	Flags   Flags
-	Entropy uint16 // per-packet path choice for spraying switches
-	Size    int32  // bytes on the wire, headers included
-	Payload int32  // payload bytes
-	Seq     uint64 // first payload byte (data); echoed sequence (acks)
-	Ack     uint64 // cumulative acknowledgement (acks); the Hops at which a switch trimmed a data packet
-	Bitmap  uint64 // received-bitmap after Ack (NACKs)
-	TSval   Time   // sender's timestamp (RFC 7323 style, exact)
-	TSecr   Time   // echoed timestamp
-	Sack    [MaxSackBlocks]SackBlock
+	Size    int32 // bytes on the wire, headers included
+	Payload int32 // payload bytes
+	Flow    int32 // global flow id
+
+	ID     uint64 // unique in the run: source element and its own counter
+	Seq    uint64 // first payload byte (data); echoed sequence (acks)
+	Ack    uint64 // cumulative acknowledgement (acks); the Hops at which a switch trimmed a data packet
+	Bitmap uint64 // received-bitmap after Ack (NACKs)
+	TSval  Time   // sender's timestamp (RFC 7323 style, exact)
+	TSecr  Time   // echoed timestamp
+	Sack   [MaxSackBlocks]SackBlock
 }
 
 const (

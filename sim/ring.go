@@ -4,19 +4,19 @@ package sim
 // ring has grown to its working size.
 type Ring[T any] struct {
 	buf  []T
-	head int
-	n    int
+	head int32
+	n    int32
 }
 
 // Len is the number of items in the ring.
-func (r *Ring[T]) Len() int { return r.n }
+func (r *Ring[T]) Len() int { return int(r.n) }
 
 // Push appends v at the tail.
 func (r *Ring[T]) Push(v T) {
-	if r.n == len(r.buf) {
+	if int(r.n) == len(r.buf) {
 		r.grow()
 	}
-	r.buf[(r.head+r.n)&(len(r.buf)-1)] = v
+	r.buf[int(r.head+r.n)&(len(r.buf)-1)] = v
 	r.n++
 }
 
@@ -24,14 +24,14 @@ func (r *Ring[T]) Push(v T) {
 func (r *Ring[T]) Front() *T { return &r.buf[r.head] }
 
 // At returns the i-th item from the head. Precondition: 0 <= i < Len().
-func (r *Ring[T]) At(i int) *T { return &r.buf[(r.head+i)&(len(r.buf)-1)] }
+func (r *Ring[T]) At(i int) *T { return &r.buf[(int(r.head)+i)&(len(r.buf)-1)] }
 
 // Pop removes and returns the head item. Precondition: Len() > 0.
 func (r *Ring[T]) Pop() T {
 	v := r.buf[r.head]
 	var zero T
 	r.buf[r.head] = zero
-	r.head = (r.head + 1) & (len(r.buf) - 1)
+	r.head = (r.head + 1) & int32(len(r.buf)-1)
 	r.n--
 	return v
 }
@@ -42,8 +42,8 @@ func (r *Ring[T]) grow() {
 		size = 16
 	}
 	nb := make([]T, size)
-	for i := 0; i < r.n; i++ {
-		nb[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
+	for i := 0; i < int(r.n); i++ {
+		nb[i] = r.buf[(int(r.head)+i)&(len(r.buf)-1)]
 	}
 	r.buf = nb
 	r.head = 0

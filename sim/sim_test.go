@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 func TestEventQueue_OrdersByPartitionIndependentKey(t *testing.T) {
@@ -375,5 +376,53 @@ func TestLink_LossSchedule(t *testing.T) {
 	at, _ := sendAll(e, 2000, 1250) // 1 us each: 1000 before, 1000 after
 	if len(at) != 1000 || e.Links[0].LostRandom != 1000 {
 		t.Fatalf("delivered %d, lost %d; want 1000 and 1000", len(at), e.Links[0].LostRandom)
+	}
+}
+
+// TestLayout_HotFieldsShareALine pins the layouts that keep the per-packet
+// path's reads in few cache lines: a Link is three whole lines whose first
+// holds what a transmission touches, and a Packet's forwarding header is
+// its first 24 bytes in a size that keeps it inside one line for three
+// packets of four.
+func TestLayout_HotFieldsShareALine(t *testing.T) {
+	var l Link
+	if got := unsafe.Sizeof(l); got%64 != 0 {
+		t.Errorf("Link: expected a multiple of 64 bytes, got %d", got)
+	}
+	for name, off := range map[string]uintptr{"busyUntil": unsafe.Offsetof(l.busyUntil), "lazySeq": unsafe.Offsetof(l.lazySeq),
+		"rate": unsafe.Offsetof(l.rate), "delay": unsafe.Offsetof(l.delay), "TxBytes": unsafe.Offsetof(l.TxBytes),
+		"to": unsafe.Offsetof(l.to), "impaired": unsafe.Offsetof(l.impaired)} {
+		if off >= 64 {
+			t.Errorf("Link.%s: expected in the first 64 bytes, at %d", name, off)
+		}
+	}
+	var p Packet
+	if got := unsafe.Sizeof(p); got%16 != 0 {
+		t.Errorf("Packet: expected a multiple of 16 bytes, got %d", got)
+	}
+	if got := unsafe.Offsetof(p.Size) + unsafe.Sizeof(p.Size); got > 24 {
+		t.Errorf("Packet: expected the header in the first 24 bytes, it ends at %d", got)
+	}
+}
+
+// TestTxTime_ExactRatesMultiply checks the multiplication a link does for
+// rates that divide 8 Tb/s against Bandwidth.TxTime, and that other rates
+// keep the division.
+func TestTxTime_ExactRatesMultiply(t *testing.T) {
+	r := NewRand(9, 9)
+	for _, rate := range []Bandwidth{GbitPerSecond, 10 * GbitPerSecond, 25 * GbitPerSecond, 40 * GbitPerSecond,
+		56 * GbitPerSecond, 100 * GbitPerSecond, 200 * GbitPerSecond, 400 * GbitPerSecond, 800 * GbitPerSecond,
+		3 * GbitPerSecond, 123456789} {
+		l := Link{rate: rate, psPerByte: exactPsPerByte(rate)}
+		exact := int64(8*Second)%int64(rate) == 0
+		if (l.psPerByte > 0) != exact {
+			t.Fatalf("%v: expected psPerByte set %v, got %d", rate, exact, l.psPerByte)
+		}
+		for range 1000 {
+			n := int32(r.IntN(1 << 17))
+			if got, want := l.txTime(n), rate.TxTime(int(n)); got != want {
+				t.Fatalf("%v, %d bytes: expected %v (TxTime), got %v", rate, n, want, got)
+			}
+		}
 	}
 }

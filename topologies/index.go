@@ -43,10 +43,12 @@ type CompileOptions struct {
 // every node and the forwarding state of every switch (see Routes).
 func Compile(t *Topology) (*Index, error) { return CompileWith(t, CompileOptions{}) }
 
-// CompileWith is Compile with options. It costs one breadth-first search
-// per destination column (edge switch), O(columns x (nodes + links)) time
-// and O(nodes + links + rows x columns) memory; it refuses 2^31 cells or
-// more before allocating them.
+// CompileWith is Compile with options. Where every host is on one switch
+// and no node has a group, all the columns' searches run at once as bit
+// sets, O(levels x links x columns / 64) time; otherwise it costs one
+// breadth-first search per destination column, O(columns x (nodes +
+// links)). Memory is O(nodes + links + rows x columns); it refuses 2^31
+// cells or more before allocating them.
 func CompileWith(t *Topology, o CompileOptions) (*Index, error) {
 	ix, err := t.validate()
 	if err != nil {

@@ -35,9 +35,14 @@ import (
 type Routes struct {
 	numNodes, numHosts, numCols int
 
-	dest  []hostRoute // by host index
-	row   []int32     // by node: the node's row of cells, or -1 (hosts, switches not built)
-	cells []int32     // row*numCols + column -> set id
+	dest []hostRoute // by host index
+	row  []int32     // by node: the node's row of cells, or -1 (hosts, switches not built)
+	// cells maps row*numCols + column to a set id; cells8 holds them
+	// instead (cells nil) when there are at most 256 sets, as in the
+	// fabrics the builders make: a switch reads one cell per packet, and
+	// a k=74 fat-tree's 18.7 M cells take 19 MB as bytes, 75 MB as int32.
+	cells  []int32
+	cells8 []uint8
 	// Set id s is ports[setOff[s]:setOff[s+1]]; set 0 is the empty set
 	// (no route).
 	setOff []int32
@@ -64,7 +69,12 @@ func (r *Routes) Next(node, dstHost int) []int32 {
 		if rw < 0 {
 			return nil
 		}
-		id = r.cells[int(rw)*r.numCols+int(d.col)]
+		i := int(rw)*r.numCols + int(d.col)
+		if r.cells8 != nil {
+			id = int32(r.cells8[i])
+		} else {
+			id = r.cells[i]
+		}
 	}
 	lo, hi := r.setOff[id], r.setOff[id+1]
 	return r.ports[lo:hi:hi]
@@ -81,14 +91,29 @@ func (r *Routes) NumHosts() int { return r.numHosts }
 func (r *Routes) NumColumns() int { return r.numCols }
 
 // NumRows is the number of switches whose rows were built.
-func (r *Routes) NumRows() int { return len(r.cells) / max(r.numCols, 1) }
+func (r *Routes) NumRows() int { return r.numCells() / max(r.numCols, 1) }
+
+// numCells is the number of cells, whatever their width.
+func (r *Routes) numCells() int { return len(r.cells) + len(r.cells8) }
+
+// narrow moves the cells to bytes when every set id fits one.
+func (r *Routes) narrow() {
+	if len(r.setOff)-1 > 1<<8 {
+		return
+	}
+	r.cells8 = make([]uint8, len(r.cells))
+	for i, c := range r.cells {
+		r.cells8[i] = uint8(c)
+	}
+	r.cells = nil
+}
 
 // Entries is the number of port entries in the distinct next-hop sets.
 func (r *Routes) Entries() int { return len(r.ports) }
 
 // Bytes is the memory the routes hold, in bytes (slices' lengths).
 func (r *Routes) Bytes() int {
-	return 12*len(r.dest) + 4*(len(r.row)+len(r.cells)+len(r.setOff)+len(r.ports))
+	return 12*len(r.dest) + 4*(len(r.row)+len(r.cells)+len(r.setOff)+len(r.ports)) + len(r.cells8)
 }
 
 // RouteBytes estimates the bytes Compile allocates for the routes of a
@@ -149,14 +174,22 @@ func singleEdge(ix *Index, u int) int32 {
 	return peers[0]
 }
 
-// computeRoutes builds the routes: one breadth-first search per column
-// (from the edge switch, or from the host; hosts other than the source
-// are reached but not expanded), and for each built switch the ports whose
-// peer is one hop closer to the column's source and is a switch or the
-// destination host itself. rows selects the switches (nil: all). For each
-// of pairs it also returns the hop count from the source host to the
-// destination host (0 when unreachable or equal), from the same searches.
+// computeRoutes builds the routes: for each built switch and column, the
+// ports whose peer is one hop closer to the column's source (its edge
+// switch, or its host) and is a switch or the destination host itself,
+// on paths that never pass through a host (searchColumns; levelColumns
+// where every column starts at a switch). rows selects the switches (nil:
+// all). For each of pairs it also returns the hop count from the source
+// host to the destination host (0 when unreachable or equal), from the
+// same searches.
 func computeRoutes(ix *Index, rows func(node int) bool, pairs []HostPair) (*Routes, []int32, error) {
+	return computeRoutesBy(ix, rows, pairs, false, levelBlockBytes)
+}
+
+// computeRoutesBy is computeRoutes, by one search per column when search
+// is set even where levelColumns could serve, with levelColumns' blocks
+// of about blockBytes (the tests compare the two, and cover small blocks).
+func computeRoutesBy(ix *Index, rows func(node int) bool, pairs []HostPair, search bool, blockBytes int) (*Routes, []int32, error) {
 	nn, nh := ix.nodes, ix.hosts
 	r := &Routes{numNodes: nn, numHosts: nh, dest: make([]hostRoute, nh), row: make([]int32, nn)}
 	sets := newSetTable()
@@ -169,6 +202,7 @@ func computeRoutes(ix *Index, rows func(node int) bool, pairs []HostPair) (*Rout
 	}
 	var src []int32
 	var scratch []int32
+	anyHostCol := false
 	for h := 0; h < nh; h++ {
 		u := int(ix.hostNode[h])
 		d := hostRoute{edge: -1}
@@ -192,6 +226,7 @@ func computeRoutes(ix *Index, rows func(node int) bool, pairs []HostPair) (*Rout
 		} else {
 			d.col = int32(len(src))
 			src = append(src, int32(u)) // -1 for a host out of range: unreachable
+			anyHostCol = true
 		}
 		r.dest[h] = d
 	}
@@ -229,6 +264,28 @@ func computeRoutes(ix *Index, rows func(node int) bool, pairs []HostPair) (*Rout
 		fill[c]++
 	}
 
+	if ix.group == nil && !anyHostCol && !search {
+		levelColumns(ix, r, sets, src, rowNodes, pairs, byCol, pstart, hops, blockBytes)
+	} else {
+		searchColumns(ix, r, sets, src, rowNodes, pairs, byCol, pstart, hops)
+	}
+	if len(sets.ports) > math.MaxInt32/2 {
+		return nil, nil, fmt.Errorf("topologies: the next-hop sets have more than 2^30 entries")
+	}
+	r.setOff, r.ports = sets.off, sets.ports
+	r.narrow()
+	return r, hops, nil
+}
+
+// searchColumns fills the cells of the built rows and the pairs' hop
+// counts with one breadth-first search per column (from its edge switch,
+// or from its host; hosts other than the source are reached but not
+// expanded): a row's cell holds the ports whose peer is one hop closer to
+// the column's source and is a switch or the destination host itself.
+// It serves every fabric; levelColumns is the same for most, faster.
+func searchColumns(ix *Index, r *Routes, sets *setTable, src, rowNodes []int32, pairs []HostPair, byCol, pstart, hops []int32) {
+	nn, ncol := ix.nodes, r.numCols
+	var scratch []int32
 	dist := make([]int32, nn)
 	queue := make([]int32, 0, nn)
 	// With groups, dist is the distance without intra-group links (how a
@@ -294,11 +351,6 @@ func computeRoutes(ix *Index, rows func(node int) bool, pairs []HostPair) (*Rout
 			}
 		}
 	}
-	if len(sets.ports) > math.MaxInt32/2 {
-		return nil, nil, fmt.Errorf("topologies: the next-hop sets have more than 2^30 entries")
-	}
-	r.setOff, r.ports = sets.off, sets.ports
-	return r, hops, nil
 }
 
 // intraLinks lists the intra-group links, both directions: (u, v) with u

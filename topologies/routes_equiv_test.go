@@ -177,3 +177,93 @@ func BenchmarkNext(b *testing.B) {
 		})
 	}
 }
+
+// TestLevelColumns_EqualTheSearches compares the level-set computation of
+// the routes (levelColumns) with one search per column (searchColumns) on
+// every fabric where it applies: every cell, for every switch and
+// destination, and the hop counts of sampled pairs, in blocks of 64
+// columns (several blocks on the fabrics of more than 64 edge switches).
+func TestLevelColumns_EqualTheSearches(t *testing.T) {
+	applied := 0
+	for _, topo := range equivTopologies(t) {
+		ix := buildPorts(topo)
+		rng := rand.New(rand.NewPCG(uint64(len(topo.Links)), 11))
+		var pairs []HostPair
+		for i := 0; i < 300 && len(topo.Hosts) > 0; i++ {
+			pairs = append(pairs, HostPair{int32(rng.IntN(len(topo.Hosts))), int32(rng.IntN(len(topo.Hosts)))})
+		}
+		odd := func(n int) bool { return n%3 != 1 }
+		for _, rows := range []func(int) bool{nil, odd} {
+			// Blocks of one word (64 columns).
+			fast, fh, err := computeRoutesBy(ix, rows, pairs, false, 1)
+			if err != nil {
+				t.Fatalf("%s: levels: expected no error, got %v", topo.Name, err)
+			}
+			slow, sh, err := computeRoutesBy(ix, rows, pairs, true, 0)
+			if err != nil {
+				t.Fatalf("%s: searches: expected no error, got %v", topo.Name, err)
+			}
+			if ix.group == nil && fast.numCols == countEdgeColumns(fast) {
+				applied++
+			}
+			for n := range topo.Nodes {
+				for h := range topo.Hosts {
+					if got, want := fast.Next(n, h), slow.Next(n, h); !slices.Equal(got, want) {
+						t.Fatalf("%s: %s to host %d: expected %v (searches), got %v", topo.Name, topo.Nodes[n].Name, h, want, got)
+					}
+				}
+			}
+			if !slices.Equal(fh, sh) {
+				t.Fatalf("%s: pair hops: expected %v (searches), got %v", topo.Name, sh, fh)
+			}
+			if fast.Entries() != slow.Entries() {
+				t.Fatalf("%s: expected %d set entries (searches), got %d", topo.Name, slow.Entries(), fast.Entries())
+			}
+		}
+	}
+	t.Logf("the level sets served %d of the fabrics' builds", applied)
+	if applied < 20 {
+		t.Fatalf("expected the level sets to serve at least 20 of the fabrics, got %d", applied)
+	}
+}
+
+// countEdgeColumns is the number of columns that start at an edge switch.
+func countEdgeColumns(r *Routes) int {
+	seen := map[int32]bool{}
+	for _, d := range r.dest {
+		if d.edge >= 0 {
+			seen[d.col] = true
+		}
+	}
+	return len(seen)
+}
+
+// TestRoutes_WideCellsBeyond256Sets checks the int32 cells that a fabric
+// of more than 256 distinct next-hop sets keeps: a star of 300 switches
+// around a hub, each with one host, has a set per spoke at the hub.
+func TestRoutes_WideCellsBeyond256Sets(t *testing.T) {
+	const n = 300
+	g := tierOf(gbps)
+	topo := &Topology{Name: "star"}
+	topo.Nodes = append(topo.Nodes, Node{Name: "hub", Kind: Switch, Tier: 2})
+	for i := range n {
+		sw := len(topo.Nodes)
+		topo.Nodes = append(topo.Nodes, Node{Name: fmt.Sprintf("s%d", i), Kind: Switch, Tier: 1},
+			Node{Name: fmt.Sprintf("h%d", i), Kind: Host})
+		topo.Hosts = append(topo.Hosts, sw+1)
+		topo.Links = append(topo.Links, Link{A: 0, B: sw, Rate: g.Rate, Delay: g.Delay, Queue: g.Queue, Tier: 2},
+			Link{A: sw, B: sw + 1, Rate: g.Rate, Delay: g.Delay, Queue: g.Queue, Tier: 1})
+	}
+	r := mustCompile(t, topo).Routes()
+	if r.cells == nil || r.cells8 != nil {
+		t.Fatalf("expected int32 cells for %d sets, got %d int32 and %d byte cells", len(r.setOff)-1, len(r.cells), len(r.cells8))
+	}
+	for h := range n {
+		if got := r.Next(0, h); !slices.Equal(got, []int32{int32(h)}) {
+			t.Fatalf("hub to host %d: expected port [%d], got %v", h, h, got)
+		}
+		if got := r.Next(1+2*((h+1)%n), h); !slices.Equal(got, []int32{0}) {
+			t.Fatalf("another spoke to host %d: expected its port [0] to the hub, got %v", h, got)
+		}
+	}
+}

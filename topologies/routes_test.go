@@ -157,10 +157,14 @@ func TestRoutes_HostsNeverTransit(t *testing.T) {
 func TestRoutes_DeterministicAcrossBuilds(t *testing.T) {
 	a := mustCompile(t, mustFatTree(t, 8)).Routes()
 	b := mustCompile(t, mustFatTree(t, 8)).Routes()
-	if !slices.Equal(a.cells, b.cells) || !slices.Equal(a.setOff, b.setOff) || !slices.Equal(a.ports, b.ports) ||
-		!slices.Equal(a.dest, b.dest) || !slices.Equal(a.row, b.row) {
+	if !slices.Equal(a.cells, b.cells) || !slices.Equal(a.cells8, b.cells8) || !slices.Equal(a.setOff, b.setOff) ||
+		!slices.Equal(a.ports, b.ports) || !slices.Equal(a.dest, b.dest) || !slices.Equal(a.row, b.row) {
 		t.Fatalf("expected identical routes from two builds, got %d/%d cells and %d/%d sets",
-			len(a.cells), len(b.cells), len(a.setOff), len(b.setOff))
+			a.numCells(), b.numCells(), len(a.setOff), len(b.setOff))
+	}
+	if a.cells8 == nil || a.cells != nil {
+		t.Fatalf("expected a k=8 fat-tree's %d sets in byte cells, got %d byte and %d int32 cells",
+			len(a.setOff)-1, len(a.cells8), len(a.cells))
 	}
 }
 
