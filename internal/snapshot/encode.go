@@ -33,8 +33,9 @@ type Codec struct {
 	// the set of regions seen.
 	buf   []byte
 	found []region
-	rs    []region
-	seen  map[rkey]struct{}
+	seen  *addrTable
+	merge mergeScratch
+	queue []queued
 }
 
 // NewCodec returns a Codec.
@@ -50,7 +51,10 @@ type Snapshot struct {
 // encoder is one Encode call's state.
 type encoder struct {
 	c       *Codec
-	rs      []region // every maximal region, anchors included, sorted
+	rs      []region // the state's maximal regions, sorted
+	ars     []region // the anchors', sorted (ids fixed by anchorRegions)
+	seen    *addrTable
+	owner   []int32 // found region i lies in rs[owner[i]]
 	maps    map[unsafe.Pointer]int32
 	nextID  int32
 	queue   []queued
@@ -127,12 +131,17 @@ func (c *Codec) anchorRegions(anchors []any) ([]region, error) {
 			return nil, err
 		}
 	}
-	rs, err := merge(d.found)
+	rs, _, err := merge(d.found, &mergeScratch{})
 	if err != nil {
 		return nil, err
 	}
 	for i := range rs {
 		rs[i].anchor = true
+	}
+	// Anchors take the first ids, in their discovery order; Decode walks
+	// the fresh anchors into the same list.
+	for i, r := range inOrder(rs) {
+		rs[find(rs, r.start)].id = int32(i)
 	}
 	c.anchorKey, c.anchorRs = key, rs
 	return rs, nil
@@ -157,7 +166,7 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 	}
 	d := newDiscovery(c.ts, ars)
 	if c.seen != nil {
-		clear(c.seen)
+		c.seen.reset(len(c.found))
 		d.seen = c.seen
 	}
 	d.found = c.found[:0]
@@ -181,37 +190,32 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 			return nil, err
 		}
 	}
-	state, err := merge(d.found)
+	c.seen, c.found = d.seen, d.found
+	state, owner, err := merge(d.found, &c.merge)
 	if err != nil {
 		return nil, err
 	}
-	c.seen, c.found = d.seen, d.found
-	e := &encoder{c: c, maps: map[unsafe.Pointer]int32{}, typeIDs: map[*typeInfo]uint32{}, buf: c.buf[:0]}
-	e.rs = c.rs[:0]
-	e.rs = append(append(e.rs, ars...), state...)
-	slices.SortFunc(e.rs, func(a, b region) int {
-		if a.start < b.start {
-			return -1
-		}
-		if a.start > b.start {
-			return 1
-		}
-		return 0
-	})
-	// Anchors take the first ids, in their discovery order; Decode walks
-	// the fresh anchors into the same list.
+	// The graph takes about its regions' bytes: size the buffer once (a
+	// run's first checkpoint would otherwise copy it as it doubles).
+	size := 1 << 16
+	for i := range state {
+		size += int(state[i].end-state[i].start) + 8
+	}
+	if size += size / 4; cap(c.buf) < size {
+		c.buf = make([]byte, 0, size)
+	}
+	e := &encoder{c: c, rs: state, ars: ars, seen: d.seen, owner: owner, maps: map[unsafe.Pointer]int32{},
+		typeIDs: map[*typeInfo]uint32{}, buf: c.buf[:0], queue: c.queue[:0]}
+	e.nextID = int32(len(ars))
 	e.buf = binary.AppendUvarint(e.buf, uint64(len(ars)))
 	for _, r := range inOrder(ars) {
-		k := find(e.rs, r.start)
-		e.rs[k].id = e.nextID
-		e.nextID++
 		e.buf = binary.AppendUvarint(e.buf, uint64(e.typeID(r.elem)))
 		e.buf = binary.AppendUvarint(e.buf, uint64(r.n))
 	}
 	// Then the roots, which must be whole regions.
 	e.buf = binary.AppendUvarint(e.buf, uint64(len(roots)))
 	for i, p := range rootP {
-		k := find(e.rs, uintptr(p))
+		k := e.lookup(uintptr(p))
 		if k < 0 || e.rs[k].start != uintptr(p) || e.rs[k].elem != rootTI[i] || e.rs[k].n != 1 {
 			return nil, fmt.Errorf("snapshot: root %d (%v) lies inside another object of the graph", i, rootTI[i].t)
 		}
@@ -223,9 +227,8 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 		e.buf = binary.AppendUvarint(e.buf, uint64(e.typeID(rootTI[i])))
 		e.queue = append(e.queue, queued{region: k})
 	}
-	for len(e.queue) > 0 {
-		q := e.queue[0]
-		e.queue = e.queue[1:]
+	for h := 0; h < len(e.queue); h++ {
+		q := e.queue[h]
 		if q.region >= 0 {
 			r := &e.rs[q.region]
 			if err := e.array(r.ptr, r.elem, r.n); err != nil {
@@ -237,6 +240,8 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 			return nil, err
 		}
 	}
+	clear(e.queue) // drop the maps it holds
+	c.queue = e.queue[:0]
 	var tb []byte
 	for i := 0; i < len(e.tlist); i++ { // typeID may append while this runs
 		ti := e.tlist[i]
@@ -256,8 +261,18 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 		}
 	}
 	tb = append(binary.AppendUvarint(nil, uint64(len(e.tlist))), tb...)
-	c.buf, c.rs = e.buf, e.rs
+	c.buf = e.buf
 	return &Snapshot{Types: tb, Graph: e.buf}, nil
+}
+
+// lookup returns the index of the state region holding a, or -1: found
+// by the table of the addresses discovery met (every pointer's and
+// slice's), else by a binary search.
+func (e *encoder) lookup(a uintptr) int {
+	if i, ok := e.seen.get(a); ok {
+		return int(e.owner[i])
+	}
+	return find(e.rs, a)
 }
 
 // typeID numbers the types the graph names (regions, interfaces).
@@ -279,11 +294,18 @@ func appendString(b []byte, s string) []byte {
 // ref writes a reference to the memory at q, of element type elem: the
 // region holding it and the offset.
 func (e *encoder) ref(q unsafe.Pointer) error {
-	k := find(e.rs, uintptr(q))
-	if k < 0 {
-		return fmt.Errorf("snapshot: internal: no region holds %#x", uintptr(q))
+	k := e.lookup(uintptr(q))
+	var r *region
+	switch {
+	case k >= 0:
+		r = &e.rs[k]
+	default:
+		a := find(e.ars, uintptr(q))
+		if a < 0 {
+			return fmt.Errorf("snapshot: internal: no region holds %#x", uintptr(q))
+		}
+		r = &e.ars[a]
 	}
-	r := &e.rs[k]
 	if r.id < 0 {
 		r.id = e.nextID
 		e.nextID++

@@ -21,6 +21,9 @@ type region struct {
 	anchor     bool
 	id         int32 // assigned at first reference when encoding; -1 before
 	order      int   // discovery order (the smallest of merged regions')
+	// next is the next region found at the same start (another type or
+	// count), an index into discovery.found; -1 for none.
+	next int32
 }
 
 // sliceHeader is the runtime's slice layout.
@@ -28,13 +31,6 @@ type sliceHeader struct {
 	data unsafe.Pointer
 	len  int
 	cap  int
-}
-
-// rkey identifies a region as found (before merging).
-type rkey struct {
-	addr uintptr
-	t    *typeInfo
-	n    int
 }
 
 // pathSeg is one step of the path to the value being walked, for errors.
@@ -46,8 +42,11 @@ type pathSeg struct {
 // discovery walks a graph and collects its regions, maps and the
 // concrete types its interfaces hold.
 type discovery struct {
-	ts      *types
-	seen    map[rkey]struct{}
+	ts *types
+	// seen maps a start address to the first region found there (the
+	// others at that address chain by region.next): a region is walked
+	// once.
+	seen    *addrTable
 	found   []region
 	maps    map[unsafe.Pointer]struct{}
 	ifaces  map[reflect.Type]struct{}
@@ -59,7 +58,7 @@ type discovery struct {
 }
 
 func newDiscovery(ts *types, anchors []region) *discovery {
-	return &discovery{ts: ts, seen: map[rkey]struct{}{}, maps: map[unsafe.Pointer]struct{}{},
+	return &discovery{ts: ts, seen: newAddrTable(0), maps: map[unsafe.Pointer]struct{}{},
 		ifaces: map[reflect.Type]struct{}{}, anchors: anchors}
 }
 
@@ -123,12 +122,22 @@ func (d *discovery) add(p unsafe.Pointer, elem *typeInfo, n int) (bool, error) {
 		}
 		return false, nil
 	}
-	k := rkey{a, elem, n}
-	if _, ok := d.seen[k]; ok {
-		return false, nil
+	i := int32(len(d.found))
+	next := int32(-1)
+	if j, ok := d.seen.get(a); ok {
+		for k := j; k >= 0; k = d.found[k].next {
+			if d.found[k].elem == elem && d.found[k].n == n {
+				return false, nil
+			}
+		}
+		// Chain after the first region at a (the table keeps pointing
+		// at it).
+		next, d.found[j].next = d.found[j].next, i
+	} else {
+		d.seen.put(a, i)
 	}
-	d.seen[k] = struct{}{}
-	d.found = append(d.found, region{start: a, end: a + elem.size*uintptr(n), ptr: p, elem: elem, n: n, id: -1, order: len(d.found)})
+	d.found = append(d.found, region{start: a, end: a + elem.size*uintptr(n), ptr: p, elem: elem, n: n, id: -1,
+		order: int(i), next: next})
 	return true, nil
 }
 
@@ -270,69 +279,182 @@ func (d *discovery) walkArray(p unsafe.Pointer, elem *typeInfo, n int) error {
 }
 
 // merge sorts regions by address and merges those that overlap into the
-// outermost (or, for two slices of one array, their union).
-func merge(rs []region) ([]region, error) {
-	sortRegions(rs)
-	out := rs[:0]
-	for _, r := range rs {
-		if k := len(out); k > 0 && r.start < out[k-1].end {
-			o := &out[k-1]
+// outermost (or, for two slices of one array, their union), into out
+// (reused). owner[i] is the index in the result of the region holding
+// rs[i].
+func merge(rs []region, sc *mergeScratch) (out []region, owner []int32, err error) {
+	order := sc.sortRegions(rs)
+	out = sc.out[:0]
+	if cap(sc.owner) < len(rs) {
+		sc.owner = make([]int32, len(rs))
+	}
+	owner = sc.owner[:len(rs)]
+	for _, k := range order {
+		r := &rs[k.i]
+		if n := len(out); n > 0 && r.start < out[n-1].end {
+			o := &out[n-1]
+			owner[k.i] = int32(n - 1)
 			o.order = min(o.order, r.order)
 			if r.end <= o.end {
 				continue // inside o
 			}
 			// Partial overlap: only two views of one array can be joined.
 			if o.elem != r.elem || (r.start-o.start)%o.elem.size != 0 {
-				return nil, fmt.Errorf("snapshot: a %v at %#x overlaps a %v at %#x", r.elem.t, r.start, o.elem.t, o.start)
+				return nil, nil, fmt.Errorf("snapshot: a %v at %#x overlaps a %v at %#x", r.elem.t, r.start, o.elem.t, o.start)
 			}
 			o.end = r.end
 			o.n = int((o.end - o.start) / o.elem.size)
 			continue
 		}
-		out = append(out, r)
+		owner[k.i] = int32(len(out))
+		out = append(out, *r)
+		out[len(out)-1].next = -1
 	}
-	return out, nil
+	sc.out = out
+	return out, owner, nil
 }
 
-// sortRegions orders regions by start, the larger first at one start, an
-// array before one element of the same size. Most regions are alone at
-// their start: sorting small keys and permuting once is cheaper than
-// moving regions around.
-func sortRegions(rs []region) {
-	type key struct {
-		start, end uintptr
-		n          int
-		i          int32
+// mergeScratch is merge's memory, kept from one Encode to the next.
+type mergeScratch struct {
+	keys, tmp []sortKey
+	out       []region
+	owner     []int32
+}
+
+type sortKey struct {
+	start uintptr
+	i     int32
+}
+
+// sortRegions returns rs's indices ordered by start, the larger first at
+// one start, an array before one element of the same size: a radix sort
+// by start (addresses differ in few of their bits, and most regions are
+// alone at their start), then each run of one start by the rest.
+func (sc *mergeScratch) sortRegions(rs []region) []sortKey {
+	n := len(rs)
+	if cap(sc.keys) < n {
+		sc.keys, sc.tmp = make([]sortKey, n), make([]sortKey, n)
 	}
-	ks := make([]key, len(rs))
+	ks, tmp := sc.keys[:n], sc.tmp[:n]
 	for i := range rs {
-		ks[i] = key{rs[i].start, rs[i].end, rs[i].n, int32(i)}
+		ks[i] = sortKey{rs[i].start, int32(i)}
 	}
-	slices.SortFunc(ks, func(a, b key) int {
-		switch {
-		case a.start != b.start:
-			if a.start < b.start {
-				return -1
-			}
-			return 1
-		case a.end != b.end:
-			if a.end > b.end {
-				return -1
-			}
-			return 1
-		case a.n != b.n:
-			if a.n > b.n {
-				return -1
-			}
-			return 1
+	const bits = 11
+	var count [1 << bits]int
+	for shift := uint(0); shift < 64; shift += bits {
+		clear(count[:])
+		for _, k := range ks {
+			count[(k.start>>shift)&(1<<bits-1)]++
 		}
-		return 0
-	})
-	sorted := make([]region, len(rs))
-	for i, k := range ks {
-		sorted[i] = rs[k.i]
+		if n == 0 || count[(ks[0].start>>shift)&(1<<bits-1)] == n {
+			continue // every key has this digit
+		}
+		sum := 0
+		for d, c := range count {
+			count[d] = sum
+			sum += c
+		}
+		for _, k := range ks {
+			d := (k.start >> shift) & (1<<bits - 1)
+			tmp[count[d]] = k
+			count[d]++
+		}
+		ks, tmp = tmp, ks
 	}
-	copy(rs, sorted)
+	sc.keys, sc.tmp = ks[:cap(ks)], tmp[:cap(tmp)]
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && ks[j].start == ks[i].start {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(ks[i:j], func(a, b sortKey) int {
+				ra, rb := &rs[a.i], &rs[b.i]
+				switch {
+				case ra.end != rb.end:
+					if ra.end > rb.end {
+						return -1
+					}
+					return 1
+				case ra.n != rb.n:
+					if ra.n > rb.n {
+						return -1
+					}
+					return 1
+				}
+				return int(a.i - b.i)
+			})
+		}
+		i = j
+	}
+	return ks
+}
+
+// addrTable maps addresses (never 0) to int32s: open addressing with
+// linear probing, cheaper than a Go map for the hundreds of thousands of
+// regions of a big fabric.
+type addrTable struct {
+	keys  []uintptr // 0: empty
+	vals  []int32
+	n     int
+	shift uint
+}
+
+func newAddrTable(hint int) *addrTable {
+	t := &addrTable{}
+	t.reset(hint)
+	return t
+}
+
+// reset empties t, sized for hint keys.
+func (t *addrTable) reset(hint int) {
+	size, shift := 1024, uint(64-10)
+	for size < 2*hint {
+		size, shift = size*2, shift-1
+	}
+	if len(t.keys) == size {
+		clear(t.keys)
+	} else {
+		t.keys, t.vals = make([]uintptr, size), make([]int32, size)
+	}
+	t.n, t.shift = 0, shift
+}
+
+func (t *addrTable) slot(a uintptr) int {
+	return int((uint64(a) * 0x9E3779B97F4A7C15) >> t.shift)
+}
+
+func (t *addrTable) get(a uintptr) (int32, bool) {
+	mask := len(t.keys) - 1
+	for i := t.slot(a); ; i = (i + 1) & mask {
+		switch t.keys[i] {
+		case a:
+			return t.vals[i], true
+		case 0:
+			return 0, false
+		}
+	}
+}
+
+// put adds a, which t does not hold.
+func (t *addrTable) put(a uintptr, v int32) {
+	if 2*(t.n+1) > len(t.keys) {
+		keys, vals := t.keys, t.vals
+		t.keys, t.vals = make([]uintptr, 2*len(keys)), make([]int32, 2*len(keys))
+		t.n, t.shift = 0, t.shift-1
+		for i, k := range keys {
+			if k != 0 {
+				t.put(k, vals[i])
+			}
+		}
+	}
+	mask := len(t.keys) - 1
+	i := t.slot(a)
+	for t.keys[i] != 0 {
+		i = (i + 1) & mask
+	}
+	t.keys[i], t.vals[i] = a, v
+	t.n++
 }
 
 // find returns the index of the region of rs (sorted, disjoint) holding a.
