@@ -32,7 +32,7 @@ type Codec struct {
 	// aliases until the next Encode, the regions found and merged, and
 	// the set of regions seen.
 	buf   []byte
-	found []region
+	found *regionList
 	seen  *addrTable
 	merge mergeScratch
 	queue []queued
@@ -151,7 +151,7 @@ func (c *Codec) anchorRegions(anchors []any) ([]region, error) {
 // (their addresses differ).
 func inOrder(rs []region) []region {
 	o := slices.Clone(rs)
-	slices.SortFunc(o, func(a, b region) int { return a.order - b.order })
+	slices.SortFunc(o, func(a, b region) int { return int(a.order - b.order) })
 	return o
 }
 
@@ -166,10 +166,10 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 	}
 	d := newDiscovery(c.ts, ars)
 	if c.seen != nil {
-		c.seen.reset(len(c.found))
-		d.seen = c.seen
+		c.seen.reset(c.found.len())
+		c.found.reset()
+		d.seen, d.found = c.seen, c.found
 	}
-	d.found = c.found[:0]
 	rootTI := make([]*typeInfo, len(roots))
 	rootP := make([]unsafe.Pointer, len(roots))
 	for i, r := range roots {
@@ -203,6 +203,9 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 	}
 	if size += size / 4; cap(c.buf) < size {
 		c.buf = make([]byte, 0, size)
+	}
+	if cap(c.queue) < len(state)+len(roots) {
+		c.queue = make([]queued, 0, len(state)+len(roots))
 	}
 	e := &encoder{c: c, rs: state, ars: ars, seen: d.seen, owner: owner, maps: map[unsafe.Pointer]int32{},
 		typeIDs: map[*typeInfo]uint32{}, buf: c.buf[:0], queue: c.queue[:0]}

@@ -18,12 +18,44 @@ type region struct {
 	ptr        unsafe.Pointer // start, as a pointer that keeps the memory alive
 	elem       *typeInfo
 	n          int
-	anchor     bool
 	id         int32 // assigned at first reference when encoding; -1 before
-	order      int   // discovery order (the smallest of merged regions')
+	order      int32 // discovery order (the smallest of merged regions')
 	// next is the next region found at the same start (another type or
 	// count), an index into discovery.found; -1 for none.
-	next int32
+	next   int32
+	anchor bool
+}
+
+// regionList holds the regions a walk finds, in chunks: it grows by a
+// chunk, never copying (a big fabric has hundreds of thousands).
+type regionList struct {
+	chunks [][]region
+	n      int
+}
+
+const regionChunk = 1 << 13
+
+func (l *regionList) len() int { return l.n }
+
+func (l *regionList) at(i int32) *region {
+	return &l.chunks[i/regionChunk][i%regionChunk]
+}
+
+func (l *regionList) add(r region) {
+	c := l.n / regionChunk
+	if c == len(l.chunks) {
+		l.chunks = append(l.chunks, make([]region, regionChunk))
+	}
+	l.chunks[c][l.n%regionChunk] = r
+	l.n++
+}
+
+// reset empties l, keeping its chunks.
+func (l *regionList) reset() {
+	for _, c := range l.chunks[:(l.n+regionChunk-1)/regionChunk] {
+		clear(c) // drop the pointers
+	}
+	l.n = 0
 }
 
 // sliceHeader is the runtime's slice layout.
@@ -47,7 +79,7 @@ type discovery struct {
 	// others at that address chain by region.next): a region is walked
 	// once.
 	seen    *addrTable
-	found   []region
+	found   *regionList
 	maps    map[unsafe.Pointer]struct{}
 	ifaces  map[reflect.Type]struct{}
 	anchors []region // sorted, merged; nil while discovering the anchors
@@ -58,7 +90,7 @@ type discovery struct {
 }
 
 func newDiscovery(ts *types, anchors []region) *discovery {
-	return &discovery{ts: ts, seen: newAddrTable(0), maps: map[unsafe.Pointer]struct{}{},
+	return &discovery{ts: ts, seen: newAddrTable(0), found: &regionList{}, maps: map[unsafe.Pointer]struct{}{},
 		ifaces: map[reflect.Type]struct{}{}, anchors: anchors}
 }
 
@@ -122,22 +154,23 @@ func (d *discovery) add(p unsafe.Pointer, elem *typeInfo, n int) (bool, error) {
 		}
 		return false, nil
 	}
-	i := int32(len(d.found))
+	i := int32(d.found.len())
 	next := int32(-1)
 	if j, ok := d.seen.get(a); ok {
-		for k := j; k >= 0; k = d.found[k].next {
-			if d.found[k].elem == elem && d.found[k].n == n {
+		for k := j; k >= 0; k = d.found.at(k).next {
+			if r := d.found.at(k); r.elem == elem && r.n == n {
 				return false, nil
 			}
 		}
 		// Chain after the first region at a (the table keeps pointing
 		// at it).
-		next, d.found[j].next = d.found[j].next, i
+		first := d.found.at(j)
+		next, first.next = first.next, i
 	} else {
 		d.seen.put(a, i)
 	}
-	d.found = append(d.found, region{start: a, end: a + elem.size*uintptr(n), ptr: p, elem: elem, n: n, id: -1,
-		order: int(i), next: next})
+	d.found.add(region{start: a, end: a + elem.size*uintptr(n), ptr: p, elem: elem, n: n, id: -1,
+		order: i, next: next})
 	return true, nil
 }
 
@@ -282,15 +315,19 @@ func (d *discovery) walkArray(p unsafe.Pointer, elem *typeInfo, n int) error {
 // outermost (or, for two slices of one array, their union), into out
 // (reused). owner[i] is the index in the result of the region holding
 // rs[i].
-func merge(rs []region, sc *mergeScratch) (out []region, owner []int32, err error) {
+func merge(rs *regionList, sc *mergeScratch) (out []region, owner []int32, err error) {
 	order := sc.sortRegions(rs)
-	out = sc.out[:0]
-	if cap(sc.owner) < len(rs) {
-		sc.owner = make([]int32, len(rs))
+	if cap(sc.out) < rs.len() {
+		clear(sc.out[:cap(sc.out)])
+		sc.out = make([]region, 0, rs.len())
 	}
-	owner = sc.owner[:len(rs)]
+	out = sc.out[:0]
+	if cap(sc.owner) < rs.len() {
+		sc.owner = make([]int32, rs.len())
+	}
+	owner = sc.owner[:rs.len()]
 	for _, k := range order {
-		r := &rs[k.i]
+		r := rs.at(k.i)
 		if n := len(out); n > 0 && r.start < out[n-1].end {
 			o := &out[n-1]
 			owner[k.i] = int32(n - 1)
@@ -330,14 +367,14 @@ type sortKey struct {
 // one start, an array before one element of the same size: a radix sort
 // by start (addresses differ in few of their bits, and most regions are
 // alone at their start), then each run of one start by the rest.
-func (sc *mergeScratch) sortRegions(rs []region) []sortKey {
-	n := len(rs)
+func (sc *mergeScratch) sortRegions(rs *regionList) []sortKey {
+	n := rs.len()
 	if cap(sc.keys) < n {
 		sc.keys, sc.tmp = make([]sortKey, n), make([]sortKey, n)
 	}
 	ks, tmp := sc.keys[:n], sc.tmp[:n]
-	for i := range rs {
-		ks[i] = sortKey{rs[i].start, int32(i)}
+	for i := range n {
+		ks[i] = sortKey{rs.at(int32(i)).start, int32(i)}
 	}
 	const bits = 11
 	var count [1 << bits]int
@@ -369,7 +406,7 @@ func (sc *mergeScratch) sortRegions(rs []region) []sortKey {
 		}
 		if j-i > 1 {
 			slices.SortFunc(ks[i:j], func(a, b sortKey) int {
-				ra, rb := &rs[a.i], &rs[b.i]
+				ra, rb := rs.at(a.i), rs.at(b.i)
 				switch {
 				case ra.end != rb.end:
 					if ra.end > rb.end {
@@ -391,13 +428,18 @@ func (sc *mergeScratch) sortRegions(rs []region) []sortKey {
 }
 
 // addrTable maps addresses (never 0) to int32s: open addressing with
-// linear probing, cheaper than a Go map for the hundreds of thousands of
-// regions of a big fabric.
+// linear probing, a key beside its value (one cache miss a lookup),
+// cheaper than a Go map for the hundreds of thousands of regions of a big
+// fabric.
 type addrTable struct {
-	keys  []uintptr // 0: empty
-	vals  []int32
+	slots []addrSlot
 	n     int
 	shift uint
+}
+
+type addrSlot struct {
+	key uintptr // 0: empty
+	val int32
 }
 
 func newAddrTable(hint int) *addrTable {
@@ -412,10 +454,10 @@ func (t *addrTable) reset(hint int) {
 	for size < 2*hint {
 		size, shift = size*2, shift-1
 	}
-	if len(t.keys) == size {
-		clear(t.keys)
+	if len(t.slots) == size {
+		clear(t.slots)
 	} else {
-		t.keys, t.vals = make([]uintptr, size), make([]int32, size)
+		t.slots = make([]addrSlot, size)
 	}
 	t.n, t.shift = 0, shift
 }
@@ -425,11 +467,11 @@ func (t *addrTable) slot(a uintptr) int {
 }
 
 func (t *addrTable) get(a uintptr) (int32, bool) {
-	mask := len(t.keys) - 1
+	mask := len(t.slots) - 1
 	for i := t.slot(a); ; i = (i + 1) & mask {
-		switch t.keys[i] {
+		switch s := &t.slots[i]; s.key {
 		case a:
-			return t.vals[i], true
+			return s.val, true
 		case 0:
 			return 0, false
 		}
@@ -438,22 +480,22 @@ func (t *addrTable) get(a uintptr) (int32, bool) {
 
 // put adds a, which t does not hold.
 func (t *addrTable) put(a uintptr, v int32) {
-	if 2*(t.n+1) > len(t.keys) {
-		keys, vals := t.keys, t.vals
-		t.keys, t.vals = make([]uintptr, 2*len(keys)), make([]int32, 2*len(keys))
+	if 2*(t.n+1) > len(t.slots) {
+		old := t.slots
+		t.slots = make([]addrSlot, 2*len(old))
 		t.n, t.shift = 0, t.shift-1
-		for i, k := range keys {
-			if k != 0 {
-				t.put(k, vals[i])
+		for _, s := range old {
+			if s.key != 0 {
+				t.put(s.key, s.val)
 			}
 		}
 	}
-	mask := len(t.keys) - 1
+	mask := len(t.slots) - 1
 	i := t.slot(a)
-	for t.keys[i] != 0 {
+	for t.slots[i].key != 0 {
 		i = (i + 1) & mask
 	}
-	t.keys[i], t.vals[i] = a, v
+	t.slots[i] = addrSlot{a, v}
 	t.n++
 }
 
