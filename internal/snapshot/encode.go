@@ -36,6 +36,8 @@ type Codec struct {
 	seen  *addrTable
 	merge mergeScratch
 	queue []queued
+	live  []liveDecl
+	rngs  []int
 }
 
 // NewCodec returns a Codec.
@@ -55,6 +57,8 @@ type encoder struct {
 	ars     []region // the anchors', sorted (ids fixed by anchorRegions)
 	seen    *addrTable
 	owner   []int32 // found region i lies in rs[owner[i]]
+	live    []liveDecl
+	ranges  []int
 	maps    map[unsafe.Pointer]int32
 	nextID  int32
 	queue   []queued
@@ -169,6 +173,7 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 		c.seen.reset(c.found.len())
 		c.found.reset()
 		d.seen, d.found = c.seen, c.found
+		d.live, d.ranges = c.live[:0], c.rngs[:0]
 	}
 	rootTI := make([]*typeInfo, len(roots))
 	rootP := make([]unsafe.Pointer, len(roots))
@@ -190,7 +195,8 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 			return nil, err
 		}
 	}
-	c.seen, c.found = d.seen, d.found
+	c.seen, c.found, c.live, c.rngs = d.seen, d.found, d.live, d.ranges
+	d.attachLive()
 	state, owner, err := merge(d.found, &c.merge)
 	if err != nil {
 		return nil, err
@@ -207,7 +213,7 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 	if cap(c.queue) < len(state)+len(roots) {
 		c.queue = make([]queued, 0, len(state)+len(roots))
 	}
-	e := &encoder{c: c, rs: state, ars: ars, seen: d.seen, owner: owner, maps: map[unsafe.Pointer]int32{},
+	e := &encoder{c: c, rs: state, ars: ars, seen: d.seen, owner: owner, live: d.live, ranges: d.ranges, maps: map[unsafe.Pointer]int32{},
 		typeIDs: map[*typeInfo]uint32{}, buf: c.buf[:0], queue: c.queue[:0]}
 	e.nextID = int32(len(ars))
 	e.buf = binary.AppendUvarint(e.buf, uint64(len(ars)))
@@ -226,6 +232,7 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 			return nil, fmt.Errorf("snapshot: root %d (%v) given twice", i, rootTI[i].t)
 		}
 		e.rs[k].id = e.nextID
+		e.rs[k].live = -1 // a root's cells are all written
 		e.nextID++
 		e.buf = binary.AppendUvarint(e.buf, uint64(e.typeID(rootTI[i])))
 		e.queue = append(e.queue, queued{region: k})
@@ -234,7 +241,13 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 		q := e.queue[h]
 		if q.region >= 0 {
 			r := &e.rs[q.region]
-			if err := e.array(r.ptr, r.elem, r.n); err != nil {
+			var err error
+			if r.live >= 0 {
+				err = e.sparse(r)
+			} else {
+				err = e.array(r.ptr, r.elem, r.n)
+			}
+			if err != nil {
 				return nil, err
 			}
 			continue
@@ -314,7 +327,12 @@ func (e *encoder) ref(q unsafe.Pointer) error {
 		e.nextID++
 		e.buf = append(e.buf, tagNew)
 		e.buf = binary.AppendUvarint(e.buf, uint64(e.typeID(r.elem)))
-		e.buf = binary.AppendUvarint(e.buf, uint64(r.n))
+		// The count, doubled, and 1 if only the live cells follow.
+		c := uint64(r.n) << 1
+		if r.live >= 0 {
+			c |= 1
+		}
+		e.buf = binary.AppendUvarint(e.buf, c)
 		e.queue = append(e.queue, queued{region: k})
 	} else {
 		e.buf = append(e.buf, tagRef)
@@ -333,6 +351,25 @@ func (e *encoder) array(p unsafe.Pointer, elem *typeInfo, n int) error {
 		if err := e.value(unsafe.Add(p, uintptr(i)*elem.size), elem); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// sparse writes a region's live cells: the number of runs, then for each
+// the cells skipped since the last, its length and its cells.
+func (e *encoder) sparse(r *region) error {
+	l := &e.live[r.live]
+	rs := e.ranges[l.from:l.to]
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(rs)/2))
+	at := 0
+	for i := 0; i < len(rs); i += 2 {
+		from, to := rs[i], rs[i+1]
+		e.buf = binary.AppendUvarint(e.buf, uint64(from-at))
+		e.buf = binary.AppendUvarint(e.buf, uint64(to-from))
+		if err := e.array(unsafe.Add(r.ptr, uintptr(from)*r.elem.size), r.elem, to-from); err != nil {
+			return err
+		}
+		at = to
 	}
 	return nil
 }

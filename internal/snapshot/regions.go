@@ -22,7 +22,11 @@ type region struct {
 	order      int32 // discovery order (the smallest of merged regions')
 	// next is the next region found at the same start (another type or
 	// count), an index into discovery.found; -1 for none.
-	next   int32
+	next int32
+	// live is the declaration (discovery.live) of which cells are live
+	// when a Sparse value declared them for exactly this memory; -1 when
+	// every cell is.
+	live   int32
 	anchor bool
 }
 
@@ -84,6 +88,15 @@ type discovery struct {
 	ifaces  map[reflect.Type]struct{}
 	anchors []region // sorted, merged; nil while discovering the anchors
 	path    []pathSeg
+	// live are the declarations of live cells that Sparse values made,
+	// ranges their [from, to) pairs.
+	live      []liveDecl
+	ranges    []int
+	liveFirst int // the first declaration of the SnapshotLive call going on
+	liveErr   error
+	liveFn    func(slice any, from, to int)
+	liveT     reflect.Type
+	liveTI    *typeInfo
 	// keepFuncs: funcs in interfaces are refused while encoding (the
 	// decoder cannot keep one), allowed while collecting types.
 	collecting bool
@@ -170,7 +183,7 @@ func (d *discovery) add(p unsafe.Pointer, elem *typeInfo, n int) (bool, error) {
 		d.seen.put(a, i)
 	}
 	d.found.add(region{start: a, end: a + elem.size*uintptr(n), ptr: p, elem: elem, n: n, id: -1,
-		order: i, next: next})
+		order: i, next: next, live: -1})
 	return true, nil
 }
 
@@ -181,6 +194,11 @@ func (d *discovery) walk(p unsafe.Pointer, ti *typeInfo) error {
 	}
 	switch ti.kind {
 	case reflect.Struct:
+		if ti.sparse && !d.collecting {
+			if err := d.declareLive(p, ti); err != nil {
+				return err
+			}
+		}
 		for _, o := range ti.ops {
 			if o.ti == nil {
 				continue
@@ -292,6 +310,101 @@ func (d *discovery) walk(p unsafe.Pointer, ti *typeInfo) error {
 	return nil
 }
 
+// Sparse is implemented by types that keep slices of which only some
+// cells are live (a ring's cells between its head and tail, a pool's
+// slots in use): SnapshotLive calls live for each such slice (a pointer
+// to it) with each run [from, to) of live cells, in increasing order; a
+// call with from == to declares a slice with nothing live. A snapshot
+// encodes only the live cells of a declared slice's backing array (when
+// nothing else makes the array's region bigger), and a restore leaves
+// the others zero: only for cells no one reads before writing them again.
+// The declarations must be the same for the same state (a restored value
+// declares what the original did).
+type Sparse interface {
+	SnapshotLive(live func(slice any, from, to int))
+}
+
+// liveDecl is one slice's live cells: ranges[from:to] (pairs).
+type liveDecl struct {
+	data     uintptr
+	elem     *typeInfo
+	n        int
+	from, to int
+	last     int // the end of the last range
+}
+
+// declareLive asks the Sparse value of type ti at p for its live cells.
+func (d *discovery) declareLive(p unsafe.Pointer, ti *typeInfo) error {
+	if d.liveFn == nil {
+		d.liveFn = d.declare
+	}
+	d.liveFirst = len(d.live)
+	reflect.NewAt(ti.t, p).Interface().(Sparse).SnapshotLive(d.liveFn)
+	if d.liveErr != nil {
+		return d.errorf("%v.SnapshotLive: %v", ti.t, d.liveErr)
+	}
+	return nil
+}
+
+// declare records live cells [from, to) of *slice.
+func (d *discovery) declare(slice any, from, to int) {
+	if d.liveErr != nil {
+		return
+	}
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Pointer || rv.Type().Elem().Kind() != reflect.Slice || rv.IsNil() {
+		d.liveErr = fmt.Errorf("declared a %T, not a pointer to a slice", slice)
+		return
+	}
+	sl := rv.Elem()
+	c := sl.Cap()
+	if from < 0 || to < from || to > c {
+		d.liveErr = fmt.Errorf("live cells [%d, %d) of a slice of capacity %d", from, to, c)
+		return
+	}
+	if c == 0 {
+		return
+	}
+	a := uintptr(sl.UnsafePointer())
+	if k := len(d.live); k > d.liveFirst && d.live[k-1].data == a {
+		l := &d.live[k-1]
+		if from < l.last {
+			d.liveErr = fmt.Errorf("live cells [%d, %d) after cells up to %d: declare them in order", from, to, l.last)
+			return
+		}
+		if to > from {
+			d.ranges = append(d.ranges, from, to)
+			l.to, l.last = len(d.ranges), to
+		}
+		return
+	}
+	if sl.Type() != d.liveT {
+		d.liveT, d.liveTI = sl.Type(), d.ts.info(sl.Type().Elem())
+	}
+	l := liveDecl{data: a, elem: d.liveTI, n: c, from: len(d.ranges)}
+	if to > from {
+		d.ranges = append(d.ranges, from, to)
+		l.last = to
+	}
+	l.to = len(d.ranges)
+	d.live = append(d.live, l)
+}
+
+// attachLive points each declaration's region (the slice's backing array
+// as found) at it.
+func (d *discovery) attachLive() {
+	for i := range d.live {
+		l := &d.live[i]
+		j, ok := d.seen.get(l.data)
+		for k := j; ok && k >= 0; k = d.found.at(k).next {
+			if r := d.found.at(k); r.elem == l.elem && r.n == l.n {
+				r.live = int32(i)
+				break
+			}
+		}
+	}
+}
+
 func (d *discovery) walkArray(p unsafe.Pointer, elem *typeInfo, n int) error {
 	if elem.raw {
 		return nil
@@ -333,8 +446,12 @@ func merge(rs *regionList, sc *mergeScratch) (out []region, owner []int32, err e
 			owner[k.i] = int32(n - 1)
 			o.order = min(o.order, r.order)
 			if r.end <= o.end {
+				if o.live < 0 && r.live >= 0 && r.start == o.start && r.end == o.end && r.elem == o.elem {
+					o.live = r.live // the same array, declared
+				}
 				continue // inside o
 			}
+			o.live = -1 // a union of two views: every cell
 			// Partial overlap: only two views of one array can be joined.
 			if o.elem != r.elem || (r.start-o.start)%o.elem.size != 0 {
 				return nil, nil, fmt.Errorf("snapshot: a %v at %#x overlaps a %v at %#x", r.elem.t, r.start, o.elem.t, o.start)
