@@ -215,10 +215,11 @@ func (c *Codec) dictionary(roots, anchors []any) (map[string]reflect.Type, error
 		}
 		add(t)
 		ti := c.ts.info(t)
-		if isNew, err := d.add(p, ti, n); err != nil || !isNew {
-			if err != nil {
-				return nil, err
-			}
+		_, isNew, err := d.add(p, ti, n)
+		if err != nil {
+			return nil, err
+		}
+		if !isNew {
 			continue
 		}
 		if err := d.walkArray(p, ti, n); err != nil {

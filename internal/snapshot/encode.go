@@ -38,6 +38,10 @@ type Codec struct {
 	queue []queued
 	live  []liveDecl
 	rngs  []int
+	log   []int32
+	// lookups counts the references Encode looked up, not met in a
+	// region's log (tests).
+	lookups int
 }
 
 // NewCodec returns a Codec.
@@ -59,6 +63,11 @@ type encoder struct {
 	owner   []int32 // found region i lies in rs[owner[i]]
 	live    []liveDecl
 	ranges  []int
+	found   *regionList
+	// log is discovery's; [logAt, logEnd) is the block of the region
+	// being encoded that is left to meet.
+	log           []int32
+	logAt, logEnd int
 	maps    map[unsafe.Pointer]int32
 	nextID  int32
 	queue   []queued
@@ -125,13 +134,14 @@ func (c *Codec) anchorRegions(anchors []any) ([]region, error) {
 		}
 		ti := c.ts.info(t)
 		d.path = []pathSeg{{name: fmt.Sprintf("anchor%d(%v)", i, t), idx: -1}}
-		if isNew, err := d.add(p, ti, n); err != nil || !isNew {
-			if err != nil {
-				return nil, err
-			}
+		i, isNew, err := d.add(p, ti, n)
+		if err != nil {
+			return nil, err
+		}
+		if !isNew {
 			continue
 		}
-		if err := d.walkArray(p, ti, n); err != nil {
+		if err := d.walkRegion(i, p, ti, n); err != nil {
 			return nil, err
 		}
 	}
@@ -173,7 +183,7 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 		c.seen.reset(c.found.len())
 		c.found.reset()
 		d.seen, d.found = c.seen, c.found
-		d.live, d.ranges = c.live[:0], c.rngs[:0]
+		d.live, d.ranges, d.log = c.live[:0], c.rngs[:0], c.log[:0]
 	}
 	rootTI := make([]*typeInfo, len(roots))
 	rootP := make([]unsafe.Pointer, len(roots))
@@ -184,18 +194,22 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 		}
 		ti := c.ts.info(t)
 		rootTI[i], rootP[i] = ti, p
-		if in, _ := inAnchor(ars, uintptr(p), ti.size); in {
+		if k, _ := inAnchor(ars, uintptr(p), ti.size); k >= 0 {
 			return nil, fmt.Errorf("snapshot: root %d (%v) lies in an anchor", i, t)
 		}
 		d.path = []pathSeg{{name: t.Name(), idx: -1}}
-		if _, err := d.add(p, ti, 1); err != nil {
+		k, isNew, err := d.add(p, ti, 1)
+		if err != nil {
 			return nil, err
 		}
-		if err := d.walk(p, ti); err != nil {
+		if !isNew {
+			continue // given twice: refused below
+		}
+		if err := d.walkRegion(k, p, ti, 1); err != nil {
 			return nil, err
 		}
 	}
-	c.seen, c.found, c.live, c.rngs = d.seen, d.found, d.live, d.ranges
+	c.seen, c.found, c.live, c.rngs, c.log = d.seen, d.found, d.live, d.ranges, d.log
 	d.attachLive()
 	state, owner, err := merge(d.found, &c.merge)
 	if err != nil {
@@ -213,7 +227,7 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 	if cap(c.queue) < len(state)+len(roots) {
 		c.queue = make([]queued, 0, len(state)+len(roots))
 	}
-	e := &encoder{c: c, rs: state, ars: ars, seen: d.seen, owner: owner, live: d.live, ranges: d.ranges, maps: map[unsafe.Pointer]int32{},
+	e := &encoder{c: c, rs: state, ars: ars, seen: d.seen, owner: owner, live: d.live, ranges: d.ranges, found: d.found, log: d.log, maps: map[unsafe.Pointer]int32{},
 		typeIDs: map[*typeInfo]uint32{}, buf: c.buf[:0], queue: c.queue[:0]}
 	e.nextID = int32(len(ars))
 	e.buf = binary.AppendUvarint(e.buf, uint64(len(ars)))
@@ -241,6 +255,12 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 		q := e.queue[h]
 		if q.region >= 0 {
 			r := &e.rs[q.region]
+			e.logAt, e.logEnd = 0, 0
+			if r.exact >= 0 {
+				if f := e.found.at(r.exact); f.logged {
+					e.logAt, e.logEnd = int(f.logFrom), int(f.logTo)
+				}
+			}
 			var err error
 			if r.live >= 0 {
 				err = e.sparse(r)
@@ -252,6 +272,7 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 			}
 			continue
 		}
+		e.logAt, e.logEnd = 0, 0
 		if err := e.mapContent(q.m, q.mti); err != nil {
 			return nil, err
 		}
@@ -279,6 +300,39 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 	tb = append(binary.AppendUvarint(nil, uint64(len(e.tlist))), tb...)
 	c.buf = e.buf
 	return &Snapshot{Types: tb, Graph: e.buf}, nil
+}
+
+// replay returns the region discovery logged for the next reference of
+// the region being encoded (its index in rs, or -(k+2) for anchor region
+// k), if it holds a (else -1, and the rest of the
+// block is not used: a cell discovery walked and the encoding skips, a
+// dead one, put it out of step).
+func (e *encoder) replay(a uintptr) int {
+	for e.logAt < e.logEnd {
+		v := e.log[e.logAt]
+		e.logAt++
+		var k int
+		var r *region
+		switch {
+		case v == -1:
+			e.logAt = int(e.log[e.logAt])
+			continue
+		case v < -1:
+			k = int(v)
+			r = &e.ars[-v-2]
+		default:
+			if v&1 == 1 {
+				e.logAt = int(e.found.at(v >> 1).logTo) // past its own block
+			}
+			k = int(e.owner[v>>1])
+			r = &e.rs[k]
+		}
+		if r.start <= a && a < r.end {
+			return k
+		}
+		e.logAt = e.logEnd
+	}
+	return -1
 }
 
 // lookup returns the index of the state region holding a, or -1: found
@@ -310,17 +364,22 @@ func appendString(b []byte, s string) []byte {
 // ref writes a reference to the memory at q, of element type elem: the
 // region holding it and the offset.
 func (e *encoder) ref(q unsafe.Pointer) error {
-	k := e.lookup(uintptr(q))
-	var r *region
-	switch {
-	case k >= 0:
-		r = &e.rs[k]
-	default:
-		a := find(e.ars, uintptr(q))
-		if a < 0 {
-			return fmt.Errorf("snapshot: internal: no region holds %#x", uintptr(q))
+	k := e.replay(uintptr(q))
+	if k == -1 {
+		e.c.lookups++
+		if k = e.lookup(uintptr(q)); k < 0 {
+			if a := find(e.ars, uintptr(q)); a >= 0 {
+				k = -a - 2
+			} else {
+				return fmt.Errorf("snapshot: internal: no region holds %#x", uintptr(q))
+			}
 		}
-		r = &e.ars[a]
+	}
+	var r *region
+	if k >= 0 {
+		r = &e.rs[k]
+	} else {
+		r = &e.ars[-k-2] // an anchor's id is set
 	}
 	if r.id < 0 {
 		r.id = e.nextID

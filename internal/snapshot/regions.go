@@ -26,8 +26,15 @@ type region struct {
 	// live is the declaration (discovery.live) of which cells are live
 	// when a Sparse value declared them for exactly this memory; -1 when
 	// every cell is.
-	live   int32
-	anchor bool
+	live int32
+	// logFrom and logTo are the region's block of discovery.log: where
+	// the references its walk met went, when logged.
+	logFrom, logTo int32
+	logged         bool
+	anchor         bool
+	// exact, in a merged region, is the region found that spans exactly
+	// it (its walk met what its encoding meets), -1 if none.
+	exact int32
 }
 
 // regionList holds the regions a walk finds, in chunks: it grows by a
@@ -95,8 +102,16 @@ type discovery struct {
 	liveFirst int // the first declaration of the SnapshotLive call going on
 	liveErr   error
 	liveFn    func(slice any, from, to int)
-	liveT     reflect.Type
-	liveTI    *typeInfo
+	liveT     unsafe.Pointer // the type word of the last slice declared
+	liveTI    *typeInfo      // its element type
+	// log is what each reference a walk met refers to, in walk order, so
+	// that encoding a region meets its references in its block without
+	// looking them up: a found region i as i<<1 (|1 when found there, its
+	// own block following), an anchor region k as -(k+2), and -1, t: skip
+	// to t (past a map's entries, which are encoded elsewhere). noLog
+	// counts the maps being walked.
+	log   []int32
+	noLog int
 	// keepFuncs: funcs in interfaces are refused while encoding (the
 	// decoder cannot keep one), allowed while collecting types.
 	collecting bool
@@ -130,9 +145,9 @@ func (d *discovery) errorf(format string, args ...any) error {
 
 // inAnchor reports whether [a, a+size) lies in an anchor region, and an
 // error when it straddles one's edge.
-func inAnchor(anchors []region, a, size uintptr) (bool, error) {
+func inAnchor(anchors []region, a, size uintptr) (int, error) {
 	if len(anchors) == 0 {
-		return false, nil
+		return -1, nil
 	}
 	i, _ := slices.BinarySearchFunc(anchors, a, func(r region, a uintptr) int {
 		switch {
@@ -145,34 +160,46 @@ func inAnchor(anchors []region, a, size uintptr) (bool, error) {
 	})
 	if i < len(anchors) && anchors[i].start <= a && a < anchors[i].end {
 		if a+size > anchors[i].end {
-			return false, fmt.Errorf("memory at %#x straddles the end of an anchor", a)
+			return -1, fmt.Errorf("memory at %#x straddles the end of an anchor", a)
 		}
-		return true, nil
+		return i, nil
 	}
 	if i < len(anchors) && a+size > anchors[i].start && size > 0 {
-		return false, fmt.Errorf("memory at %#x overlaps an anchor it does not lie in", a)
+		return -1, fmt.Errorf("memory at %#x overlaps an anchor it does not lie in", a)
 	}
-	return false, nil
+	return -1, nil
 }
 
-// add records a region and reports whether it is new (to be walked).
-func (d *discovery) add(p unsafe.Pointer, elem *typeInfo, n int) (bool, error) {
+// add records a region and returns it (its index in found, or -(k+2)
+// for anchor region k, or -1 for no memory) and whether it is new (to be
+// walked).
+func (d *discovery) add(p unsafe.Pointer, elem *typeInfo, n int) (int32, bool, error) {
 	if elem.size == 0 || n == 0 {
-		return false, nil
+		return -1, false, nil
 	}
 	a := uintptr(p)
-	if in, err := inAnchor(d.anchors, a, elem.size*uintptr(n)); err != nil || in {
-		if err != nil {
-			return false, d.errorf("%v", err)
-		}
-		return false, nil
-	}
 	i := int32(d.found.len())
 	next := int32(-1)
-	if j, ok := d.seen.get(a); ok {
+	j, ok := d.seen.get(a)
+	if !ok {
+		// Not met yet: in an anchor (the table then says which, for the
+		// next time), or a new region.
+		k, err := inAnchor(d.anchors, a, elem.size*uintptr(n))
+		if err != nil {
+			return -1, false, d.errorf("%v", err)
+		}
+		if k >= 0 {
+			d.seen.put(a, -int32(k)-2)
+			return -int32(k) - 2, false, nil
+		}
+	}
+	if ok && j < 0 {
+		return j, false, nil // an anchor's
+	}
+	if ok {
 		for k := j; k >= 0; k = d.found.at(k).next {
 			if r := d.found.at(k); r.elem == elem && r.n == n {
-				return false, nil
+				return k, false, nil
 			}
 		}
 		// Chain after the first region at a (the table keeps pointing
@@ -183,8 +210,36 @@ func (d *discovery) add(p unsafe.Pointer, elem *typeInfo, n int) (bool, error) {
 		d.seen.put(a, i)
 	}
 	d.found.add(region{start: a, end: a + elem.size*uintptr(n), ptr: p, elem: elem, n: n, id: -1,
-		order: i, next: next, live: -1})
-	return true, nil
+		order: i, next: next, live: -1, exact: -1})
+	return i, true, nil
+}
+
+// logRef logs a reference to what add returned, and says whether to walk
+// it.
+func (d *discovery) logRef(i int32, isNew bool) bool {
+	if i != -1 && d.noLog == 0 && !d.collecting {
+		if i >= 0 {
+			i <<= 1
+			if isNew {
+				i |= 1
+			}
+		}
+		d.log = append(d.log, i)
+	}
+	return isNew
+}
+
+// walkRegion walks found region i, which holds n elems at p, logging the
+// references it meets into its block.
+func (d *discovery) walkRegion(i int32, p unsafe.Pointer, elem *typeInfo, n int) error {
+	saved := d.noLog
+	d.noLog = 0
+	from := int32(len(d.log))
+	err := d.walkArray(p, elem, n)
+	r := d.found.at(i)
+	r.logFrom, r.logTo, r.logged = from, int32(len(d.log)), !d.collecting
+	d.noLog = saved
+	return err
 }
 
 // walk visits the value of type ti at p.
@@ -217,11 +272,12 @@ func (d *discovery) walk(p unsafe.Pointer, ti *typeInfo) error {
 		if q == nil {
 			return nil
 		}
-		if isNew, err := d.add(q, ti.elem, 1); err != nil || !isNew {
+		i, isNew, err := d.add(q, ti.elem, 1)
+		if err != nil || !d.logRef(i, isNew) {
 			return err
 		}
 		d.path = append(d.path, pathSeg{name: "*", idx: -1})
-		err := d.walk(q, ti.elem)
+		err = d.walkRegion(i, q, ti.elem, 1)
 		d.path = d.path[:len(d.path)-1]
 		return err
 	case reflect.Slice:
@@ -229,40 +285,14 @@ func (d *discovery) walk(p unsafe.Pointer, ti *typeInfo) error {
 		if h.data == nil || h.cap == 0 {
 			return nil
 		}
-		if isNew, err := d.add(h.data, ti.elem, h.cap); err != nil || !isNew {
+		i, isNew, err := d.add(h.data, ti.elem, h.cap)
+		if err != nil || !d.logRef(i, isNew) {
 			return err
 		}
-		return d.walkArray(h.data, ti.elem, h.cap)
+		return d.walkRegion(i, h.data, ti.elem, h.cap)
 	case reflect.String:
 	case reflect.Map:
-		m := reflect.NewAt(ti.t, p).Elem()
-		if m.IsNil() {
-			return nil
-		}
-		mp := m.UnsafePointer()
-		if _, ok := d.maps[mp]; ok {
-			return nil
-		}
-		d.maps[mp] = struct{}{}
-		if !ti.key.refFree {
-			return d.errorf("map %v: only keys of plain data and strings can be ordered", ti.t)
-		}
-		if ti.elem.raw {
-			return nil
-		}
-		it := m.MapRange()
-		tmp := reflect.New(ti.elem.t).Elem()
-		for it.Next() {
-			tmp.Set(it.Value())
-			d.path = append(d.path, pathSeg{name: "[" + fmt.Sprint(it.Key().Interface()) + "]", idx: -1})
-			err := d.walk(tmp.Addr().UnsafePointer(), ti.elem)
-			d.path = d.path[:len(d.path)-1]
-			if err != nil {
-				return err
-			}
-			// tmp is reused: what it points to is referenced by the map.
-			tmp = reflect.New(ti.elem.t).Elem()
-		}
+		return d.walkMap(p, ti)
 	case reflect.Interface:
 		v := reflect.NewAt(ti.t, p).Elem()
 		if v.IsNil() {
@@ -275,11 +305,12 @@ func (d *discovery) walk(p unsafe.Pointer, ti *typeInfo) error {
 		switch dt.Kind() {
 		case reflect.Pointer:
 			q := dv.UnsafePointer()
-			if isNew, err := d.add(q, dti.elem, 1); err != nil || !isNew {
+			i, isNew, err := d.add(q, dti.elem, 1)
+			if err != nil || !d.logRef(i, isNew) {
 				return err
 			}
 			d.path = append(d.path, pathSeg{name: "(" + dt.String() + ")", idx: -1})
-			err := d.walk(q, dti.elem)
+			err = d.walkRegion(i, q, dti.elem, 1)
 			d.path = d.path[:len(d.path)-1]
 			return err
 		case reflect.Func, reflect.Chan, reflect.UnsafePointer:
@@ -339,7 +370,12 @@ func (d *discovery) declareLive(p unsafe.Pointer, ti *typeInfo) error {
 		d.liveFn = d.declare
 	}
 	d.liveFirst = len(d.live)
-	reflect.NewAt(ti.t, p).Interface().(Sparse).SnapshotLive(d.liveFn)
+	// The value as a Sparse: the type's template with p for its data
+	// word (an interface is a type word and a data word), which saves
+	// reflect's work per value; a ring per link is many values.
+	v := ti.sparseAt
+	(*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1] = p
+	v.SnapshotLive(d.liveFn)
 	if d.liveErr != nil {
 		return d.errorf("%v.SnapshotLive: %v", ti.t, d.liveErr)
 	}
@@ -351,13 +387,23 @@ func (d *discovery) declare(slice any, from, to int) {
 	if d.liveErr != nil {
 		return
 	}
-	rv := reflect.ValueOf(slice)
-	if rv.Kind() != reflect.Pointer || rv.Type().Elem().Kind() != reflect.Slice || rv.IsNil() {
-		d.liveErr = fmt.Errorf("declared a %T, not a pointer to a slice", slice)
+	// slice is a *[]T: its type word says which (the last one is kept),
+	// its data word points at the slice's header.
+	words := (*[2]unsafe.Pointer)(unsafe.Pointer(&slice))
+	if words[0] != d.liveT {
+		t := reflect.TypeOf(slice)
+		if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Slice {
+			d.liveErr = fmt.Errorf("declared a %T, not a pointer to a slice", slice)
+			return
+		}
+		d.liveT, d.liveTI = words[0], d.ts.info(t.Elem().Elem())
+	}
+	if words[1] == nil {
+		d.liveErr = fmt.Errorf("declared a nil %T", slice)
 		return
 	}
-	sl := rv.Elem()
-	c := sl.Cap()
+	h := (*sliceHeader)(words[1])
+	c := h.cap
 	if from < 0 || to < from || to > c {
 		d.liveErr = fmt.Errorf("live cells [%d, %d) of a slice of capacity %d", from, to, c)
 		return
@@ -365,7 +411,7 @@ func (d *discovery) declare(slice any, from, to int) {
 	if c == 0 {
 		return
 	}
-	a := uintptr(sl.UnsafePointer())
+	a := uintptr(h.data)
 	if k := len(d.live); k > d.liveFirst && d.live[k-1].data == a {
 		l := &d.live[k-1]
 		if from < l.last {
@@ -377,9 +423,6 @@ func (d *discovery) declare(slice any, from, to int) {
 			l.to, l.last = len(d.ranges), to
 		}
 		return
-	}
-	if sl.Type() != d.liveT {
-		d.liveT, d.liveTI = sl.Type(), d.ts.info(sl.Type().Elem())
 	}
 	l := liveDecl{data: a, elem: d.liveTI, n: c, from: len(d.ranges)}
 	if to > from {
@@ -398,11 +441,63 @@ func (d *discovery) attachLive() {
 		j, ok := d.seen.get(l.data)
 		for k := j; ok && k >= 0; k = d.found.at(k).next {
 			if r := d.found.at(k); r.elem == l.elem && r.n == l.n {
-				r.live = int32(i)
+				if r.live < 0 { // the first declaration
+					r.live = int32(i)
+				}
 				break
 			}
 		}
 	}
+}
+
+// walkMap walks the entries of the map of type ti at p.
+func (d *discovery) walkMap(p unsafe.Pointer, ti *typeInfo) error {
+	m := reflect.NewAt(ti.t, p).Elem()
+	if m.IsNil() {
+		return nil
+	}
+	mp := m.UnsafePointer()
+	if _, ok := d.maps[mp]; ok {
+		return nil
+	}
+	d.maps[mp] = struct{}{}
+	if !ti.key.refFree {
+		return d.errorf("map %v: only keys of plain data and strings can be ordered", ti.t)
+	}
+	if ti.elem.raw {
+		return nil
+	}
+	// The entries' references are not the region's (the map's content is
+	// encoded on its own): the region's block skips them.
+	mark := -1
+	if !d.collecting && d.noLog == 0 {
+		mark = len(d.log)
+		d.log = append(d.log, -1, 0)
+	}
+	d.noLog++
+	err := d.walkEntries(m, ti)
+	d.noLog--
+	if mark >= 0 {
+		d.log[mark+1] = int32(len(d.log))
+	}
+	return err
+}
+
+func (d *discovery) walkEntries(m reflect.Value, ti *typeInfo) error {
+	it := m.MapRange()
+	tmp := reflect.New(ti.elem.t).Elem()
+	for it.Next() {
+		tmp.Set(it.Value())
+		d.path = append(d.path, pathSeg{name: "[" + fmt.Sprint(it.Key().Interface()) + "]", idx: -1})
+		err := d.walk(tmp.Addr().UnsafePointer(), ti.elem)
+		d.path = d.path[:len(d.path)-1]
+		if err != nil {
+			return err
+		}
+		// tmp is reused: what it points to is referenced by the map.
+		tmp = reflect.New(ti.elem.t).Elem()
+	}
+	return nil
 }
 
 func (d *discovery) walkArray(p unsafe.Pointer, elem *typeInfo, n int) error {
@@ -451,7 +546,7 @@ func merge(rs *regionList, sc *mergeScratch) (out []region, owner []int32, err e
 				}
 				continue // inside o
 			}
-			o.live = -1 // a union of two views: every cell
+			o.live, o.exact = -1, -1 // a union of two views: every cell
 			// Partial overlap: only two views of one array can be joined.
 			if o.elem != r.elem || (r.start-o.start)%o.elem.size != 0 {
 				return nil, nil, fmt.Errorf("snapshot: a %v at %#x overlaps a %v at %#x", r.elem.t, r.start, o.elem.t, o.start)
@@ -462,7 +557,7 @@ func merge(rs *regionList, sc *mergeScratch) (out []region, owner []int32, err e
 		}
 		owner[k.i] = int32(len(out))
 		out = append(out, *r)
-		out[len(out)-1].next = -1
+		out[len(out)-1].next, out[len(out)-1].exact = -1, k.i
 	}
 	sc.out = out
 	return out, owner, nil

@@ -27,6 +27,9 @@ type typeInfo struct {
 	// sparse: a pointer to the type is Sparse (not by a field it embeds):
 	// discovery asks a value which cells of its slices are live.
 	sparse bool
+	// sparseAt is a *t as a Sparse, whose data word declareLive points
+	// at the value it asks.
+	sparseAt Sparse
 	// layout digests the type's memory layout and what it holds by value
 	// (fields, offsets, element types' names), so that a snapshot is
 	// refused by a build whose types differ.
@@ -96,7 +99,9 @@ func (ts *types) infoLocked(t reflect.Type) *typeInfo {
 			ti.raw = false
 			ti.ops = append(ti.ops, op{off: f.Offset, ti: fi, name: f.Name})
 		}
-		ti.sparse = isSparse(t)
+		if ti.sparse = isSparse(t); ti.sparse {
+			ti.sparseAt = reflect.New(t).Interface().(Sparse)
+		}
 	case reflect.Pointer, reflect.Slice:
 		ti.elem = ts.infoLocked(t.Elem())
 	case reflect.Map:
