@@ -56,24 +56,24 @@ type Snapshot struct {
 
 // encoder is one Encode call's state.
 type encoder struct {
-	c       *Codec
-	rs      []region // the state's maximal regions, sorted
-	ars     []region // the anchors', sorted (ids fixed by anchorRegions)
-	seen    *addrTable
-	owner   []int32 // found region i lies in rs[owner[i]]
-	live    []liveDecl
-	ranges  []int
-	found   *regionList
+	c      *Codec
+	rs     []region // the state's maximal regions, sorted
+	ars    []region // the anchors', sorted (ids fixed by anchorRegions)
+	seen   *addrTable
+	owner  []int32 // found region i lies in rs[owner[i]]
+	live   []liveDecl
+	ranges []int
+	found  *regionList
 	// log is discovery's; [logAt, logEnd) is the block of the region
 	// being encoded that is left to meet.
 	log           []int32
 	logAt, logEnd int
-	maps    map[unsafe.Pointer]int32
-	nextID  int32
-	queue   []queued
-	buf     []byte
-	typeIDs map[*typeInfo]uint32
-	tlist   []*typeInfo
+	maps          map[unsafe.Pointer]int32
+	nextID        int32
+	queue         []queued
+	buf           []byte
+	typeIDs       map[*typeInfo]uint32
+	tlist         []*typeInfo
 }
 
 type queued struct {
