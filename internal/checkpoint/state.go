@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"bytes"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/klauspost/compress/s2"
@@ -71,11 +72,21 @@ type State struct {
 // background write first (it reuses the buffers that write reads).
 func (w *Writer) Encode(of Of, st State) ([]byte, error) {
 	w.wait()
-	s, err := w.codec.Encode(st.Roots, st.Anchors)
+	s, err := w.encode(st)
 	if err != nil {
 		return nil, err
 	}
 	return w.file(of, st.Partition, s)
+}
+
+// encode encodes a state with the collector off: the run is stopped, the
+// encoding allocates its scratch (a few hundred MB at 10^4 hosts, most
+// of it let go at the end), and a collection meanwhile would mark the
+// whole simulation and that scratch, at a cost greater than the
+// encoding's (three collections at k=32 before this), to free nothing.
+func (w *Writer) encode(st State) (*snapshot.Snapshot, error) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	return w.codec.Encode(st.Roots, st.Anchors)
 }
 
 // file compresses an encoded state into a checkpoint file.
@@ -107,7 +118,7 @@ func (w *Writer) Save(of Of, states ...State) error {
 	te := time.Now()
 	snaps := make([]*snapshot.Snapshot, len(states))
 	for i, st := range states {
-		s, err := w.codec.Encode(st.Roots, st.Anchors)
+		s, err := w.encode(st)
 		if err != nil {
 			return fmt.Errorf("checkpoint at virtual %d ps: %w", of.Time, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"reflect"
+	"runtime/metrics"
 	"slices"
 	"unsafe"
 )
@@ -28,17 +29,17 @@ type Codec struct {
 	// registered are types Decode may meet that a fresh build lacks.
 	registered []reflect.Type
 	// Scratch kept from one Encode to the next (a run checkpoints the same
-	// graph again and again): the graph buffer, which a Snapshot's Graph
-	// aliases until the next Encode, the regions found and merged, and
-	// the set of regions seen.
-	buf   []byte
-	found *regionList
-	seen  *addrTable
-	merge mergeScratch
-	queue []queued
-	live  []liveDecl
-	rngs  []int
-	log   []int32
+	// graph again and again), only what holds no pointers (the collector
+	// need not scan it, nor the graph through it): the graph buffer,
+	// which a Snapshot's Graph aliases until the next Encode, the table
+	// of addresses seen, the sort keys and owners, the live ranges and
+	// the log. lastFound is how many regions the last Encode found.
+	buf       []byte
+	seen      *addrTable
+	merge     mergeScratch
+	rngs      []int
+	log       []int32
+	lastFound int
 	// lookups counts the references Encode looked up, not met in a
 	// region's log (tests).
 	lookups int
@@ -70,16 +71,17 @@ type encoder struct {
 	logAt, logEnd int
 	maps          map[unsafe.Pointer]int32
 	nextID        int32
-	queue         []queued
+	queue         []int32 // regions (index into rs) and maps (-1-index into mapq) to encode
+	mapq          []queuedMap
 	buf           []byte
 	typeIDs       map[*typeInfo]uint32
 	tlist         []*typeInfo
 }
 
-type queued struct {
-	region int // index into rs, or -1 for a map
-	m      reflect.Value
-	mti    *typeInfo
+// queuedMap is a map whose content is to be encoded.
+type queuedMap struct {
+	m   reflect.Value
+	mti *typeInfo
 }
 
 func pointerOf(v any) (unsafe.Pointer, reflect.Type, error) {
@@ -179,12 +181,16 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 		return nil, err
 	}
 	d := newDiscovery(c.ts, ars)
-	if c.seen != nil {
-		c.seen.reset(c.found.len())
-		c.found.reset()
-		d.seen, d.found = c.seen, c.found
-		d.live, d.ranges, d.log = c.live[:0], c.rngs[:0], c.log[:0]
+	if c.seen == nil {
+		// The first Encode: size the table for about as many regions as
+		// the heap has objects (1.6 regions an object at k=32, pointers
+		// into arrays counted), not growing it a dozen times.
+		c.seen = newAddrTable(0)
+		c.lastFound = heapObjects() * 3 / 2
 	}
+	c.seen.reset(c.lastFound)
+	d.seen = c.seen
+	d.ranges, d.log = c.rngs[:0], c.log[:0]
 	rootTI := make([]*typeInfo, len(roots))
 	rootP := make([]unsafe.Pointer, len(roots))
 	for i, r := range roots {
@@ -209,7 +215,7 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 			return nil, err
 		}
 	}
-	c.seen, c.found, c.live, c.rngs, c.log = d.seen, d.found, d.live, d.ranges, d.log
+	c.seen, c.rngs, c.log, c.lastFound = d.seen, d.ranges, d.log, d.found.len()
 	d.attachLive()
 	state, owner, err := merge(d.found, &c.merge)
 	if err != nil {
@@ -219,16 +225,21 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 	// run's first checkpoint would otherwise copy it as it doubles).
 	size := 1 << 16
 	for i := range state {
-		size += int(state[i].end-state[i].start) + 8
+		r := &state[i]
+		if r.live < 0 {
+			size += int(r.end-r.start) + 8
+			continue
+		}
+		l := &d.live[r.live]
+		for k := l.from; k < l.to; k += 2 {
+			size += (d.ranges[k+1]-d.ranges[k])*int(r.elem.size) + 4
+		}
 	}
-	if size += size / 4; cap(c.buf) < size {
+	if size += size / 8; cap(c.buf) < size {
 		c.buf = make([]byte, 0, size)
 	}
-	if cap(c.queue) < len(state)+len(roots) {
-		c.queue = make([]queued, 0, len(state)+len(roots))
-	}
 	e := &encoder{c: c, rs: state, ars: ars, seen: d.seen, owner: owner, live: d.live, ranges: d.ranges, found: d.found, log: d.log, maps: map[unsafe.Pointer]int32{},
-		typeIDs: map[*typeInfo]uint32{}, buf: c.buf[:0], queue: c.queue[:0]}
+		typeIDs: map[*typeInfo]uint32{}, buf: c.buf[:0], queue: make([]int32, 0, len(state)+len(roots))}
 	e.nextID = int32(len(ars))
 	e.buf = binary.AppendUvarint(e.buf, uint64(len(ars)))
 	for _, r := range inOrder(ars) {
@@ -249,12 +260,11 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 		e.rs[k].live = -1 // a root's cells are all written
 		e.nextID++
 		e.buf = binary.AppendUvarint(e.buf, uint64(e.typeID(rootTI[i])))
-		e.queue = append(e.queue, queued{region: k})
+		e.queue = append(e.queue, int32(k))
 	}
 	for h := 0; h < len(e.queue); h++ {
-		q := e.queue[h]
-		if q.region >= 0 {
-			r := &e.rs[q.region]
+		if q := e.queue[h]; q >= 0 {
+			r := &e.rs[q]
 			e.logAt, e.logEnd = 0, 0
 			if r.exact >= 0 {
 				if f := e.found.at(r.exact); f.logged {
@@ -273,12 +283,11 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 			continue
 		}
 		e.logAt, e.logEnd = 0, 0
-		if err := e.mapContent(q.m, q.mti); err != nil {
+		m := e.mapq[-e.queue[h]-1]
+		if err := e.mapContent(m.m, m.mti); err != nil {
 			return nil, err
 		}
 	}
-	clear(e.queue) // drop the maps it holds
-	c.queue = e.queue[:0]
 	var tb []byte
 	for i := 0; i < len(e.tlist); i++ { // typeID may append while this runs
 		ti := e.tlist[i]
@@ -333,6 +342,16 @@ func (e *encoder) replay(a uintptr) int {
 		e.logAt = e.logEnd
 	}
 	return -1
+}
+
+// heapObjects is the number of objects on the heap.
+func heapObjects() int {
+	s := []metrics.Sample{{Name: "/gc/heap/objects:objects"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int(min(s[0].Value.Uint64(), 1<<28))
 }
 
 // lookup returns the index of the state region holding a, or -1: found
@@ -392,7 +411,7 @@ func (e *encoder) ref(q unsafe.Pointer) error {
 			c |= 1
 		}
 		e.buf = binary.AppendUvarint(e.buf, c)
-		e.queue = append(e.queue, queued{region: k})
+		e.queue = append(e.queue, int32(k))
 	} else {
 		e.buf = append(e.buf, tagRef)
 		e.buf = binary.AppendUvarint(e.buf, uint64(r.id))
@@ -495,7 +514,8 @@ func (e *encoder) value(p unsafe.Pointer, ti *typeInfo) error {
 		e.maps[mp] = e.nextID
 		e.nextID++
 		e.buf = append(e.buf, tagNew)
-		e.queue = append(e.queue, queued{region: -1, m: m, mti: ti})
+		e.mapq = append(e.mapq, queuedMap{m, ti})
+		e.queue = append(e.queue, -int32(len(e.mapq)))
 	case reflect.Interface:
 		v := reflect.NewAt(ti.t, p).Elem()
 		if v.IsNil() {

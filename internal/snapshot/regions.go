@@ -61,14 +61,6 @@ func (l *regionList) add(r region) {
 	l.n++
 }
 
-// reset empties l, keeping its chunks.
-func (l *regionList) reset() {
-	for _, c := range l.chunks[:(l.n+regionChunk-1)/regionChunk] {
-		clear(c) // drop the pointers
-	}
-	l.n = 0
-}
-
 // sliceHeader is the runtime's slice layout.
 type sliceHeader struct {
 	data unsafe.Pointer
@@ -525,11 +517,7 @@ func (d *discovery) walkArray(p unsafe.Pointer, elem *typeInfo, n int) error {
 // rs[i].
 func merge(rs *regionList, sc *mergeScratch) (out []region, owner []int32, err error) {
 	order := sc.sortRegions(rs)
-	if cap(sc.out) < rs.len() {
-		clear(sc.out[:cap(sc.out)])
-		sc.out = make([]region, 0, rs.len())
-	}
-	out = sc.out[:0]
+	out = make([]region, 0, rs.len()) // holds pointers: not kept
 	if cap(sc.owner) < rs.len() {
 		sc.owner = make([]int32, rs.len())
 	}
@@ -559,14 +547,12 @@ func merge(rs *regionList, sc *mergeScratch) (out []region, owner []int32, err e
 		out = append(out, *r)
 		out[len(out)-1].next, out[len(out)-1].exact = -1, k.i
 	}
-	sc.out = out
 	return out, owner, nil
 }
 
 // mergeScratch is merge's memory, kept from one Encode to the next.
 type mergeScratch struct {
 	keys, tmp []sortKey
-	out       []region
 	owner     []int32
 }
 
