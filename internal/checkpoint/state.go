@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/s2"
@@ -84,9 +85,40 @@ func (w *Writer) Encode(of Of, st State) ([]byte, error) {
 // of it let go at the end), and a collection meanwhile would mark the
 // whole simulation and that scratch, at a cost greater than the
 // encoding's (three collections at k=32 before this), to free nothing.
+// In-memory partitions encode at once, each with its own Writer: the
+// collector is off while any of them encodes (gcOff).
 func (w *Writer) encode(st State) (*snapshot.Snapshot, error) {
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	gcOff.acquire()
+	defer gcOff.release()
 	return w.codec.Encode(st.Roots, st.Anchors)
+}
+
+// gcOff turns the collector off for the first of concurrent encodes and
+// back to what it was after the last (a plain save and restore around
+// each would leave it off when two overlap: the second saves "off").
+var gcOff gcSwitch
+
+type gcSwitch struct {
+	mu      sync.Mutex
+	n       int
+	percent int
+}
+
+func (g *gcSwitch) acquire() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n == 0 {
+		g.percent = debug.SetGCPercent(-1)
+	}
+	g.n++
+}
+
+func (g *gcSwitch) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n--; g.n == 0 {
+		debug.SetGCPercent(g.percent)
+	}
 }
 
 // file compresses an encoded state into a checkpoint file.
