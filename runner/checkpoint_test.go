@@ -239,3 +239,33 @@ func TestCheckpoint_BetweenAnyTwoEvents(t *testing.T) {
 		sameDirs(t, refDir, writeOut(t, res))
 	}
 }
+
+// TestCheckpoint_NoneOnceTheWorkIsDone: a checkpoint due after the last
+// flow has finished (the engine only drains stale timers then) is not
+// taken; one due before is.
+func TestCheckpoint_NoneOnceTheWorkIsDone(t *testing.T) {
+	path := "../examples/dumbbell.yaml"
+	ref, err := runner.Run(loadExample(t, path), runner.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drained := ref.Fabric.Engine().Now()
+	if drained <= ref.End+1 {
+		t.Fatalf("the engine stopped at %v, the run ended at %v: no stale timer to drain, nothing to test", drained, ref.End)
+	}
+	for _, c := range []struct {
+		every sim.Time
+		want  bool
+	}{{ref.End + 1, false}, {ref.End / 2, true}} {
+		taken := 0
+		if _, err := runner.Run(loadExample(t, path), runner.Options{CheckpointEvery: c.every, Checkpoint: func(*runner.State) error {
+			taken++
+			return nil
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		if (taken > 0) != c.want {
+			t.Errorf("every %v (run's end %v, engine's %v): %d checkpoints taken, want some: %v", c.every, ref.End, drained, taken, c.want)
+		}
+	}
+}
