@@ -162,11 +162,15 @@ func TestCheckpoint_KilledRunResumesByteIdentical(t *testing.T) {
 	for _, mode := range []struct {
 		name  string
 		args  []string
-		kills []int // after how many checkpoints
+		kills []int // after how many checkpoints (-tags slow)
+		quick []int // the same in make test
 	}{
-		{"one partition", []string{"--partitions", "1"}, []int{1, 4, 7}},
-		{"2 in memory", []string{"--partitions", "2", "--transport", "memory"}, []int{2, 6}},
+		{"one partition", []string{"--partitions", "1"}, []int{1, 4, 7}, []int{1, 7}},
+		{"2 in memory", []string{"--partitions", "2", "--transport", "memory"}, []int{2, 6}, []int{4}},
 	} {
+		if !slowTests {
+			mode.kills = mode.quick
+		}
 		ref := filepath.Join(dir, "ref-"+mode.args[1])
 		var stdout, stderr bytes.Buffer
 		if code := run(append([]string{"run", scen, "--out", ref, "--cwnd", "--quiet"}, mode.args...), &stdout, &stderr); code != 0 {
