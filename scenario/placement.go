@@ -36,7 +36,15 @@ type Placement struct {
 	// Map gives every node (by name) its partition, numbered 0..P-1 with
 	// none empty; mode map only.
 	Map map[string]int `yaml:"map"`
+	// TwoPhase: a node process runs, while it waits for the next
+	// window's grant, the events that no packet of the window it ended
+	// can reach (docs/decisions.md, "Two-phase windows"). Default true;
+	// false turns it off. The outputs are the same either way.
+	TwoPhase *bool `yaml:"two_phase"`
 }
+
+// TwoPhaseOrDefault is TwoPhase with the default filled in.
+func (p *Placement) TwoPhaseOrDefault() bool { return p == nil || p.TwoPhase == nil || *p.TwoPhase }
 
 // ModeOrDefault is Mode with the default filled in.
 func (p *Placement) ModeOrDefault() string {
