@@ -42,6 +42,11 @@ type LocalOptions struct {
 	// up: it restores the state from a checkpoint, and the run goes on
 	// from there.
 	Restore func(*LocalState) error
+	// TwoPhase lets each partition, once it ran a window, run the next
+	// window's first phase (Core.EnableTwoPhase, Core.RunAhead) while
+	// the slower ones finish theirs. Not with Checkpoint or Restore: a
+	// checkpoint holds partitions at a window boundary.
+	TwoPhase bool
 }
 
 // LocalState is what a checkpoint of an in-memory run holds: the barrier
@@ -103,6 +108,16 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 	if (opt.Checkpoint != nil || opt.Restore != nil) && len(b.External) > 0 {
 		return nil, fmt.Errorf("node: a run with external elements cannot checkpoint or restore: their state is not the fabric's")
 	}
+	twoPhase := false
+	if opt.TwoPhase && opt.Checkpoint == nil && opt.Restore == nil {
+		for _, c := range cores {
+			on, err := c.EnableTwoPhase(b, pl)
+			if err != nil {
+				return nil, err
+			}
+			twoPhase = twoPhase || on
+		}
+	}
 	for _, c := range cores {
 		out, err := c.Setup()
 		if err != nil {
@@ -135,6 +150,11 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 	run := func(i int) {
 		t := time.Now()
 		outs[i], errs[i] = cores[i].Run()
+		if twoPhase && errs[i] == nil {
+			// The next window's first phase, while the slower
+			// partitions finish this one (its report is made).
+			cores[i].RunAhead()
+		}
 		took[i] = time.Since(t)
 	}
 	for {
