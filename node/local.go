@@ -146,6 +146,7 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 	// a partition runs its window, then waits for the slowest one.
 	perf := make([]NodePerf, pl.P)
 	took := make([]time.Duration, pl.P)
+	ahead := make([]time.Duration, pl.P)
 	start := time.Now()
 	run := func(i int) {
 		t := time.Now()
@@ -153,7 +154,12 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 		if twoPhase && errs[i] == nil {
 			// The next window's first phase, while the slower
 			// partitions finish this one (its report is made).
-			cores[i].RunAhead()
+			t1 := time.Now()
+			if n := cores[i].RunAhead(); n > 0 {
+				ahead[i] = time.Since(t1)
+				perf[i].AheadEvents += n
+				perf[i].AheadWindows++
+			}
 		}
 		took[i] = time.Since(t)
 	}
@@ -206,6 +212,8 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 			p.RunSeconds += took[i].Seconds()
 			p.ComputeSeconds += took[i].Seconds()
 			p.Windows++
+			p.AheadSeconds += ahead[i].Seconds()
+			ahead[i] = 0
 			wait := (window - took[i]).Seconds()
 			p.MaxWait = max(p.MaxWait, wait)
 			slowest := slices.Max(took)
