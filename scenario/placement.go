@@ -43,6 +43,13 @@ type Placement struct {
 	TwoPhase *bool `yaml:"two_phase"`
 }
 
+// Asks says the section asks for a distributed run: it is there and says
+// more than two_phase (which only tunes a run distributed by the
+// command line).
+func (p *Placement) Asks() bool {
+	return p != nil && (p.TwoPhase == nil || p.Mode != "" || p.Partitions != 0 || p.Map != nil)
+}
+
 // TwoPhaseOrDefault is TwoPhase with the default filled in.
 func (p *Placement) TwoPhaseOrDefault() bool { return p == nil || p.TwoPhase == nil || *p.TwoPhase }
 

@@ -21,11 +21,15 @@
 #   P          partitions (default 2); REPS repetitions (default 3)
 #   CONTAINERS 1 adds the container mode (needs Docker and IMAGE, by
 #              default the tag `make image` gives this checkout)
+#   ONEPHASE   1 adds mem-1ph and procs-1ph: the same runs with two-phase
+#              windows off (placement.two_phase: false; docs/decisions.md,
+#              "Two-phase windows"), alternated with the others
 set -euo pipefail
 BIN=${1:-bin/lockstep}
 P=${P:-2}
 REPS=${REPS:-3}
 CONTAINERS=${CONTAINERS:-0}
+ONEPHASE=${ONEPHASE:-0}
 IMAGE=${IMAGE:-lockstep:$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
 tmp=$(mktemp -d)
 net=""
@@ -35,6 +39,9 @@ cleanup() {
     docker network rm "$net" >/dev/null 2>&1 || true
   fi
   rm -rf "$tmp"
+  # shellcheck disable=SC2086
+  [ -n "${ones:-}" ] && rm -f $ones
+  return 0
 }
 trap cleanup EXIT
 if [ -z "${SCENARIOS:-}" ]; then
@@ -44,6 +51,15 @@ if [ -z "${SCENARIOS:-}" ]; then
 fi
 modes="1 mem procs"
 [ "$CONTAINERS" = 1 ] && modes="$modes containers"
+[ "$ONEPHASE" = 1 ] && modes="$modes mem-1ph procs-1ph"
+
+# onephase SCENARIO: a copy of it with two-phase windows off, beside it
+# (its files are found relative to it); removed at exit.
+onephase() {
+  local o="${1%.yaml}.1ph-$$.yaml"
+  { cat "$1"; printf '\nplacement: {two_phase: false}\n'; } > "$o"
+  echo "$o"
+}
 
 # containers NAME SCENARIO OUT: one run across containers; the launcher is
 # this machine's BIN with --external, on the bridge network's address.
@@ -68,9 +84,14 @@ containers() {
   net=""
 }
 
-printf '%-28s %-10s %3s %7s %7s %7s %5s %6s %8s %6s %6s %6s %6s %6s %6s\n' scenario mode rep wall_s run_s speedup eff windows compute enc pub dec imbal net rtt
+printf '%-28s %-10s %3s %7s %7s %7s %5s %6s %8s %6s %6s %6s %6s %6s %6s %6s\n' scenario mode rep wall_s run_s speedup eff windows compute ahead enc pub dec imbal net rtt
 for s in $SCENARIOS; do
   name=$(basename "$s" .yaml)
+  s1=""
+  if [ "$ONEPHASE" = 1 ]; then
+    s1=$(onephase "$s")
+    ones="${ones:-} $s1"
+  fi
   for r in $(seq "$REPS"); do
     for m in $modes; do
       out=$tmp/$name-$m-$r
@@ -79,6 +100,8 @@ for s in $SCENARIOS; do
         1) "$BIN" run "$s" --out "$out" --quiet --cores 1 ;;
         mem) "$BIN" run "$s" --out "$out" --quiet --partitions "$P" --transport memory ;;
         procs) "$BIN" run "$s" --out "$out" --quiet --partitions "$P" --procs ;;
+        mem-1ph) "$BIN" run "$s1" --out "$out" --quiet --partitions "$P" --transport memory ;;
+        procs-1ph) "$BIN" run "$s1" --out "$out" --quiet --partitions "$P" --procs ;;
         containers) containers "$s" "$out" ;;
       esac
       t1=$(date +%s.%N)
@@ -102,8 +125,8 @@ else:
 sp = base / wall
 eff = sp / (1 if mode == "1" else P)
 g = lambda k: "%6.0f" % w[k] if k in w else "     -"
-print("%-28s %-10s %3s %7.2f %7.2f %7.2f %5.2f %6s %8s %6s %6s %6s %6s %6s %6s" % (name[:28], mode, rep, wall, run, sp, eff,
-      d.get("windows", "-"), g("compute"), g("encode"), g("publish"), g("decode"), g("wait_imbalance"), g("wait_net"),
+print("%-28s %-10s %3s %7.2f %7.2f %7.2f %5.2f %6s %8s %6s %6s %6s %6s %6s %6s %6s" % (name[:28], mode, rep, wall, run, sp, eff,
+      d.get("windows", "-"), g("compute"), g("ahead"), g("encode"), g("publish"), g("decode"), g("wait_imbalance"), g("wait_net"),
       "%6.0f" % d["nats_rtt_us"] if d.get("nats_rtt_us") else "     -"))
 PY
     done
@@ -119,9 +142,11 @@ for l in open(sys.argv[1]):
 med = {k: sorted(v)[len(v) // 2] for k, v in walls.items()}
 for n in sorted({k[0] for k in med}):
     one = med[(n, "1")]
-    line = ["%s: median wall" % n] + ["%s %.2fs (x%.2f)" % (m, med[(n, m)], one / med[(n, m)]) for m in ("1", "mem", "procs", "containers") if (n, m) in med]
+    line = ["%s: median wall" % n] + ["%s %.2fs (x%.2f)" % (m, med[(n, m)], one / med[(n, m)]) for m in ("1", "mem", "procs", "containers", "mem-1ph", "procs-1ph") if (n, m) in med]
     print("  ".join(line))
-    for m in ("procs", "containers"):
+    for m in ("procs", "containers", "procs-1ph"):
         if (n, "mem") in med and (n, m) in med:
             print("  %s: %s reach %.0f%% of the in-memory speed-up" % (n, m, 100 * med[(n, "mem")] / med[(n, m)]))
+    if (n, "mem-1ph") in med and (n, "procs-1ph") in med:
+        print("  %s: procs-1ph reach %.0f%% of mem-1ph's speed-up" % (n, 100 * med[(n, "mem-1ph")] / med[(n, "procs-1ph")]))
 PY

@@ -61,7 +61,7 @@ func distributedAsked(cmd *cobra.Command, b *scenario.Built) bool {
 			return true
 		}
 	}
-	return b.Scenario != nil && b.Scenario.Placement != nil
+	return b.Scenario != nil && b.Scenario.Placement.Asks()
 }
 
 // runDistributedIfAsked runs b distributed when the flags (or the
@@ -396,7 +396,7 @@ func printPartitions(cmd *cobra.Command, b *scenario.Built, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
-	if !cmd.Flags().Changed("partitions") && (b.Scenario == nil || b.Scenario.Placement == nil) {
+	if !cmd.Flags().Changed("partitions") && (b.Scenario == nil || !b.Scenario.Placement.Asks()) {
 		return nil
 	}
 	pl, err := partition.ForScenario(b, p)
