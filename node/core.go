@@ -542,17 +542,17 @@ func (c *Core) AheadBy() []uint64 { return c.aheadBy }
 // window ends at or after E + L. So these events are the next window's,
 // as they would run in it: the window (Run) goes on with the rest. The
 // report of the window that ended is already made. It returns the events
-// it ran (0 when the core is not TwoPhase or the run is over). Calling it again before the next window does
-// nothing more.
+// it ran (0 when the core is not TwoPhase or the run is over). Calling it
+// again before the next window does nothing more.
 func (c *Core) RunAhead() uint64 {
 	if !c.twoPhase || c.fol.Over() {
 		return 0
 	}
 	// c.end is the end of the last window run (0 before the first: no
 	// packet is in flight then).
-	h := min(c.end+c.look, c.limit)
-	if c.end > sim.Never-c.look {
-		h = c.limit
+	h := c.limit
+	if c.end <= sim.Never-c.look {
+		h = min(c.end+c.look, c.limit)
 	}
 	if h <= c.aheadTo {
 		return 0
