@@ -590,7 +590,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Observe(progress(core, w, perf, batches, batchBytes, true))
 	}
 	log.Info("finished", "windows", res.Core.Windows, "events", res.Part.Stats.Events, "reason", res.Final.Reason,
-		"duplicates", core.Duplicates())
+		"duplicates", core.Duplicates(), "ahead_events", perf.AheadEvents, "ahead_windows", perf.AheadWindows)
 	// Keep the heartbeat going while the result is sent, so the launcher
 	// can tell a slow upload from a dead node; give up if NATS stays away.
 	sctx, cancel := context.WithCancelCause(ctx)

@@ -102,10 +102,10 @@ type NodeStats struct {
 	PublishSeconds   float64 `json:"publish_seconds"`
 	DecodeSeconds    float64 `json:"decode_seconds"`
 	ImbalanceSeconds float64 `json:"imbalance_seconds"`
-	// Two-phase windows (Core.RunAhead): the events run as a window's
-	// first phase (a function of the run only when every window had
-	// one) and the time they took.
-	AheadEvents  uint64  `json:"ahead_events,omitempty"`
+	// Wall-clock: the time spent running windows' first phases while
+	// waiting (two-phase windows, Core.RunAhead). Which windows have one
+	// depends on when the peers' messages come, so the number of events
+	// they ran is not here (the node logs it).
 	AheadSeconds float64 `json:"ahead_seconds,omitempty"`
 }
 
@@ -139,7 +139,7 @@ func RunStats(pl *partition.Placement, rs []*PartResult, end sim.Time, wall floa
 			MaxWaitMs: r.Perf.MaxWait * 1e3, Rejected: r.Perf.Rejected,
 			ComputeSeconds: r.Perf.ComputeSeconds, EncodeSeconds: r.Perf.EncodeSeconds, PublishSeconds: r.Perf.PublishSeconds,
 			DecodeSeconds: r.Perf.DecodeSeconds, ImbalanceSeconds: r.Perf.ImbalanceSeconds,
-			AheadEvents: r.Perf.AheadEvents, AheadSeconds: r.Perf.AheadSeconds}
+			AheadSeconds: r.Perf.AheadSeconds}
 		if w := r.Perf.WallSeconds; w > 0 {
 			ns.EventsPerSec = float64(p.Stats.Events) / w
 			ns.WindowsPerSec = float64(c.Windows) / w
