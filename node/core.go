@@ -90,6 +90,9 @@ type Core struct {
 	aheadTo  sim.Time
 	aheadN   uint64
 	aheadBy  []uint64
+	// done: the last report said the partition is done (barrier.Report
+	// Done; no first phase after it).
+	done bool
 }
 
 type inBatch struct {
@@ -484,6 +487,7 @@ func (c *Core) Run() (Output, error) {
 		return Output{}, err
 	}
 	out.Report = r
+	c.done = r.Done
 	// The batches of window g.Window-2 are injected everywhere by now
 	// (see Sent): their buffers can go round again.
 	for _, b := range c.sent[0] {
@@ -542,10 +546,11 @@ func (c *Core) AheadBy() []uint64 { return c.aheadBy }
 // window ends at or after E + L. So these events are the next window's,
 // as they would run in it: the window (Run) goes on with the rest. The
 // report of the window that ended is already made. It returns the events
-// it ran (0 when the core is not TwoPhase or the run is over). Calling it
+// it ran (0 when the core is not TwoPhase, its last report said it is
+// done, or the run is over). Calling it
 // again before the next window does nothing more.
 func (c *Core) RunAhead() uint64 {
-	if !c.twoPhase || c.fol.Over() {
+	if !c.twoPhase || c.fol.Over() || c.done {
 		return 0
 	}
 	// c.end is the end of the last window run (0 before the first: no
