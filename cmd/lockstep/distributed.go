@@ -182,7 +182,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 				nodeStatus(wire.NodeStatus{Partition: c.Partition(), Events: c.F.Engine().Stats.Events})
 			}
 			progress(g.Window, g.Start, false)
-		}, Stop: ctx.Done(), StopReason: "interrupted", TwoPhase: b.Scenario.Placement.TwoPhaseOrDefault()}
+		}, Stop: ctx.Done(), StopReason: "interrupted", TwoPhase: b.Scenario.Placement.TwoPhaseInMemory()}
 		ck.localOptions(cmd, &lopt)
 		lr, err := node.RunLocal(b, pl, lopt)
 		if errors.Is(err, node.ErrStopped) {

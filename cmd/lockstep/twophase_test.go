@@ -32,13 +32,15 @@ output: {cwnd: {all: true}, queues: {interval: 20us}}
 `
 
 // TestRunDistributed_TwoPhaseSameFiles: two-phase windows (on by default
-// over NATS, placement.two_phase: false turns them off) write the
-// single-process run's files over NATS, in goroutines and in node
-// processes, and in memory; with them on the nodes do run first phases.
+// over NATS, placement.two_phase: false turns them off; in memory only
+// with two_phase: true) write the single-process run's files over NATS,
+// in goroutines and in node processes, and in memory; with them on the
+// nodes do run first phases.
 func TestRunDistributed_TwoPhaseSameFiles(t *testing.T) {
 	requireWired(t)
 	t.Setenv(asMainEnv, "1") // for the child processes only
-	dir := write(t, map[string]string{"on.yaml": twoPhaseYAML, "off.yaml": twoPhaseYAML + "placement: {two_phase: false}\n"})
+	dir := write(t, map[string]string{"on.yaml": twoPhaseYAML, "off.yaml": twoPhaseYAML + "placement: {two_phase: false}\n",
+		"mem.yaml": twoPhaseYAML + "placement: {two_phase: true}\n"})
 	single := filepath.Join(dir, "single")
 	runCLI(t, "run", filepath.Join(dir, "on.yaml"), "--out", single, "--quiet")
 	for _, c := range []struct {
@@ -49,7 +51,8 @@ func TestRunDistributed_TwoPhaseSameFiles(t *testing.T) {
 		{"2 partitions over NATS, two-phase", "on.yaml", []string{"--partitions", "2"}, true},
 		{"2 partitions over NATS, one phase", "off.yaml", []string{"--partitions", "2"}, false},
 		{"2 node processes, two-phase", "on.yaml", []string{"--partitions", "2", "--procs"}, true},
-		{"2 partitions in memory, two-phase", "on.yaml", []string{"--partitions", "2", "--transport", "memory"}, false},
+		{"2 partitions in memory, one phase (the default)", "on.yaml", []string{"--partitions", "2", "--transport", "memory"}, false},
+		{"2 partitions in memory, two-phase", "mem.yaml", []string{"--partitions", "2", "--transport", "memory"}, true},
 	} {
 		out := filepath.Join(dir, strings.NewReplacer(" ", "_", ",", "").Replace(c.name))
 		runCLI(t, append([]string{"run", filepath.Join(dir, c.file), "--out", out, "--quiet"}, c.args...)...)
@@ -77,8 +80,8 @@ func TestRunDistributed_TwoPhaseSameFiles(t *testing.T) {
 		if c.ahead && ahead == 0 {
 			t.Errorf("%s: no node ran a first phase (ahead_seconds 0 in summary.json)", c.name)
 		}
-		if !c.ahead && c.file == "off.yaml" && ahead != 0 {
-			t.Errorf("%s: first phases ran for %vs with placement.two_phase false", c.name, ahead)
+		if !c.ahead && ahead != 0 {
+			t.Errorf("%s: first phases ran for %vs", c.name, ahead)
 		}
 	}
 }
