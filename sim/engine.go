@@ -535,10 +535,6 @@ func (e *Engine) SplitQueue(border []bool) {
 	}
 }
 
-// Split reports whether the queue is split (SplitQueue) and element id is
-// a border element.
-func (e *Engine) Split(id ElemID) (split, border bool) { return e.split, e.elems[id].border }
-
 // StepInterior is Step for the interior elements only (SplitQueue): the
 // next event before horizon of an element that is not a border element,
 // or nil when there is none; then it passes the interior elements' elided
