@@ -180,3 +180,41 @@ func (p *Pool) Live() int { return p.live }
 
 // Capacity is the number of packet slots the pool holds.
 func (p *Pool) Capacity() int { return len(p.chunks) * chunkSize }
+
+// SnapshotLive declares the slots in use to a checkpoint
+// (internal/snapshot.Sparse): those below next and not on the free list,
+// in each chunk and its telemetry. A free slot is zeroed when it is
+// allocated again (and a never-used one is zero), so a restore may leave
+// the others zero. It allocates (a mark per slot): checkpoints only.
+func (p *Pool) SnapshotLive(live func(slice any, from, to int)) {
+	free := make([]bool, p.next)
+	for _, r := range p.free {
+		free[r] = true
+	}
+	runs := func(s any, base int) {
+		end := min(int(p.next)-base, chunkSize)
+		some := false
+		for i := 0; i < end; {
+			if free[base+i] {
+				i++
+				continue
+			}
+			j := i + 1
+			for j < end && !free[base+j] {
+				j++
+			}
+			live(s, i, j)
+			some = true
+			i = j
+		}
+		if !some {
+			live(s, 0, 0)
+		}
+	}
+	for c := range p.chunks {
+		runs(&p.chunks[c], c<<chunkBits)
+		if p.tel != nil {
+			runs(&p.tel[c], c<<chunkBits)
+		}
+	}
+}

@@ -26,6 +26,20 @@ func (r *Ring[T]) Front() *T { return &r.buf[r.head] }
 // At returns the i-th item from the head. Precondition: 0 <= i < Len().
 func (r *Ring[T]) At(i int) *T { return &r.buf[(int(r.head)+i)&(len(r.buf)-1)] }
 
+// SnapshotLive declares the ring's items to a checkpoint
+// (internal/snapshot.Sparse): the n cells from head, wrapping around the
+// end. The others are zero (Pop clears a cell), and a restore leaves them
+// so.
+func (r *Ring[T]) SnapshotLive(live func(slice any, from, to int)) {
+	c, end := len(r.buf), int(r.head)+int(r.n)
+	if end <= c {
+		live(&r.buf, int(r.head), end)
+		return
+	}
+	live(&r.buf, 0, end-c)
+	live(&r.buf, int(r.head), c)
+}
+
 // Pop removes and returns the head item. Precondition: Len() > 0.
 func (r *Ring[T]) Pop() T {
 	v := r.buf[r.head]

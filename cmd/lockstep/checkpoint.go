@@ -80,6 +80,8 @@ type ckptRun struct {
 	// dist is what a run over NATS reports (its nodes write the
 	// checkpoints; nil otherwise).
 	dist *distCkpt
+	// waited is what waiting for the last checkpoint's write returned.
+	waited error
 }
 
 // distCkpt is perf.checkpoints of a run over NATS.
@@ -184,7 +186,10 @@ type ckptPerf struct {
 	Bytes         int64   `json:"bytes"`
 	Seconds       float64 `json:"seconds"`
 	EncodeSeconds float64 `json:"encode_seconds"`
-	Dir           string  `json:"dir,omitempty"`
+	// WriteSeconds is the time spent compressing, writing and syncing
+	// the files in the background, while the run went on.
+	WriteSeconds float64 `json:"write_seconds,omitempty"`
+	Dir          string  `json:"dir,omitempty"`
 	// ResumedFrom is the checkpoint a resumed run started from.
 	ResumedFrom *ckptFrom `json:"resumed_from,omitempty"`
 	// Restarts counts the lost nodes a run over NATS replaced, each
@@ -215,7 +220,9 @@ func (c *ckptRun) perf(cmd *cobra.Command) func() any {
 	return func() any {
 		p := &ckptPerf{}
 		if c != nil {
+			c.waited = c.w.Wait() // the last checkpoint's background write
 			p.Written, p.Bytes, p.Seconds, p.EncodeSeconds, p.Dir = c.w.Count, c.w.Bytes, c.w.Seconds, c.w.EncodeSeconds, c.w.Store.Dir
+			p.WriteSeconds = c.w.WriteSeconds
 		}
 		if c != nil && c.dist != nil {
 			d := c.dist
@@ -228,6 +235,18 @@ func (c *ckptRun) perf(cmd *cobra.Command) func() any {
 		}
 		return p
 	}
+}
+
+// finish waits for the last checkpoint to be written (if perf has not)
+// and fails the run if it could not be.
+func (c *ckptRun) finish() error {
+	if c == nil {
+		return nil
+	}
+	if err := c.w.Wait(); err != nil {
+		return failedRun(err)
+	}
+	return failedRun(c.waited)
 }
 
 // due says a wall-clock checkpoint is due.

@@ -231,6 +231,9 @@ func runRun(cmd *cobra.Command, v *viper.Viper, path string, stdout, stderr io.W
 			r.Reason = stopWhy
 		}
 	})
+	if ferr := ck.finish(); err == nil {
+		err = ferr
+	}
 	if err != nil {
 		return err
 	}

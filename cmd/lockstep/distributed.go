@@ -185,6 +185,9 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		}, Stop: ctx.Done(), StopReason: "interrupted", TwoPhase: b.Scenario.Placement.TwoPhaseInMemory()}
 		ck.localOptions(cmd, &lopt)
 		lr, err := node.RunLocal(b, pl, lopt)
+		if ferr := ck.finish(); err == nil && ferr != nil {
+			return true, ferr // the last checkpoint could not be written
+		}
 		if errors.Is(err, node.ErrStopped) {
 			if show {
 				fmt.Fprintln(stderr)

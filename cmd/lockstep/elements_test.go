@@ -254,7 +254,7 @@ func TestRun_ExternalElementsOnTheEmbeddedServer(t *testing.T) {
 		deadline := time.Now().Add(30 * time.Second)
 		var url []byte
 		for {
-			if b, err := os.ReadFile(filepath.Join(keys, "url")); err == nil {
+			if b, err := os.ReadFile(filepath.Join(keys, "url")); err == nil && len(bytes.TrimSpace(b)) > 0 {
 				url = bytes.TrimSpace(b)
 				break
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,5 +121,86 @@ func TestStore_SaveLatestPruneAndRefuse(t *testing.T) {
 	_, refused, err = s.Latest()
 	if !errors.Is(err, ErrNone) || len(refused) != 3 || !strings.Contains(refused[2], "truncated") {
 		t.Fatalf("none good: %v, refused %q", err, refused)
+	}
+}
+
+// TestFile_OlderFormatIsRefusedNamingTheFile: a file of format 1 (before
+// sparse regions changed the graph's encoding) or of a format to come is
+// refused in one line naming the file and both versions, and so is a
+// manifest of another format.
+func TestFile_OlderFormatIsRefusedNamingTheFile(t *testing.T) {
+	if Format != 2 {
+		t.Fatalf("Format %d: update this test (and docs/decisions.md) with the change", Format)
+	}
+	for _, v := range []uint32{1, Format + 1} {
+		bad := file(t)
+		binary.LittleEndian.PutUint32(bad[8:], v)
+		_, err := Decode("dir/ckpt-000000000001/state.ckpt", bad)
+		want := fmt.Sprintf("checkpoint: corrupt: dir/ckpt-000000000001/state.ckpt: format version %d; this build reads version %d", v, Format)
+		if err == nil || err.Error() != want {
+			t.Fatalf("format %d: got %v, want %q", v, err, want)
+		}
+	}
+	s := Store{Dir: t.TempDir(), Keep: 2}
+	data := file(t)
+	dir, err := s.Save(Manifest{Seq: 1, Files: []Part{NewPart("p.ckpt", data)}}, [][]byte{data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp := filepath.Join(dir, ManifestName)
+	mb, _ := os.ReadFile(mp)
+	if err := os.WriteFile(mp, bytes.Replace(mb, []byte(`"format": 2`), []byte(`"format": 1`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), mp) || !strings.Contains(err.Error(), "format 1, this build reads 2") {
+		t.Fatalf("a manifest of format 1: %v", err)
+	}
+}
+
+// graphState is a small graph to checkpoint.
+type graphState struct {
+	Name string
+	Vals []int
+}
+
+// TestWriter_SaveWritesInTheBackground: Save returns once the state is
+// encoded; after Wait the checkpoint is listed and counted, and a state
+// changed after Save (the run going on) does not change it. A write that
+// fails is the error of Wait and of every Save after it.
+func TestWriter_SaveWritesInTheBackground(t *testing.T) {
+	w := NewWriter(t.TempDir(), 2)
+	st := &graphState{Name: "a", Vals: []int{1, 2, 3}}
+	state := State{Name: "state.ckpt", Partition: -1, Roots: []any{st}}
+	for seq := uint64(1); seq <= 3; seq++ {
+		if err := w.Save(Of{Seq: seq, Time: int64(seq), Digest: "d"}, state); err != nil {
+			t.Fatal(err)
+		}
+		st.Vals[0] = int(seq) * 10 // while the write goes on
+	}
+	if err := w.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	l, refused, err := w.Store.Latest()
+	if err != nil || len(refused) != 0 || l.Manifest.Seq != 3 || w.Count != 3 || w.Last != l.Dir || w.Bytes != l.Manifest.Files[0].Bytes*3 {
+		t.Fatalf("latest %v (refused %v), count %d, bytes %d, last %s", err, refused, w.Count, w.Bytes, w.Last)
+	}
+	restored := &graphState{}
+	if _, err := Restore("x", l.Files[0], "d", -1, []any{restored}, nil, nil); err != nil || restored.Vals[0] != 20 {
+		t.Fatalf("restored %+v (%v): want the state as Save saw it, Vals[0] 20", restored, err)
+	}
+	// A store that cannot be written: its directory is a file.
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w = NewWriter(filepath.Join(blocker, "ckpts"), 1)
+	if err := w.Save(Of{Seq: 1, Digest: "d"}, state); err != nil {
+		t.Fatalf("Save failed before its write: %v", err)
+	}
+	if err := w.Wait(); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("Wait after a failed write: %v", err)
+	}
+	if err := w.Save(Of{Seq: 2, Digest: "d"}, state); err == nil || w.Count != 0 {
+		t.Fatalf("Save after a failed write: %v, count %d", err, w.Count)
 	}
 }

@@ -28,7 +28,7 @@ const Magic = "LSCKPT\r\n"
 
 // Format is the version of the file format and of the graph encoding; a
 // reader refuses any other.
-const Format = 1
+const Format = 2
 
 // maxHeader bounds a header's encoded size.
 const maxHeader = 1 << 20

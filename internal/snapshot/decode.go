@@ -76,6 +76,7 @@ type dreg struct {
 	elem   *typeInfo
 	n      int
 	fresh  bool // base is the fresh build's memory, decoded in place
+	sparse bool // only its live cells are encoded
 	isMap  bool
 	m      reflect.Value
 	mti    *typeInfo
@@ -164,7 +165,13 @@ func (c *Codec) Decode(s *Snapshot, roots, anchors []any) (err error) {
 			}
 			continue
 		}
-		if err := d.array(g.base, g.elem, g.n, g.fresh); err != nil {
+		var err error
+		if g.sparse {
+			err = d.sparse(g.base, g.elem, g.n, g.fresh)
+		} else {
+			err = d.array(g.base, g.elem, g.n, g.fresh)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -208,10 +215,11 @@ func (c *Codec) dictionary(roots, anchors []any) (map[string]reflect.Type, error
 		}
 		add(t)
 		ti := c.ts.info(t)
-		if isNew, err := d.add(p, ti, n); err != nil || !isNew {
-			if err != nil {
-				return nil, err
-			}
+		_, isNew, err := d.add(p, ti, n)
+		if err != nil {
+			return nil, err
+		}
+		if !isNew {
 			continue
 		}
 		if err := d.walkArray(p, ti, n); err != nil {
@@ -359,6 +367,45 @@ func (d *decoder) array(p unsafe.Pointer, elem *typeInfo, n int, fresh bool) err
 	return nil
 }
 
+// sparse restores a region of which only the live cells are encoded
+// (encoder.sparse); the others are zeroed (new memory is zero already).
+func (d *decoder) sparse(p unsafe.Pointer, elem *typeInfo, n int, fresh bool) error {
+	runs := d.r.count(2)
+	at := 0
+	for range runs {
+		gap, ln := d.r.uvarint(), d.r.uvarint()
+		if gap > uint64(n-at) || ln > uint64(n-at)-gap {
+			d.r.fail("live cells beyond a region of %d", n)
+		}
+		from := at + int(gap)
+		if fresh {
+			zeroCells(p, elem, at, from)
+		}
+		if err := d.array(unsafe.Add(p, uintptr(from)*elem.size), elem, int(ln), fresh); err != nil {
+			return err
+		}
+		at = from + int(ln)
+	}
+	if fresh {
+		zeroCells(p, elem, at, n)
+	}
+	return nil
+}
+
+// zeroCells zeroes cells [from, to) of the array of elem at p.
+func zeroCells(p unsafe.Pointer, elem *typeInfo, from, to int) {
+	if from >= to {
+		return
+	}
+	if elem.raw {
+		clear(unsafe.Slice((*byte)(unsafe.Add(p, uintptr(from)*elem.size)), uintptr(to-from)*elem.size))
+		return
+	}
+	for i := from; i < to; i++ {
+		reflect.NewAt(elem.t, unsafe.Add(p, uintptr(i)*elem.size)).Elem().SetZero()
+	}
+}
+
 // ref reads a reference (after its tag) to memory holding a want, and
 // returns its address. cand is what the fresh build holds at this place
 // (nil when nothing), candN the number of elements there.
@@ -366,22 +413,28 @@ func (d *decoder) ref(tag byte, want *typeInfo, cand unsafe.Pointer, candN int) 
 	switch tag {
 	case tagNew:
 		elem := d.typ()
-		per := uint64(1)
-		if elem.raw {
-			per = uint64(elem.size)
-		}
-		n := d.r.count(per)
-		if n < 1 {
+		c := d.r.uvarint()
+		n, sparse := c>>1, c&1 == 1
+		// A region's cells take bytes (at least one each unless raw and
+		// empty), so n is bounded by what is left; a sparse region's dead
+		// cells take none, bounded by the graph's size.
+		left := uint64(len(d.r.b) - d.r.off)
+		switch {
+		case n < 1:
 			d.r.fail("empty region")
+		case !sparse && elem.raw && n > left/max(uint64(elem.size), 1)+1,
+			!sparse && !elem.raw && n > left+1,
+			sparse && n*max(uint64(elem.size), 1) > 1<<20+256*uint64(len(d.r.b)):
+			d.r.fail("region of %d cells at byte %d exceeds the %d bytes left", n, d.r.off, left)
 		}
 		off := uintptr(d.r.uvarint())
-		reg := dreg{elem: elem, n: n, origin: renderPath(d.path)}
-		if _, taken := d.claimed[cand]; cand != nil && !taken && off == 0 && elem == want && n == candN {
+		reg := dreg{elem: elem, n: int(n), sparse: sparse, origin: renderPath(d.path)}
+		if _, taken := d.claimed[cand]; cand != nil && !taken && off == 0 && elem == want && int(n) == candN {
 			reg.base, reg.fresh = cand, true
 		} else if n == 1 {
 			reg.base = reflect.New(elem.t).UnsafePointer()
 		} else {
-			reg.base = reflect.MakeSlice(reflect.SliceOf(elem.t), n, n).UnsafePointer()
+			reg.base = reflect.MakeSlice(reflect.SliceOf(elem.t), int(n), int(n)).UnsafePointer()
 		}
 		d.claimed[reg.base] = struct{}{}
 		gi := len(d.regs)
@@ -461,10 +514,13 @@ func (d *decoder) value(p unsafe.Pointer, ti *typeInfo, fresh bool) error {
 			reflect.NewAt(ti.t, p).Elem().Set(reflect.MakeSlice(ti.t, n, c))
 		default:
 			q, gi := d.ref(tag, ti.elem, cand, candN)
-			n, c := d.r.count(0), d.r.count(0)
-			if n > c {
-				d.r.fail("slice of length %d and capacity %d", n, c)
+			// The capacity is bounded by the region (checked below), not
+			// by the bytes left: a sparse region's dead cells take none.
+			n64, c64 := d.r.uvarint(), d.r.uvarint()
+			if n64 > c64 || c64 > 1<<40/uint64(max(ti.elem.size, 1)) {
+				d.r.fail("slice of length %d and capacity %d", n64, c64)
 			}
+			n, c := int(n64), int(c64)
 			// The region must hold c elements from q.
 			g := &d.regs[gi]
 			if uintptr(q)-uintptr(g.base)+uintptr(c)*ti.elem.size > uintptr(g.n)*g.elem.size {

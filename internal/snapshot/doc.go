@@ -13,6 +13,9 @@
 //     a struct's field and two slices of one array keep pointing where they
 //     did. Each region is encoded once; references are (region, byte
 //     offset), so shared pointers and cycles survive.
+//   - Dead cells: a type may declare which cells of its slices are live
+//     (Sparse: a ring's between head and tail, a pool's slots in use);
+//     only those are encoded, and a restore zeroes the others.
 //   - Values field by field, plain data (no pointer of any kind) as its
 //     bytes: a snapshot is in this build's memory layout. The type table
 //     records every type's layout digest, and Decode refuses a snapshot
@@ -35,6 +38,12 @@
 //     set it: a method value such as a pcap tap), and one the fresh build
 //     does not set is an error naming the field's path. Channels and
 //     unsafe.Pointers that are not nil are refused when encoding.
+//
+// How it is fast enough for 10^5 regions (docs/decisions.md, "Checkpoints
+// (issue 22)"): the addresses met are kept in an open-addressing table,
+// the regions sorted by a radix sort of their starts, and discovery logs
+// what each reference it meets refers to, so that encoding a region
+// replays its block of the log instead of looking references up.
 //
 // What it does not model: pointers to memory outside the graph's regions
 // (a package variable) are copied, not shared; funcs inside interfaces and

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"reflect"
+	"runtime/metrics"
 	"slices"
 	"unsafe"
 )
@@ -28,13 +29,20 @@ type Codec struct {
 	// registered are types Decode may meet that a fresh build lacks.
 	registered []reflect.Type
 	// Scratch kept from one Encode to the next (a run checkpoints the same
-	// graph again and again): the graph buffer, which a Snapshot's Graph
-	// aliases until the next Encode, the regions found and merged, and
-	// the set of regions seen.
-	buf   []byte
-	found []region
-	rs    []region
-	seen  map[rkey]struct{}
+	// graph again and again), only what holds no pointers (the collector
+	// need not scan it, nor the graph through it): the graph buffer,
+	// which a Snapshot's Graph aliases until the next Encode, the table
+	// of addresses seen, the sort keys and owners, the live ranges and
+	// the log. lastFound is how many regions the last Encode found.
+	buf       []byte
+	seen      *addrTable
+	merge     mergeScratch
+	rngs      []int
+	log       []int32
+	lastFound int
+	// lookups counts the references Encode looked up, not met in a
+	// region's log (tests).
+	lookups int
 }
 
 // NewCodec returns a Codec.
@@ -49,20 +57,31 @@ type Snapshot struct {
 
 // encoder is one Encode call's state.
 type encoder struct {
-	c       *Codec
-	rs      []region // every maximal region, anchors included, sorted
-	maps    map[unsafe.Pointer]int32
-	nextID  int32
-	queue   []queued
-	buf     []byte
-	typeIDs map[*typeInfo]uint32
-	tlist   []*typeInfo
+	c      *Codec
+	rs     []region // the state's maximal regions, sorted
+	ars    []region // the anchors', sorted (ids fixed by anchorRegions)
+	seen   *addrTable
+	owner  []int32 // found region i lies in rs[owner[i]]
+	live   []liveDecl
+	ranges []int
+	found  *regionList
+	// log is discovery's; [logAt, logEnd) is the block of the region
+	// being encoded that is left to meet.
+	log           []int32
+	logAt, logEnd int
+	maps          map[unsafe.Pointer]int32
+	nextID        int32
+	queue         []int32 // regions (index into rs) and maps (-1-index into mapq) to encode
+	mapq          []queuedMap
+	buf           []byte
+	typeIDs       map[*typeInfo]uint32
+	tlist         []*typeInfo
 }
 
-type queued struct {
-	region int // index into rs, or -1 for a map
-	m      reflect.Value
-	mti    *typeInfo
+// queuedMap is a map whose content is to be encoded.
+type queuedMap struct {
+	m   reflect.Value
+	mti *typeInfo
 }
 
 func pointerOf(v any) (unsafe.Pointer, reflect.Type, error) {
@@ -117,22 +136,28 @@ func (c *Codec) anchorRegions(anchors []any) ([]region, error) {
 		}
 		ti := c.ts.info(t)
 		d.path = []pathSeg{{name: fmt.Sprintf("anchor%d(%v)", i, t), idx: -1}}
-		if isNew, err := d.add(p, ti, n); err != nil || !isNew {
-			if err != nil {
-				return nil, err
-			}
+		i, isNew, err := d.add(p, ti, n)
+		if err != nil {
+			return nil, err
+		}
+		if !isNew {
 			continue
 		}
-		if err := d.walkArray(p, ti, n); err != nil {
+		if err := d.walkRegion(i, p, ti, n); err != nil {
 			return nil, err
 		}
 	}
-	rs, err := merge(d.found)
+	rs, _, err := merge(d.found, &mergeScratch{})
 	if err != nil {
 		return nil, err
 	}
 	for i := range rs {
 		rs[i].anchor = true
+	}
+	// Anchors take the first ids, in their discovery order; Decode walks
+	// the fresh anchors into the same list.
+	for i, r := range inOrder(rs) {
+		rs[find(rs, r.start)].id = int32(i)
 	}
 	c.anchorKey, c.anchorRs = key, rs
 	return rs, nil
@@ -142,7 +167,7 @@ func (c *Codec) anchorRegions(anchors []any) ([]region, error) {
 // (their addresses differ).
 func inOrder(rs []region) []region {
 	o := slices.Clone(rs)
-	slices.SortFunc(o, func(a, b region) int { return a.order - b.order })
+	slices.SortFunc(o, func(a, b region) int { return int(a.order - b.order) })
 	return o
 }
 
@@ -156,11 +181,16 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 		return nil, err
 	}
 	d := newDiscovery(c.ts, ars)
-	if c.seen != nil {
-		clear(c.seen)
-		d.seen = c.seen
+	if c.seen == nil {
+		// The first Encode: size the table for about as many regions as
+		// the heap has objects (1.6 regions an object at k=32, pointers
+		// into arrays counted), not growing it a dozen times.
+		c.seen = newAddrTable(0)
+		c.lastFound = heapObjects() * 3 / 2
 	}
-	d.found = c.found[:0]
+	c.seen.reset(c.lastFound)
+	d.seen = c.seen
+	d.ranges, d.log = c.rngs[:0], c.log[:0]
 	rootTI := make([]*typeInfo, len(roots))
 	rootP := make([]unsafe.Pointer, len(roots))
 	for i, r := range roots {
@@ -170,48 +200,56 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 		}
 		ti := c.ts.info(t)
 		rootTI[i], rootP[i] = ti, p
-		if in, _ := inAnchor(ars, uintptr(p), ti.size); in {
+		if k, _ := inAnchor(ars, uintptr(p), ti.size); k >= 0 {
 			return nil, fmt.Errorf("snapshot: root %d (%v) lies in an anchor", i, t)
 		}
 		d.path = []pathSeg{{name: t.Name(), idx: -1}}
-		if _, err := d.add(p, ti, 1); err != nil {
+		k, isNew, err := d.add(p, ti, 1)
+		if err != nil {
 			return nil, err
 		}
-		if err := d.walk(p, ti); err != nil {
+		if !isNew {
+			continue // given twice: refused below
+		}
+		if err := d.walkRegion(k, p, ti, 1); err != nil {
 			return nil, err
 		}
 	}
-	state, err := merge(d.found)
+	c.seen, c.rngs, c.log, c.lastFound = d.seen, d.ranges, d.log, d.found.len()
+	d.attachLive()
+	state, owner, err := merge(d.found, &c.merge)
 	if err != nil {
 		return nil, err
 	}
-	c.seen, c.found = d.seen, d.found
-	e := &encoder{c: c, maps: map[unsafe.Pointer]int32{}, typeIDs: map[*typeInfo]uint32{}, buf: c.buf[:0]}
-	e.rs = c.rs[:0]
-	e.rs = append(append(e.rs, ars...), state...)
-	slices.SortFunc(e.rs, func(a, b region) int {
-		if a.start < b.start {
-			return -1
+	// The graph takes about its regions' bytes: size the buffer once (a
+	// run's first checkpoint would otherwise copy it as it doubles).
+	size := 1 << 16
+	for i := range state {
+		r := &state[i]
+		if r.live < 0 {
+			size += int(r.end-r.start) + 8
+			continue
 		}
-		if a.start > b.start {
-			return 1
+		l := &d.live[r.live]
+		for k := l.from; k < l.to; k += 2 {
+			size += (d.ranges[k+1]-d.ranges[k])*int(r.elem.size) + 4
 		}
-		return 0
-	})
-	// Anchors take the first ids, in their discovery order; Decode walks
-	// the fresh anchors into the same list.
+	}
+	if size += size / 8; cap(c.buf) < size {
+		c.buf = make([]byte, 0, size)
+	}
+	e := &encoder{c: c, rs: state, ars: ars, seen: d.seen, owner: owner, live: d.live, ranges: d.ranges, found: d.found, log: d.log, maps: map[unsafe.Pointer]int32{},
+		typeIDs: map[*typeInfo]uint32{}, buf: c.buf[:0], queue: make([]int32, 0, len(state)+len(roots))}
+	e.nextID = int32(len(ars))
 	e.buf = binary.AppendUvarint(e.buf, uint64(len(ars)))
 	for _, r := range inOrder(ars) {
-		k := find(e.rs, r.start)
-		e.rs[k].id = e.nextID
-		e.nextID++
 		e.buf = binary.AppendUvarint(e.buf, uint64(e.typeID(r.elem)))
 		e.buf = binary.AppendUvarint(e.buf, uint64(r.n))
 	}
 	// Then the roots, which must be whole regions.
 	e.buf = binary.AppendUvarint(e.buf, uint64(len(roots)))
 	for i, p := range rootP {
-		k := find(e.rs, uintptr(p))
+		k := e.lookup(uintptr(p))
 		if k < 0 || e.rs[k].start != uintptr(p) || e.rs[k].elem != rootTI[i] || e.rs[k].n != 1 {
 			return nil, fmt.Errorf("snapshot: root %d (%v) lies inside another object of the graph", i, rootTI[i].t)
 		}
@@ -219,21 +257,34 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 			return nil, fmt.Errorf("snapshot: root %d (%v) given twice", i, rootTI[i].t)
 		}
 		e.rs[k].id = e.nextID
+		e.rs[k].live = -1 // a root's cells are all written
 		e.nextID++
 		e.buf = binary.AppendUvarint(e.buf, uint64(e.typeID(rootTI[i])))
-		e.queue = append(e.queue, queued{region: k})
+		e.queue = append(e.queue, int32(k))
 	}
-	for len(e.queue) > 0 {
-		q := e.queue[0]
-		e.queue = e.queue[1:]
-		if q.region >= 0 {
-			r := &e.rs[q.region]
-			if err := e.array(r.ptr, r.elem, r.n); err != nil {
+	for h := 0; h < len(e.queue); h++ {
+		if q := e.queue[h]; q >= 0 {
+			r := &e.rs[q]
+			e.logAt, e.logEnd = 0, 0
+			if r.exact >= 0 {
+				if f := e.found.at(r.exact); f.logged {
+					e.logAt, e.logEnd = int(f.logFrom), int(f.logTo)
+				}
+			}
+			var err error
+			if r.live >= 0 {
+				err = e.sparse(r)
+			} else {
+				err = e.array(r.ptr, r.elem, r.n)
+			}
+			if err != nil {
 				return nil, err
 			}
 			continue
 		}
-		if err := e.mapContent(q.m, q.mti); err != nil {
+		e.logAt, e.logEnd = 0, 0
+		m := e.mapq[-e.queue[h]-1]
+		if err := e.mapContent(m.m, m.mti); err != nil {
 			return nil, err
 		}
 	}
@@ -256,8 +307,61 @@ func (c *Codec) Encode(roots, anchors []any) (*Snapshot, error) {
 		}
 	}
 	tb = append(binary.AppendUvarint(nil, uint64(len(e.tlist))), tb...)
-	c.buf, c.rs = e.buf, e.rs
+	c.buf = e.buf
 	return &Snapshot{Types: tb, Graph: e.buf}, nil
+}
+
+// replay returns the region discovery logged for the next reference of
+// the region being encoded (its index in rs, or -(k+2) for anchor region
+// k), if it holds a (else -1, and the rest of the
+// block is not used: a cell discovery walked and the encoding skips, a
+// dead one, put it out of step).
+func (e *encoder) replay(a uintptr) int {
+	for e.logAt < e.logEnd {
+		v := e.log[e.logAt]
+		e.logAt++
+		var k int
+		var r *region
+		switch {
+		case v == -1:
+			e.logAt = int(e.log[e.logAt])
+			continue
+		case v < -1:
+			k = int(v)
+			r = &e.ars[-v-2]
+		default:
+			if v&1 == 1 {
+				e.logAt = int(e.found.at(v >> 1).logTo) // past its own block
+			}
+			k = int(e.owner[v>>1])
+			r = &e.rs[k]
+		}
+		if r.start <= a && a < r.end {
+			return k
+		}
+		e.logAt = e.logEnd
+	}
+	return -1
+}
+
+// heapObjects is the number of objects on the heap.
+func heapObjects() int {
+	s := []metrics.Sample{{Name: "/gc/heap/objects:objects"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int(min(s[0].Value.Uint64(), 1<<28))
+}
+
+// lookup returns the index of the state region holding a, or -1: found
+// by the table of the addresses discovery met (every pointer's and
+// slice's), else by a binary search.
+func (e *encoder) lookup(a uintptr) int {
+	if i, ok := e.seen.get(a); ok {
+		return int(e.owner[i])
+	}
+	return find(e.rs, a)
 }
 
 // typeID numbers the types the graph names (regions, interfaces).
@@ -279,18 +383,35 @@ func appendString(b []byte, s string) []byte {
 // ref writes a reference to the memory at q, of element type elem: the
 // region holding it and the offset.
 func (e *encoder) ref(q unsafe.Pointer) error {
-	k := find(e.rs, uintptr(q))
-	if k < 0 {
-		return fmt.Errorf("snapshot: internal: no region holds %#x", uintptr(q))
+	k := e.replay(uintptr(q))
+	if k == -1 {
+		e.c.lookups++
+		if k = e.lookup(uintptr(q)); k < 0 {
+			if a := find(e.ars, uintptr(q)); a >= 0 {
+				k = -a - 2
+			} else {
+				return fmt.Errorf("snapshot: internal: no region holds %#x", uintptr(q))
+			}
+		}
 	}
-	r := &e.rs[k]
+	var r *region
+	if k >= 0 {
+		r = &e.rs[k]
+	} else {
+		r = &e.ars[-k-2] // an anchor's id is set
+	}
 	if r.id < 0 {
 		r.id = e.nextID
 		e.nextID++
 		e.buf = append(e.buf, tagNew)
 		e.buf = binary.AppendUvarint(e.buf, uint64(e.typeID(r.elem)))
-		e.buf = binary.AppendUvarint(e.buf, uint64(r.n))
-		e.queue = append(e.queue, queued{region: k})
+		// The count, doubled, and 1 if only the live cells follow.
+		c := uint64(r.n) << 1
+		if r.live >= 0 {
+			c |= 1
+		}
+		e.buf = binary.AppendUvarint(e.buf, c)
+		e.queue = append(e.queue, int32(k))
 	} else {
 		e.buf = append(e.buf, tagRef)
 		e.buf = binary.AppendUvarint(e.buf, uint64(r.id))
@@ -308,6 +429,25 @@ func (e *encoder) array(p unsafe.Pointer, elem *typeInfo, n int) error {
 		if err := e.value(unsafe.Add(p, uintptr(i)*elem.size), elem); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// sparse writes a region's live cells: the number of runs, then for each
+// the cells skipped since the last, its length and its cells.
+func (e *encoder) sparse(r *region) error {
+	l := &e.live[r.live]
+	rs := e.ranges[l.from:l.to]
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(rs)/2))
+	at := 0
+	for i := 0; i < len(rs); i += 2 {
+		from, to := rs[i], rs[i+1]
+		e.buf = binary.AppendUvarint(e.buf, uint64(from-at))
+		e.buf = binary.AppendUvarint(e.buf, uint64(to-from))
+		if err := e.array(unsafe.Add(r.ptr, uintptr(from)*r.elem.size), r.elem, to-from); err != nil {
+			return err
+		}
+		at = to
 	}
 	return nil
 }
@@ -374,7 +514,8 @@ func (e *encoder) value(p unsafe.Pointer, ti *typeInfo) error {
 		e.maps[mp] = e.nextID
 		e.nextID++
 		e.buf = append(e.buf, tagNew)
-		e.queue = append(e.queue, queued{region: -1, m: m, mti: ti})
+		e.mapq = append(e.mapq, queuedMap{m, ti})
+		e.queue = append(e.queue, -int32(len(e.mapq)))
 	case reflect.Interface:
 		v := reflect.NewAt(ti.t, p).Elem()
 		if v.IsNil() {

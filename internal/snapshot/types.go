@@ -24,6 +24,12 @@ type typeInfo struct {
 	elem    *typeInfo // array, slice, pointer elements; map values
 	key     *typeInfo // map keys
 	n       int       // array length
+	// sparse: a pointer to the type is Sparse (not by a field it embeds):
+	// discovery asks a value which cells of its slices are live.
+	sparse bool
+	// sparseAt is a *t as a Sparse, whose data word declareLive points
+	// at the value it asks.
+	sparseAt Sparse
 	// layout digests the type's memory layout and what it holds by value
 	// (fields, offsets, element types' names), so that a snapshot is
 	// refused by a build whose types differ.
@@ -93,6 +99,9 @@ func (ts *types) infoLocked(t reflect.Type) *typeInfo {
 			ti.raw = false
 			ti.ops = append(ti.ops, op{off: f.Offset, ti: fi, name: f.Name})
 		}
+		if ti.sparse = isSparse(t); ti.sparse {
+			ti.sparseAt = reflect.New(t).Interface().(Sparse)
+		}
 	case reflect.Pointer, reflect.Slice:
 		ti.elem = ts.infoLocked(t.Elem())
 	case reflect.Map:
@@ -104,6 +113,24 @@ func (ts *types) infoLocked(t reflect.Type) *typeInfo {
 	}
 	ti.layout = layoutOf(t)
 	return ti
+}
+
+// sparseType is Sparse's.
+var sparseType = reflect.TypeFor[Sparse]()
+
+// isSparse says whether struct type t declares its live cells itself: a
+// pointer to it is Sparse, and not by a field it embeds (whose own plan
+// asks it).
+func isSparse(t reflect.Type) bool {
+	if !reflect.PointerTo(t).Implements(sparseType) {
+		return false
+	}
+	for i := range t.NumField() {
+		if f := t.Field(i); f.Anonymous && (f.Type.Implements(sparseType) || reflect.PointerTo(f.Type).Implements(sparseType)) {
+			return false
+		}
+	}
+	return true
 }
 
 // layoutOf digests what a snapshot of t depends on: its kind and size,
