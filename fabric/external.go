@@ -337,6 +337,28 @@ func (f *Fabric) RunWindow(start, end sim.Time) (uint64, error) {
 	return n, f.stepExternals(start, end)
 }
 
+// RunInterior runs, before horizon, the events of the elements that are
+// not border elements (sim.Engine.SplitQueue, StepInterior) and returns
+// how many ran; count, if not nil, counts them by element. A node runs
+// them while it waits for the next window's grant (node.Core.RunAhead).
+// Precondition: the engine's queue is split and the fabric has no
+// external elements.
+func (f *Fabric) RunInterior(horizon sim.Time, count []uint64) uint64 {
+	e := f.eng
+	start := e.Stats.Events
+	for {
+		ev := e.StepInterior(horizon)
+		if ev == nil {
+			break
+		}
+		if count != nil {
+			count[ev.Dst]++
+		}
+		f.dispatch(ev)
+	}
+	return e.Stats.Events - start
+}
+
 // ExternalCounters are the port counters external element node last
 // reported: zeros if it was never stepped (no packet reached it), nil if
 // it was but reported none (or node is not a local external element).

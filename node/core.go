@@ -81,6 +81,18 @@ type Core struct {
 	dups     uint64
 	// end is the end of the last window run.
 	end sim.Time
+	// look is the lookahead; twoPhase says RunAhead may run the interior
+	// elements' events between windows (EnableTwoPhase), aheadTo the time
+	// it ran them to (0: not since the last window), aheadBy counts them
+	// by element.
+	look     sim.Time
+	twoPhase bool
+	aheadTo  sim.Time
+	aheadN   uint64
+	aheadBy  []uint64
+	// done: the last report said the partition is done (barrier.Report
+	// Done; no first phase after it).
+	done bool
 }
 
 type inBatch struct {
@@ -138,7 +150,7 @@ func NewCore(b *scenario.Built, pl *partition.Placement, part int, term uint64) 
 	}
 	c := &Core{part: part, p: pl.P, F: f, fol: barrier.NewFollower(part, term), limit: b.Limit(),
 		dest: make([]int32, f.Engine().NumLinks()+f.Engine().NumElements()), out: make([][]sim.RemotePacket, pl.P), rec: results.NewRecorder(b, f),
-		seen: make(map[batchKey]struct{}), watch: cfg.Watchdog() > 0}
+		seen: make(map[batchKey]struct{}), watch: cfg.Watchdog() > 0, look: pl.Lookahead}
 	for i := range f.Engine().NumLinks() {
 		to := int(f.Engine().LinkTo(sim.LinkID(i)))
 		c.dest[i] = -1
@@ -158,7 +170,8 @@ func NewCore(b *scenario.Built, pl *partition.Placement, part int, term uint64) 
 
 // NewPeerCore is NewCore for a peer run: the core keeps a replica of the
 // barrier, fed with every node's reports (Step, and its own as it makes
-// them), and accepts the grants it issues itself. Terms stay 0.
+// them), and accepts the grants it issues itself. Terms stay 0. It is
+// TwoPhase when the scenario and the partition allow (EnableTwoPhase).
 func NewPeerCore(b *scenario.Built, pl *partition.Placement, part int) (*Core, error) {
 	c, err := NewCore(b, pl, part, 0)
 	if err != nil {
@@ -167,6 +180,9 @@ func NewPeerCore(b *scenario.Built, pl *partition.Placement, part int) (*Core, e
 	cfg := BarrierConfig(b, pl)
 	cfg.Peer = true
 	if c.bar, err = barrier.New(cfg); err != nil {
+		return nil, err
+	}
+	if _, err := c.EnableTwoPhase(b, pl); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -416,11 +432,18 @@ func (c *Core) Run() (Output, error) {
 
 	// The window's events, then the external elements' step (their
 	// departures are in the outbox or the engine by its end).
+	if c.aheadTo > g.End {
+		// RunAhead's bound holds whatever the grant (E_{k+1} >= E_k + L),
+		// unless the barrier or the core is broken.
+		panic(fmt.Sprintf("node %d: window %d [%v, %v) ends before the events run ahead of it, to %v",
+			c.part, g.Window, g.Start, g.End, c.aheadTo))
+	}
 	n, err := c.F.RunWindow(g.Start, g.End)
 	if err != nil {
 		return Output{}, err // the shell names the partition
 	}
-	c.end = g.End
+	n += c.aheadN // the window's events, wherever they ran
+	c.end, c.aheadTo, c.aheadN = g.End, 0, 0
 	c.stats.Windows++
 	c.stats.Covered += g.Len()
 	c.stats.Skipped += g.Idle
@@ -464,6 +487,7 @@ func (c *Core) Run() (Output, error) {
 		return Output{}, err
 	}
 	out.Report = r
+	c.done = r.Done
 	// The batches of window g.Window-2 are injected everywhere by now
 	// (see Sent): their buffers can go round again.
 	for _, b := range c.sent[0] {
@@ -474,6 +498,74 @@ func (c *Core) Run() (Output, error) {
 		return Output{}, err
 	}
 	return out, nil
+}
+
+// EnableTwoPhase lets RunAhead run, between windows, the events of the
+// partition's interior elements that no packet of the window just ended
+// can reach (docs/decisions.md, "Two-phase windows"): the engine's queue
+// is split by partition.Border. It reports whether it did: not when the
+// scenario turns it off (placement.two_phase: false), nothing is cut,
+// every element is a border one, the PFC deadlock search reads the whole
+// partition's state at window ends, or external elements are local (they
+// are stepped at window ends). Call it before Setup.
+func (c *Core) EnableTwoPhase(b *scenario.Built, pl *partition.Placement) (bool, error) {
+	if !b.Scenario.Placement.TwoPhaseOrDefault() || pl.P < 2 || c.watch || c.F.HasExternal() || c.look <= 0 || c.look == sim.Never {
+		return false, nil
+	}
+	border, err := partition.Border(b.Topo, b.Fabric.Impairments, b.Fabric.Flows, b.Fabric.Tasks, pl, c.part)
+	if err != nil || border == nil {
+		return false, err
+	}
+	interior := 0
+	for el, in := range pl.Part {
+		if in == c.part && !border[el] {
+			interior++
+		}
+	}
+	if interior == 0 {
+		return false, nil
+	}
+	c.F.Engine().SplitQueue(border)
+	c.twoPhase = true
+	c.aheadBy = make([]uint64, len(border))
+	return true, nil
+}
+
+// TwoPhase says EnableTwoPhase split the partition.
+func (c *Core) TwoPhase() bool { return c.twoPhase }
+
+// AheadBy counts, by element, the events RunAhead ran (nil unless
+// TwoPhase).
+func (c *Core) AheadBy() []uint64 { return c.aheadBy }
+
+// RunAhead is the first phase of the next window, run while the node
+// waits for its grant: the events of the interior elements before the
+// last window's end plus the lookahead (and before the run's limit). A
+// packet of the window that ended reaches a border element at or after
+// its end E, and an interior element no earlier than E + L; the next
+// window ends at or after E + L. So these events are the next window's,
+// as they would run in it: the window (Run) goes on with the rest. The
+// report of the window that ended is already made. It returns the events
+// it ran (0 when the core is not TwoPhase, its last report said it is
+// done, or the run is over). Calling it
+// again before the next window does nothing more.
+func (c *Core) RunAhead() uint64 {
+	if !c.twoPhase || c.fol.Over() || c.done {
+		return 0
+	}
+	// c.end is the end of the last window run (0 before the first: no
+	// packet is in flight then).
+	h := c.limit
+	if c.end <= sim.Never-c.look {
+		h = min(c.end+c.look, c.limit)
+	}
+	if h <= c.aheadTo {
+		return 0
+	}
+	c.aheadTo = h
+	n := c.F.RunInterior(h, c.aheadBy)
+	c.aheadN += n
+	return n
 }
 
 // Sent returns the batches of the last two windows run, oldest first: the

@@ -42,6 +42,11 @@ type LocalOptions struct {
 	// up: it restores the state from a checkpoint, and the run goes on
 	// from there.
 	Restore func(*LocalState) error
+	// TwoPhase lets each partition, once it ran a window, run the next
+	// window's first phase (Core.EnableTwoPhase, Core.RunAhead) while
+	// the slower ones finish theirs. Not with Checkpoint or Restore: a
+	// checkpoint holds partitions at a window boundary.
+	TwoPhase bool
 }
 
 // LocalState is what a checkpoint of an in-memory run holds: the barrier
@@ -103,6 +108,16 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 	if (opt.Checkpoint != nil || opt.Restore != nil) && len(b.External) > 0 {
 		return nil, fmt.Errorf("node: a run with external elements cannot checkpoint or restore: their state is not the fabric's")
 	}
+	twoPhase := false
+	if opt.TwoPhase && opt.Checkpoint == nil && opt.Restore == nil {
+		for _, c := range cores {
+			on, err := c.EnableTwoPhase(b, pl)
+			if err != nil {
+				return nil, err
+			}
+			twoPhase = twoPhase || on
+		}
+	}
 	for _, c := range cores {
 		out, err := c.Setup()
 		if err != nil {
@@ -131,10 +146,21 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 	// a partition runs its window, then waits for the slowest one.
 	perf := make([]NodePerf, pl.P)
 	took := make([]time.Duration, pl.P)
+	ahead := make([]time.Duration, pl.P)
 	start := time.Now()
 	run := func(i int) {
 		t := time.Now()
 		outs[i], errs[i] = cores[i].Run()
+		if twoPhase && errs[i] == nil {
+			// The next window's first phase, while the slower
+			// partitions finish this one (its report is made).
+			t1 := time.Now()
+			if n := cores[i].RunAhead(); n > 0 {
+				ahead[i] = time.Since(t1)
+				perf[i].AheadEvents += n
+				perf[i].AheadWindows++
+			}
+		}
 		took[i] = time.Since(t)
 	}
 	for {
@@ -186,6 +212,8 @@ func RunLocal(b *scenario.Built, pl *partition.Placement, opt LocalOptions) (*Lo
 			p.RunSeconds += took[i].Seconds()
 			p.ComputeSeconds += took[i].Seconds()
 			p.Windows++
+			p.AheadSeconds += ahead[i].Seconds()
+			ahead[i] = 0
 			wait := (window - took[i]).Seconds()
 			p.MaxWait = max(p.MaxWait, wait)
 			slowest := slices.Max(took)

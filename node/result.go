@@ -44,7 +44,14 @@ type NodePerf struct {
 	DecodeSeconds    float64
 	ImbalanceSeconds float64
 	Windows          uint64
-	Messages         uint64 // NATS messages received (batches, grants, resyncs)
+	// AheadSeconds is the time spent running windows' first phases
+	// while waiting (Core.RunAhead; counted in ComputeSeconds and
+	// RunSeconds too, not in WaitSeconds), AheadEvents their events,
+	// AheadWindows the windows that had one.
+	AheadSeconds float64
+	AheadEvents  uint64
+	AheadWindows uint64
+	Messages     uint64 // NATS messages received (batches, grants, resyncs)
 	// Rejected counts messages dropped because they did not come from
 	// the member they claim (or did not decode).
 	Rejected uint64

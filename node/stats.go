@@ -59,6 +59,9 @@ type WindowSplit struct {
 	Decode        float64 `json:"decode"`
 	WaitImbalance float64 `json:"wait_imbalance"`
 	WaitNet       float64 `json:"wait_net"`
+	// Ahead is the part of Compute run as the window's first phase,
+	// while the node waited for its grant (two-phase windows).
+	Ahead float64 `json:"ahead"`
 }
 
 // Rejected counts refused messages by where they were refused.
@@ -99,6 +102,11 @@ type NodeStats struct {
 	PublishSeconds   float64 `json:"publish_seconds"`
 	DecodeSeconds    float64 `json:"decode_seconds"`
 	ImbalanceSeconds float64 `json:"imbalance_seconds"`
+	// Wall-clock: the time spent running windows' first phases while
+	// waiting (two-phase windows, Core.RunAhead). Which windows have one
+	// depends on when the peers' messages come, so the number of events
+	// they ran is not here (the node logs it).
+	AheadSeconds float64 `json:"ahead_seconds,omitempty"`
 }
 
 // RunStats gathers the distributed statistics of a run cut by pl that
@@ -130,7 +138,8 @@ func RunStats(pl *partition.Placement, rs []*PartResult, end sim.Time, wall floa
 			WallSeconds: r.Perf.WallSeconds, RunSeconds: r.Perf.RunSeconds, WaitSeconds: r.Perf.WaitSeconds,
 			MaxWaitMs: r.Perf.MaxWait * 1e3, Rejected: r.Perf.Rejected,
 			ComputeSeconds: r.Perf.ComputeSeconds, EncodeSeconds: r.Perf.EncodeSeconds, PublishSeconds: r.Perf.PublishSeconds,
-			DecodeSeconds: r.Perf.DecodeSeconds, ImbalanceSeconds: r.Perf.ImbalanceSeconds}
+			DecodeSeconds: r.Perf.DecodeSeconds, ImbalanceSeconds: r.Perf.ImbalanceSeconds,
+			AheadSeconds: r.Perf.AheadSeconds}
 		if w := r.Perf.WallSeconds; w > 0 {
 			ns.EventsPerSec = float64(p.Stats.Events) / w
 			ns.WindowsPerSec = float64(c.Windows) / w
@@ -145,6 +154,7 @@ func RunStats(pl *partition.Placement, rs []*PartResult, end sim.Time, wall floa
 		split.Publish += r.Perf.PublishSeconds
 		split.Decode += r.Perf.DecodeSeconds
 		split.WaitImbalance += r.Perf.ImbalanceSeconds
+		split.Ahead += r.Perf.AheadSeconds
 		split.WaitNet += max(0, r.Perf.WaitSeconds-r.Perf.ImbalanceSeconds)
 		s.PerNode = append(s.PerNode, ns)
 	}
@@ -155,7 +165,8 @@ func RunStats(pl *partition.Placement, rs []*PartResult, end sim.Time, wall floa
 		s.MeanBarrierWaitUs = per(wait)
 		s.MeanNetWaitUs = per(split.WaitNet)
 		s.Window = WindowSplit{Compute: per(split.Compute), Encode: per(split.Encode), Publish: per(split.Publish),
-			Decode: per(split.Decode), WaitImbalance: per(split.WaitImbalance), WaitNet: per(split.WaitNet)}
+			Decode: per(split.Decode), WaitImbalance: per(split.WaitImbalance), WaitNet: per(split.WaitNet),
+			Ahead: per(split.Ahead)}
 	}
 	if wall > 0 {
 		s.WindowsPerSec = float64(s.Windows) / wall

@@ -36,7 +36,28 @@ type Placement struct {
 	// Map gives every node (by name) its partition, numbered 0..P-1 with
 	// none empty; mode map only.
 	Map map[string]int `yaml:"map"`
+	// TwoPhase: a node runs, while it waits for the next window's grant,
+	// the events that no packet of the window it ended can reach
+	// (docs/decisions.md, "Two-phase windows"). Unset: on over NATS, off
+	// in memory (measured slower there); true: on in memory too; false:
+	// off. The outputs are the same either way.
+	TwoPhase *bool `yaml:"two_phase"`
 }
+
+// Asks says the section asks for a distributed run: it is there and says
+// more than two_phase (which only tunes a run distributed by the
+// command line).
+func (p *Placement) Asks() bool {
+	return p != nil && (p.TwoPhase == nil || p.Mode != "" || p.Partitions != 0 || p.Map != nil)
+}
+
+// TwoPhaseOrDefault is TwoPhase with the default of a run over NATS
+// filled in (true).
+func (p *Placement) TwoPhaseOrDefault() bool { return p == nil || p.TwoPhase == nil || *p.TwoPhase }
+
+// TwoPhaseInMemory says an in-memory run uses two-phase windows: only
+// when TwoPhase is set true.
+func (p *Placement) TwoPhaseInMemory() bool { return p != nil && p.TwoPhase != nil && *p.TwoPhase }
 
 // ModeOrDefault is Mode with the default filled in.
 func (p *Placement) ModeOrDefault() string {

@@ -21,11 +21,16 @@
 #   P          partitions (default 2); REPS repetitions (default 3)
 #   CONTAINERS 1 adds the container mode (needs Docker and IMAGE, by
 #              default the tag `make image` gives this checkout)
+#   PHASES     1 adds procs-1ph (two-phase windows off, placement.two_phase:
+#              false) and mem-2ph (on in memory, two_phase: true) to the
+#              defaults (on over NATS, off in memory; docs/decisions.md,
+#              "Two-phase windows"), alternated with the others
 set -euo pipefail
 BIN=${1:-bin/lockstep}
 P=${P:-2}
 REPS=${REPS:-3}
 CONTAINERS=${CONTAINERS:-0}
+PHASES=${PHASES:-0}
 IMAGE=${IMAGE:-lockstep:$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
 tmp=$(mktemp -d)
 net=""
@@ -35,6 +40,9 @@ cleanup() {
     docker network rm "$net" >/dev/null 2>&1 || true
   fi
   rm -rf "$tmp"
+  # shellcheck disable=SC2086
+  [ -n "${ones:-}" ] && rm -f $ones
+  return 0
 }
 trap cleanup EXIT
 if [ -z "${SCENARIOS:-}" ]; then
@@ -44,6 +52,15 @@ if [ -z "${SCENARIOS:-}" ]; then
 fi
 modes="1 mem procs"
 [ "$CONTAINERS" = 1 ] && modes="$modes containers"
+[ "$PHASES" = 1 ] && modes="$modes mem-2ph procs-1ph"
+
+# phases SCENARIO true|false: a copy of it with placement.two_phase set,
+# beside it (its files are found relative to it); removed at exit.
+phases() {
+  local o="${1%.yaml}.two-phase-$2-$$.yaml"
+  { cat "$1"; printf '\nplacement: {two_phase: %s}\n' "$2"; } > "$o"
+  echo "$o"
+}
 
 # containers NAME SCENARIO OUT: one run across containers; the launcher is
 # this machine's BIN with --external, on the bridge network's address.
@@ -68,9 +85,15 @@ containers() {
   net=""
 }
 
-printf '%-28s %-10s %3s %7s %7s %7s %5s %6s %8s %6s %6s %6s %6s %6s %6s\n' scenario mode rep wall_s run_s speedup eff windows compute enc pub dec imbal net rtt
+printf '%-28s %-10s %3s %7s %7s %7s %5s %6s %8s %6s %6s %6s %6s %6s %6s %6s\n' scenario mode rep wall_s run_s speedup eff windows compute ahead enc pub dec imbal net rtt
 for s in $SCENARIOS; do
   name=$(basename "$s" .yaml)
+  s1="" s2=""
+  if [ "$PHASES" = 1 ]; then
+    s1=$(phases "$s" false)
+    s2=$(phases "$s" true)
+    ones="${ones:-} $s1 $s2"
+  fi
   for r in $(seq "$REPS"); do
     for m in $modes; do
       out=$tmp/$name-$m-$r
@@ -79,6 +102,8 @@ for s in $SCENARIOS; do
         1) "$BIN" run "$s" --out "$out" --quiet --cores 1 ;;
         mem) "$BIN" run "$s" --out "$out" --quiet --partitions "$P" --transport memory ;;
         procs) "$BIN" run "$s" --out "$out" --quiet --partitions "$P" --procs ;;
+        mem-2ph) "$BIN" run "$s2" --out "$out" --quiet --partitions "$P" --transport memory ;;
+        procs-1ph) "$BIN" run "$s1" --out "$out" --quiet --partitions "$P" --procs ;;
         containers) containers "$s" "$out" ;;
       esac
       t1=$(date +%s.%N)
@@ -102,9 +127,12 @@ else:
 sp = base / wall
 eff = sp / (1 if mode == "1" else P)
 g = lambda k: "%6.0f" % w[k] if k in w else "     -"
-print("%-28s %-10s %3s %7.2f %7.2f %7.2f %5.2f %6s %8s %6s %6s %6s %6s %6s %6s" % (name[:28], mode, rep, wall, run, sp, eff,
-      d.get("windows", "-"), g("compute"), g("encode"), g("publish"), g("decode"), g("wait_imbalance"), g("wait_net"),
+print("%-28s %-10s %3s %7.2f %7.2f %7.2f %5.2f %6s %8s %6s %6s %6s %6s %6s %6s %6s" % (name[:28], mode, rep, wall, run, sp, eff,
+      d.get("windows", "-"), g("compute"), g("ahead"), g("encode"), g("publish"), g("decode"), g("wait_imbalance"), g("wait_net"),
       "%6.0f" % d["nats_rtt_us"] if d.get("nats_rtt_us") else "     -"))
+if d.get("nats_rtt_us"):
+    with open(walls + ".net", "a") as o:
+        o.write("%s %s %f\n" % (name, mode, w.get("wait_net", 0) / d["nats_rtt_us"]))
 PY
     done
   done
@@ -117,11 +145,26 @@ for l in open(sys.argv[1]):
     n, m, _, w = l.split()
     walls[(n, m)].append(float(w))
 med = {k: sorted(v)[len(v) // 2] for k, v in walls.items()}
+best = {k: min(v) for k, v in walls.items()}
+nets = collections.defaultdict(list)
+try:
+    for l in open(sys.argv[1] + ".net"):
+        n, m, x = l.split()
+        nets[(n, m)].append(float(x))
+except FileNotFoundError:
+    pass
 for n in sorted({k[0] for k in med}):
     one = med[(n, "1")]
-    line = ["%s: median wall" % n] + ["%s %.2fs (x%.2f)" % (m, med[(n, m)], one / med[(n, m)]) for m in ("1", "mem", "procs", "containers") if (n, m) in med]
+    line = ["%s: median wall" % n] + ["%s %.2fs (x%.2f)" % (m, med[(n, m)], one / med[(n, m)]) for m in ("1", "mem", "procs", "containers", "mem-2ph", "procs-1ph") if (n, m) in med]
     print("  ".join(line))
-    for m in ("procs", "containers"):
+    print("  ".join(["%s: best wall " % n] + ["%s %.2fs" % (m, best[(n, m)]) for m in ("1", "mem", "procs", "containers", "mem-2ph", "procs-1ph") if (n, m) in best]))
+    for m in ("procs", "containers", "procs-1ph"):
+        if (n, m) in nets:
+            v = sorted(nets[(n, m)])
+            print("  %s: %s: median net wait per window %.1f NATS round trips (%s)" % (n, m, v[len(v) // 2], " ".join("%.1f" % x for x in v)))
+    for m in ("procs", "containers", "procs-1ph"):
         if (n, "mem") in med and (n, m) in med:
             print("  %s: %s reach %.0f%% of the in-memory speed-up" % (n, m, 100 * med[(n, "mem")] / med[(n, m)]))
+    if (n, "mem-2ph") in med and (n, "procs") in med:
+        print("  %s: procs reach %.0f%% of mem-2ph's speed-up" % (n, 100 * med[(n, "mem-2ph")] / med[(n, "procs")]))
 PY

@@ -31,6 +31,8 @@ type RemotePacket struct {
 type elemState struct {
 	rng   *rand.Rand
 	local bool
+	// border: the element's events go to the border queue (SplitQueue).
+	border bool
 }
 
 // Engine owns the event queue, the packet pool and the links of one
@@ -71,6 +73,12 @@ type Engine struct {
 	// an elided transmit-done of link id before it (TransmitLazy): the
 	// owner applies its completion, as if TxPassed had returned true.
 	OnLazyDone func(id LinkID)
+	// split: the events of border elements wait in qb, the others' in q
+	// (SplitQueue); ahead is the latest time StepInterior reached, which
+	// Now returns to when a window ends.
+	split bool
+	qb    eventQueue
+	ahead Time
 }
 
 // NewEngine builds an engine for a fabric of numElems elements and the given
@@ -183,10 +191,30 @@ func (e *Engine) nextSeq(id ElemID) uint64 {
 }
 
 func (e *Engine) push(ev Event) {
+	if e.split {
+		e.pushSplit(ev)
+		return
+	}
 	e.q.push(ev)
 	if n := e.q.Len(); n > e.Stats.PeakQueue {
 		e.Stats.PeakQueue = n
 	}
+}
+
+// pushSplit is push with the queue split (SplitQueue).
+func (e *Engine) pushSplit(ev Event) {
+	e.queueOf(ev.Dst).push(ev)
+	if n := e.q.Len() + e.qb.Len(); n > e.Stats.PeakQueue {
+		e.Stats.PeakQueue = n
+	}
+}
+
+// queueOf is the queue of element id's events.
+func (e *Engine) queueOf(id ElemID) *eventQueue {
+	if e.split && e.elems[id].border {
+		return &e.qb
+	}
+	return &e.q
 }
 
 // Schedule arms a timer: element id receives an EvTimer event at `at` with
@@ -289,9 +317,9 @@ func (e *Engine) Materialize(id LinkID) {
 // passLazy passes the elided transmit-dones before horizon, when no event
 // before it is left: counts them, moves the clock to the last of them (as
 // their events would have) and tells the owners (OnLazyDone).
-func (e *Engine) passLazy(horizon Time) {
+func (e *Engine) passLazy(horizon Time, interior bool) {
 	for i, l := range e.Links {
-		if l == nil || l.lazySeq == 0 || l.busyUntil >= horizon {
+		if l == nil || l.lazySeq == 0 || l.busyUntil >= horizon || interior && e.elems[l.from].border {
 			continue
 		}
 		l.lazySeq = 0
@@ -413,15 +441,19 @@ func (e *Engine) Next(horizon Time) (Event, bool) {
 // when no event is before horizon. The fabric's loop takes every event
 // this way.
 func (e *Engine) Step(horizon Time) *Event {
+	if e.split {
+		return e.stepSplit(horizon)
+	}
 	top := e.q.first()
 	if top == nil || top.At >= horizon {
 		if e.lazy > 0 {
-			e.passLazy(horizon)
+			e.passLazy(horizon, false)
 		}
 		return nil
 	}
 	e.cur = *top
 	e.q.popFirst()
+	// take(&e.q), written out: this is every event's path.
 	ev := &e.cur
 	e.now = ev.At
 	e.Stats.Events++
@@ -452,6 +484,109 @@ func (e *Engine) Step(horizon Time) *Event {
 	return ev
 }
 
+// stepSplit is Step with the queue split: the earlier of the two queues'
+// first events (SplitQueue).
+func (e *Engine) stepSplit(horizon Time) *Event {
+	q := &e.q
+	top := e.q.first()
+	if b := e.qb.first(); b != nil && (top == nil || b.Before(top)) {
+		q, top = &e.qb, b
+	}
+	if top == nil || top.At >= horizon {
+		if e.lazy > 0 {
+			e.passLazy(horizon, false)
+		}
+		// The window ended: the clock is where the events before it,
+		// those StepInterior ran included, left it.
+		if e.ahead > e.now {
+			e.now = e.ahead
+		}
+		e.ahead = 0
+		return nil
+	}
+	e.cur = *top
+	q.popFirst()
+	return e.take(q)
+}
+
+// SplitQueue divides the events by their element: those of the elements
+// border says are border elements (border[id], indexed by ElemID) wait in
+// a queue of their own, which StepInterior leaves alone; Step takes from
+// both in key order, so nothing else changes. The events pending move
+// to their queue. A nil border joins the queues again.
+func (e *Engine) SplitQueue(border []bool) {
+	var pending []Event
+	for e.q.Len() > 0 {
+		pending = append(pending, e.q.pop())
+	}
+	for e.qb.Len() > 0 {
+		pending = append(pending, e.qb.pop())
+	}
+	// Fresh queues: one whose slots moved past the pending events would
+	// keep them all in its side heap.
+	e.q = eventQueue{shift: e.q.shift, slots: e.q.slots}
+	e.qb = eventQueue{shift: e.q.shift, slots: e.q.slots}
+	for i := range e.elems {
+		e.elems[i].border = i < len(border) && border[i]
+	}
+	e.split = border != nil
+	for _, ev := range pending {
+		e.queueOf(ev.Dst).push(ev)
+	}
+}
+
+// StepInterior is Step for the interior elements only (SplitQueue): the
+// next event before horizon of an element that is not a border element,
+// or nil when there is none; then it passes the interior elements' elided
+// transmit-dones before horizon, as the end of a window does. Between a
+// window and the next, a node runs what no packet of the window it ended
+// can reach yet (node.Core.RunAhead). Precondition: SplitQueue.
+func (e *Engine) StepInterior(horizon Time) *Event {
+	if !e.split {
+		panic("sim: StepInterior without SplitQueue")
+	}
+	top := e.q.first()
+	if top == nil || top.At >= horizon {
+		if e.lazy > 0 {
+			e.passLazy(horizon, true)
+		}
+		e.ahead = max(e.ahead, e.now)
+		return nil
+	}
+	e.cur = *top
+	e.q.popFirst()
+	return e.take(&e.q)
+}
+
+// take makes the event popped from q current.
+func (e *Engine) take(q *eventQueue) *Event {
+	ev := &e.cur
+	e.now = ev.At
+	e.Stats.Events++
+	switch ev.Kind {
+	case EvArrive:
+		e.Stats.Arrivals++
+		e.Pool.Get(ev.Pkt).Hops++
+		if ev.ring {
+			l := e.link(LinkID(ev.Arg))
+			e.inPort = l.toPort
+			l.wire.Pop()
+			if l.wire.Len() > 0 {
+				f := l.wire.Front()
+				q.push(Event{At: f.at, Dst: ev.Dst, Src: ev.Src, Seq: f.seq, Kind: EvArrive, Arg: ev.Arg, Pkt: f.pkt, ring: true})
+			}
+		} else {
+			e.direct--
+			e.inPort = e.link(LinkID(ev.Arg)).toPort
+		}
+	case EvTimer, EvTxDone:
+		e.Stats.Timers++
+	default:
+		panic(fmt.Sprintf("sim: event of kind %d at %v", ev.Kind, ev.At))
+	}
+	return ev
+}
+
 // ArrivalPort is the port at which the current event, an arrival over
 // link l (Event.Arg), reached its element: l's LinkSpec.ToPort. Next reads
 // it beside the wire it pops, so the owner need not look it up.
@@ -467,6 +602,9 @@ func (e *Engine) NextEventTime() Time {
 	t := Never
 	if e.q.Len() > 0 {
 		t = e.q.peek().At
+	}
+	if e.split && e.qb.Len() > 0 {
+		t = min(t, e.qb.peek().At)
 	}
 	if e.lazy > 0 {
 		for _, l := range e.Links {
@@ -541,7 +679,7 @@ func (e *Engine) OnWire() int {
 }
 
 // QueueLen is the number of pending events.
-func (e *Engine) QueueLen() int { return e.q.Len() }
+func (e *Engine) QueueLen() int { return e.q.Len() + e.qb.Len() }
 
 // Signals are per-flow dependency events between elements (docs/design.md
 // §11): element `from` tells element `to` that something happened, and

@@ -437,7 +437,7 @@ func defaultCut(cmd *cobra.Command, b *scenario.Built) (*autoCut, error) {
 		cores = min(cores, n)
 	}
 	if p, _ := cmd.Flags().GetInt("partitions"); cmd.Flags().Changed("partitions") && p == 1 && onlyPartitionsFlag(cmd, b) &&
-		(b.Scenario == nil || b.Scenario.Placement == nil) {
+		(b.Scenario == nil || !b.Scenario.Placement.Asks()) {
 		return &autoCut{info: &partition.DefaultCut{Partitions: 1, Cores: cores, Reason: "--partitions 1"}}, nil
 	}
 	if distributedAsked(cmd, b) {

@@ -31,7 +31,7 @@ naming the file and the field, and exit status 2.`,
 				return err
 			}
 			var hosts, switches int
-			if b.Scenario.Placement != nil {
+			if b.Scenario.Placement.Asks() {
 				// A distributed run builds partitions, not one fabric.
 				if _, err := partition.ForScenario(b, 0); err != nil {
 					return badInput(err)

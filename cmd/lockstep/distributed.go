@@ -61,7 +61,7 @@ func distributedAsked(cmd *cobra.Command, b *scenario.Built) bool {
 			return true
 		}
 	}
-	return b.Scenario != nil && b.Scenario.Placement != nil
+	return b.Scenario != nil && b.Scenario.Placement.Asks()
 }
 
 // runDistributedIfAsked runs b distributed when the flags (or the
@@ -182,7 +182,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 				nodeStatus(wire.NodeStatus{Partition: c.Partition(), Events: c.F.Engine().Stats.Events})
 			}
 			progress(g.Window, g.Start, false)
-		}, Stop: ctx.Done(), StopReason: "interrupted"}
+		}, Stop: ctx.Done(), StopReason: "interrupted", TwoPhase: b.Scenario.Placement.TwoPhaseInMemory()}
 		ck.localOptions(cmd, &lopt)
 		lr, err := node.RunLocal(b, pl, lopt)
 		if ferr := ck.finish(); err == nil && ferr != nil {
@@ -399,7 +399,7 @@ func printPartitions(cmd *cobra.Command, b *scenario.Built, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
-	if !cmd.Flags().Changed("partitions") && (b.Scenario == nil || b.Scenario.Placement == nil) {
+	if !cmd.Flags().Changed("partitions") && (b.Scenario == nil || !b.Scenario.Placement.Asks()) {
 		return nil
 	}
 	pl, err := partition.ForScenario(b, p)
