@@ -443,10 +443,13 @@ func (e *Engine) Step(horizon Time) *Event {
 			l := e.link(LinkID(ev.Arg))
 			e.inPort = l.toPort
 			// This event holds the head's fields: drop it, and move the
-			// spill's first packet, if any, into the freed slot.
+			// spill's first packet, if any, into the freed slot (the
+			// spill holds packets only while the slots are full, and
+			// is in the Link's second line: not read otherwise).
+			full := l.wn == wireSlots
 			l.wh = (l.wh + 1) & (wireSlots - 1)
 			l.wn--
-			if l.spill != nil && l.spill.Len() > 0 {
+			if full && l.spill != nil && l.spill.Len() > 0 {
 				e.slots[l.slot+int32((l.wh+l.wn)&(wireSlots-1))] = l.spill.Pop()
 				l.wn++
 			}

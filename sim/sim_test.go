@@ -161,8 +161,8 @@ func TestLink_SerialisationAndPropagation(t *testing.T) {
 // a serialisation apart, and the wire counts them while they propagate.
 func TestLink_WireSpillsPastItsSlots(t *testing.T) {
 	e := twoElems(t, 1, LinkSpec{Rate: 10 * GbitPerSecond, Delay: 20 * Microsecond})
-	const n = 3*wireSlots + 1
-	at, seqs := sendAll(e, n, 1250) // 1 us each: up to 20 on the wire
+	const n = 2*wireSlots + 1
+	at, seqs := sendAll(e, n, 1250) // 1 us each: all 17 on the wire at once
 	if len(at) != n {
 		t.Fatalf("%d arrivals, want %d", len(at), n)
 	}
