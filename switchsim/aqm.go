@@ -58,8 +58,10 @@ func (s *Switch) markPort(e *sim.Engine, pt *Port, occ int64) bool {
 		return false
 	case topologies.ECNStep:
 		return occ > pt.ecnK
+	case topologies.ECNRED:
+		return s.mark(e, &pt.Queue.ECN, occ)
 	}
-	return s.mark(e, &pt.Queue.ECN, occ)
+	return false
 }
 
 // mark decides ECN marking from an occupancy. RED draws from the switch's

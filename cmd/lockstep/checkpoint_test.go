@@ -21,7 +21,7 @@ const k8Example = "../../examples/fattree-k8-permutation.yaml"
 
 // longK8 is the k=8 fat-tree permutation with 8 MB flows: long enough
 // (about 2 s) to be killed while it runs.
-func longK8(t *testing.T, dir string) string {
+func longK8(t *testing.T, dir string) string { //nolint:unused // distributed_slow_test.go (-tags slow) calls it
 	t.Helper()
 	ex, err := os.ReadFile(filepath.Join("..", "..", "examples", "fattree-k8-permutation.yaml"))
 	if err != nil {
