@@ -343,6 +343,15 @@ func New(cfg Config) (*Fabric, error) {
 	f := &Fabric{eng: eng, topo: t, tr: tr, hosts: make([]*hostsim.Host, len(t.Hosts)),
 		switches: make([]*switchsim.Switch, n),
 		kind:     make([]uint8, n), hostOf: hostOf, linkPort: linkPort, routes: ix.Routes(), allLocal: cfg.Local == nil}
+	// The switches' ports, from one slab that starts a cache line
+	// (switchsim.PortSlab): each port then starts one.
+	nports := 0
+	for node := 0; node < n; node++ {
+		if t.Nodes[node].Kind == topologies.Switch && local(node) {
+			nports += len(ix.Ports(node))
+		}
+	}
+	slab := switchsim.PortSlab(nports)
 	for node := 0; node < n; node++ {
 		id := sim.ElemID(node)
 		ports := ix.Ports(node)
@@ -363,7 +372,8 @@ func New(cfg Config) (*Fabric, error) {
 			if !local(node) {
 				continue
 			}
-			sp := make([]switchsim.Port, len(ports))
+			sp := slab[:len(ports):len(ports)]
+			slab = slab[len(ports):]
 			for pi, p := range ports {
 				sp[pi] = switchsim.Port{Link: DirID(p.Link, t.Links[p.Link].A == node), In: DirID(p.Link, t.Links[p.Link].A != node), Peer: sim.ElemID(p.Peer),
 					Queue: t.Links[p.Link].Queue}

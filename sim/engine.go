@@ -50,6 +50,10 @@ type Engine struct {
 	// without the pointer of Links (at k=74 a 4.8 MB array). Nil
 	// otherwise.
 	dense []Link
+	// slots holds the first wireSlots packets of each held link's wire,
+	// from Link.slot on: a wire's packets are apart from its Link, and
+	// beside other wires', in one slab.
+	slots []inflight
 	ends  []linkEnds // every direction's ends, local or not
 	elems []elemState
 	// seq is every element's event counter, apart from elemState: every
@@ -108,6 +112,8 @@ func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) b
 	if held == len(links) {
 		e.dense = store // every direction is held, in id order
 	}
+	e.slots = make([]inflight, held*wireSlots)
+	slot := int32(0)
 	for i, s := range links {
 		if !e.elems[s.From].local && !e.elems[s.To].local {
 			continue
@@ -121,6 +127,8 @@ func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) b
 		l := &store[0]
 		store = store[1:]
 		e.Links[i] = l
+		l.slot = slot
+		slot += wireSlots
 		l.Spec = s
 		l.from, l.to = s.From, s.To
 		l.toPort = int32(s.ToPort)
@@ -410,18 +418,20 @@ func (e *Engine) export(id LinkID, arrive Time, seq uint64, p PktRef, pkt *Packe
 	e.Pool.Free(p)
 }
 
-// wireMin is a wire's first capacity in packets (a power of two): a
-// fabric has a wire per link direction, and most carry a few packets at
-// a time (a ring's default, 16, made the wires of a k=74 fat-tree 217 MB).
-const wireMin = 4
-
 // enqueueWire puts a packet on a FIFO wire; only the head has an event.
 func (e *Engine) enqueueWire(id LinkID, l *Link, f inflight) {
-	if l.wire.buf == nil {
-		l.wire.buf = make([]inflight, wireMin)
+	if l.wn < wireSlots {
+		// The spill is empty: it holds packets only while the slots are
+		// full.
+		e.slots[l.slot+int32((l.wh+l.wn)&(wireSlots-1))] = f
+		l.wn++
+	} else {
+		if l.spill == nil {
+			l.spill = &Ring[inflight]{}
+		}
+		l.spill.Push(f)
 	}
-	l.wire.Push(f)
-	if l.wire.Len() == 1 {
+	if l.wn == 1 {
 		e.push(Event{At: f.at, Dst: l.to, Src: l.from, Seq: f.seq, Kind: EvArrive, Arg: int64(id), Pkt: f.pkt, ring: true})
 	}
 }
@@ -464,12 +474,22 @@ func (e *Engine) Step(horizon Time) *Event {
 		if ev.ring {
 			l := e.link(LinkID(ev.Arg))
 			e.inPort = l.toPort
-			l.wire.Pop()
-			if l.wire.Len() > 0 {
+			// This event holds the head's fields: drop it, and move the
+			// spill's first packet, if any, into the freed slot (the
+			// spill holds packets only while the slots are full, and
+			// is in the Link's second line: not read otherwise).
+			full := l.wn == wireSlots
+			l.wh = (l.wh + 1) & (wireSlots - 1)
+			l.wn--
+			if full && l.spill != nil && l.spill.Len() > 0 {
+				e.slots[l.slot+int32((l.wh+l.wn)&(wireSlots-1))] = l.spill.Pop()
+				l.wn++
+			}
+			if l.wn > 0 {
 				// The next packet on the wire takes the place of this
 				// one's event (the queue's length does not change: not
 				// counted in PeakQueue, as before).
-				f := l.wire.Front()
+				f := &e.slots[l.slot+int32(l.wh)]
 				e.q.push(Event{At: f.at, Dst: ev.Dst, Src: ev.Src, Seq: f.seq, Kind: EvArrive, Arg: ev.Arg, Pkt: f.pkt, ring: true})
 			}
 		} else {
@@ -672,7 +692,7 @@ func (e *Engine) OnWire() int {
 	n := e.direct + len(e.outbox) - e.signalsOut
 	for _, l := range e.Links {
 		if l != nil {
-			n += l.wire.Len()
+			n += l.wireLen()
 		}
 	}
 	return n

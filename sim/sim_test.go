@@ -156,6 +156,41 @@ func TestLink_SerialisationAndPropagation(t *testing.T) {
 	}
 }
 
+// TestLink_WireSpillsPastItsSlots sends more packets than a wire keeps in
+// the engine's slots (wireSlots) onto a long link: they arrive in order,
+// a serialisation apart, and the wire counts them while they propagate.
+func TestLink_WireSpillsPastItsSlots(t *testing.T) {
+	e := twoElems(t, 1, LinkSpec{Rate: 10 * GbitPerSecond, Delay: 20 * Microsecond})
+	const n = 2*wireSlots + 1
+	at, seqs := sendAll(e, n, 1250) // 1 us each: all 17 on the wire at once
+	if len(at) != n {
+		t.Fatalf("%d arrivals, want %d", len(at), n)
+	}
+	for i := range at {
+		if want := Time(21+i) * Microsecond; at[i] != want || seqs[i] != uint64(i) {
+			t.Fatalf("arrival %d: packet %d at %v, want packet %d at %v", i, seqs[i], at[i], i, want)
+		}
+	}
+	if e.OnWire() != 0 || e.Pool.Live() != 0 {
+		t.Fatalf("after the run: %d on wire, %d live packets, want 0 and 0", e.OnWire(), e.Pool.Live())
+	}
+	// Packets on the wire count while they propagate, slots and spill.
+	e = twoElems(t, 1, LinkSpec{Rate: 10 * GbitPerSecond, Delay: 20 * Microsecond})
+	for sent := 0; sent < n; {
+		p := e.Pool.Alloc()
+		e.Pool.Get(p).Size = 1250
+		e.Transmit(0, p)
+		if sent++; sent < n {
+			if ev, ok := e.Next(Never); !ok || ev.Kind != EvTxDone {
+				t.Fatalf("after packet %d: event %+v, want its transmit-done", sent, ev)
+			}
+		}
+	}
+	if got := e.OnWire(); got != n {
+		t.Fatalf("OnWire = %d, want %d", got, n)
+	}
+}
+
 func TestLink_IndependentLossRate(t *testing.T) {
 	e := twoElems(t, 5, LinkSpec{Rate: 100 * GbitPerSecond, Impair: &Impairments{Loss: 0.1}})
 	const n = 20000
@@ -381,7 +416,8 @@ func TestLink_LossSchedule(t *testing.T) {
 
 // TestLayout_HotFieldsShareALine pins the layouts that keep the per-packet
 // path's reads in few cache lines: a Link is three whole lines whose first
-// holds what a transmission touches, and a Packet's forwarding header is
+// holds what a transmission and an arrival touch (the wire's place in the
+// slots included), and a Packet's forwarding header is
 // its first 24 bytes in a size that keeps it inside one line for three
 // packets of four.
 func TestLayout_HotFieldsShareALine(t *testing.T) {
@@ -390,8 +426,9 @@ func TestLayout_HotFieldsShareALine(t *testing.T) {
 		t.Errorf("Link: expected a multiple of 64 bytes, got %d", got)
 	}
 	for name, off := range map[string]uintptr{"busyUntil": unsafe.Offsetof(l.busyUntil), "lazySeq": unsafe.Offsetof(l.lazySeq),
-		"rate": unsafe.Offsetof(l.rate), "delay": unsafe.Offsetof(l.delay), "TxBytes": unsafe.Offsetof(l.TxBytes),
-		"to": unsafe.Offsetof(l.to), "impaired": unsafe.Offsetof(l.impaired)} {
+		"psPerByte": unsafe.Offsetof(l.psPerByte), "delay": unsafe.Offsetof(l.delay), "TxBytes": unsafe.Offsetof(l.TxBytes),
+		"to": unsafe.Offsetof(l.to), "toPort": unsafe.Offsetof(l.toPort), "slot": unsafe.Offsetof(l.slot),
+		"wh": unsafe.Offsetof(l.wh), "wn": unsafe.Offsetof(l.wn), "impaired": unsafe.Offsetof(l.impaired)} {
 		if off >= 64 {
 			t.Errorf("Link.%s: expected in the first 64 bytes, at %d", name, off)
 		}

@@ -35,7 +35,7 @@ func (ecnAQM) OnDequeue(s *Switch, e *sim.Engine, pkt *sim.Packet, port, _ int, 
 
 // ecnOnArrival is ecnAQM's decision on admission.
 func (s *Switch) ecnOnArrival(e *sim.Engine, pt *Port, pkt *sim.Packet, backlog int64) Verdict {
-	if !pt.Queue.ECN.Dequeue && pkt.Flags&sim.FlagECT != 0 && s.mark(e, &pt.Queue.ECN, backlog) {
+	if !pt.ecnDeq && pkt.Flags&sim.FlagECT != 0 && s.markPort(e, pt, backlog) {
 		return Mark
 	}
 	return Pass
@@ -43,10 +43,25 @@ func (s *Switch) ecnOnArrival(e *sim.Engine, pt *Port, pkt *sim.Packet, backlog 
 
 // ecnOnDequeue is ecnAQM's decision as a packet starts serialising.
 func (s *Switch) ecnOnDequeue(e *sim.Engine, pt *Port, pkt *sim.Packet, behind int64) Verdict {
-	if pt.Queue.ECN.Dequeue && pkt.Flags&sim.FlagECT != 0 && s.mark(e, &pt.Queue.ECN, behind) {
+	if pt.ecnDeq && pkt.Flags&sim.FlagECT != 0 && s.markPort(e, pt, behind) {
 		return Mark
 	}
 	return Pass
+}
+
+// markPort decides ECN marking at port pt from an occupancy: by the
+// port's copies of its ECN mode and step threshold (in the lines every
+// packet touches), or by RED from Queue.ECN.
+func (s *Switch) markPort(e *sim.Engine, pt *Port, occ int64) bool {
+	switch pt.ecnMode {
+	case topologies.ECNOff:
+		return false
+	case topologies.ECNStep:
+		return occ > pt.ecnK
+	case topologies.ECNRED:
+		return s.mark(e, &pt.Queue.ECN, occ)
+	}
+	return false
 }
 
 // mark decides ECN marking from an occupancy. RED draws from the switch's

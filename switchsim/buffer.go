@@ -16,14 +16,14 @@ func (staticBuffer) Admit(s *Switch, port, c int, size int64) bool {
 
 // staticAdmit is staticBuffer's test, with the port's occupancy.
 func (s *Switch) staticAdmit(pt *Port, size, occ int64) bool {
-	if s.ing != nil {
+	if s.pfc {
 		for k := 0; k < s.nc; k++ {
 			if s.lossless[k] {
-				occ -= pt.cls[k].occ
+				occ -= pt.class(k).occ
 			}
 		}
 	}
-	return occ+size <= pt.Queue.Buffer
+	return occ+size <= pt.buffer
 }
 
 // dynamicBuffer is a switch-wide pool with Choudhury and Hahne's dynamic
@@ -45,7 +45,7 @@ func (b *dynamicBuffer) NeedsPortState() {}
 
 // Admit implements BufferPolicy.Admit.
 func (b *dynamicBuffer) Admit(s *Switch, port, c int, size int64) bool {
-	return b.admit(s, &s.Ports[port].cls[c], c, size)
+	return b.admit(s, s.Ports[port].class(c), c, size)
 }
 
 func (b *dynamicBuffer) admit(s *Switch, cq *classQ, c int, size int64) bool {

@@ -309,7 +309,13 @@ type pipeline struct {
 	codel   *CoDel
 	dwrr    *dwrr
 	ndp     *ndpTrim
+}
 
+// kinds is how the switch calls its pipeline's modules: each stage's
+// kind (a built-in's own code, or kindCustom: through its interface) and
+// what the modules need of the core. The switch keeps it in its first
+// lines, apart from the pipeline, because every packet reads it.
+type kinds struct {
 	kcls, kfwd, kbuf, kaqm, ksch, ktrim kind
 	// deqAQM: the AQM decides on dequeue (a DequeueAQM); aqmDeq: the
 	// core asks it before a packet starts (not for kindECN, whose dequeue
@@ -362,6 +368,7 @@ func (s *Switch) buildModules() error {
 	}
 	env := &Env{Ports: s.Ports, Classes: s.nc, Config: &s.cfg}
 	var p pipeline
+	var ks kinds
 	for _, st := range Stages {
 		ref := *s.cfg.Modules.Ref(st)
 		if ref.Name == "" {
@@ -374,27 +381,27 @@ func (s *Switch) buildModules() error {
 		k := kindOf(v)
 		switch st {
 		case StageClassify:
-			p.cls, p.kcls = v.(Classifier), k
+			p.cls, ks.kcls = v.(Classifier), k
 		case StageForward:
-			p.fwd, p.kfwd = v.(Forwarder), k
+			p.fwd, ks.kfwd = v.(Forwarder), k
 		case StageBuffer:
-			p.buf, p.kbuf = v.(BufferPolicy), k
+			p.buf, ks.kbuf = v.(BufferPolicy), k
 		case StageAQM:
-			p.aqm, p.kaqm = v.(AQM), k
-			_, p.deqAQM = v.(DequeueAQM)
-			p.aqmDeq = p.deqAQM && k != kindECN
-			_, p.sojourn = v.(SojournUser)
+			p.aqm, ks.kaqm = v.(AQM), k
+			_, ks.deqAQM = v.(DequeueAQM)
+			ks.aqmDeq = ks.deqAQM && k != kindECN
+			_, ks.sojourn = v.(SojournUser)
 		case StageSchedule:
-			p.sch, p.ksch = v.(Scheduler), k
+			p.sch, ks.ksch = v.(Scheduler), k
 		case StageTrim:
 			if v != nil {
 				p.trim = v.(Trimmer)
-				p.portState = true // the Trimmed counters
+				ks.portState = true // the Trimmed counters
 			}
-			p.ktrim = k
+			ks.ktrim = k
 		}
 		if _, ok := v.(PortStateUser); ok {
-			p.portState = true
+			ks.portState = true
 		}
 		switch x := v.(type) {
 		case *flowletFwd:
@@ -411,7 +418,7 @@ func (s *Switch) buildModules() error {
 			p.ndp = x
 		}
 	}
-	s.mod = p
+	s.mod, s.kinds = p, ks
 	s.poolSize, s.poolReserved = 0, 0
 	if sp, ok := p.buf.(SharedPool); ok {
 		s.poolSize, s.poolReserved = sp.Pool()
@@ -435,10 +442,10 @@ func (s *Switch) buildModules() error {
 // interface, built-ins included (a test checks that both ways give the
 // same results).
 func (s *Switch) UseInterfaces() {
-	m := &s.mod
+	m := &s.kinds
 	m.kcls, m.kfwd, m.kbuf, m.kaqm, m.ksch = kindCustom, kindCustom, kindCustom, kindCustom, kindCustom
 	m.aqmDeq = m.deqAQM
-	if m.trim != nil {
+	if s.mod.trim != nil {
 		m.ktrim = kindCustom
 	}
 }

@@ -122,8 +122,8 @@ func (s *Switch) PausedPorts(at sim.Time, dst []sim.PausedPort) []sim.PausedPort
 		if pt.portX == nil {
 			continue
 		}
-		for c := range pt.cls {
-			if q := &pt.cx[c]; q.pausedUntil > at && pt.cls[c].q.Len() > 0 {
+		for c := 0; c < pt.NumClasses(); c++ {
+			if q := &pt.cx[c]; q.pausedUntil > at && pt.class(c).q.Len() > 0 {
 				dst = append(dst, sim.PausedPort{Elem: s.ID, Peer: pt.Peer, Port: int32(j), Class: int32(c),
 					Since: q.pausedSince, Until: q.pausedUntil})
 			}

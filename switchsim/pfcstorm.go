@@ -56,7 +56,7 @@ func (s *Switch) stormCheck(e *sim.Engine, idx int) {
 	if cq.pausedUntil <= now {
 		return // the pause ended
 	}
-	if pt.cls[c].q.Len() == 0 {
+	if pt.class(c).q.Len() == 0 {
 		s.armStormCheck(e, j, c, now+s.cfg.PFC.Storm.Detect)
 		return
 	}
@@ -102,14 +102,14 @@ func (s *Switch) stormRestore(e *sim.Engine, idx int) {
 // accounting.
 func (s *Switch) dropQueued(e *sim.Engine, j int, c int) {
 	pt := &s.Ports[j]
-	cq := &pt.cls[c]
+	cq := pt.class(c)
 	for cq.q.Len() > 0 {
-		p, sz := cq.q.Take()
+		p, sz := cq.take()
 		in := int16(-1)
-		if s.ing != nil {
+		if s.pfc {
 			in = pt.in[c].Pop()
 		}
-		if s.enqAt != nil {
+		if s.sojourn {
 			s.enqAt[j*s.nc+c].Pop()
 		}
 		size := int64(sz)

@@ -60,14 +60,14 @@ func TestStormWatchdog_DropDetectsMitigatesRestores(t *testing.T) {
 		t.Fatalf("want first paused at 10us and no storm yet, got %v, %d", k.FirstPaused, k.Storms)
 	}
 	out = append(out, drain(s, e, 110*sim.Microsecond)...)
-	if k := s.Ports[0].Class(0); k.Storms != 0 || s.Ports[0].cls[0].q.Len() != 4 {
-		t.Fatalf("before 110us: want no storm and 4 packets queued, got %d storms, %d queued", k.Storms, s.Ports[0].cls[0].q.Len())
+	if k := s.Ports[0].Class(0); k.Storms != 0 || s.Ports[0].class(0).q.Len() != 4 {
+		t.Fatalf("before 110us: want no storm and 4 packets queued, got %d storms, %d queued", k.Storms, s.Ports[0].class(0).q.Len())
 	}
 	out = append(out, drain(s, e, 110*sim.Microsecond+1)...)
 	k = s.Ports[0].Class(0)
-	if k.Storms != 1 || k.StormDrops != 4 || s.Ports[0].cls[0].q.Len() != 0 || s.Ports[0].Occupancy() != 0 {
+	if k.Storms != 1 || k.StormDrops != 4 || s.Ports[0].class(0).q.Len() != 0 || s.Ports[0].Occupancy() != 0 {
 		t.Fatalf("at 110us: want a storm and the 4 queued packets dropped, got %d storms, %d storm drops, %d queued, %d bytes",
-			k.Storms, k.StormDrops, s.Ports[0].cls[0].q.Len(), s.Ports[0].Occupancy())
+			k.Storms, k.StormDrops, s.Ports[0].class(0).q.Len(), s.Ports[0].Occupancy())
 	}
 	if pt := s.Ports[0].PausedTime(0, 300*sim.Microsecond); pt != 100*sim.Microsecond {
 		t.Errorf("paused time: want the 100us until the storm, got %v", pt)
@@ -98,7 +98,7 @@ func TestStormWatchdog_DropDetectsMitigatesRestores(t *testing.T) {
 	// Restored: a PAUSE stops the class again, and packets are queued.
 	pauseAt(s, e, 700*sim.Microsecond, 1000, &out)
 	put(s, e, 0, 1000, 0, 1)
-	if !s.paused(e, &s.Ports[0], 0) || s.Ports[0].cls[0].q.Len() != 1 {
+	if !s.paused(e, &s.Ports[0], 0) || s.Ports[0].class(0).q.Len() != 1 {
 		t.Fatalf("after the restore: want class 0 paused and its packet queued")
 	}
 	// Every dropped packet went back to the pool: the one queued is the

@@ -25,7 +25,7 @@ func (w *dwrr) Pick(s *Switch, e *sim.Engine, port int) int {
 func (w *dwrr) pick(s *Switch, e *sim.Engine, pt *Port) int {
 	weighted := false
 	for c := s.nc - 1; c >= 0; c-- {
-		cq := &pt.cls[c]
+		cq := pt.class(c)
 		if cq.q.Len() == 0 || s.paused(e, pt, c) {
 			continue
 		}
@@ -41,7 +41,7 @@ func (w *dwrr) pick(s *Switch, e *sim.Engine, pt *Port) int {
 	// head packet; a class gets its quantum when its turn comes.
 	for {
 		c := int(pt.rr)
-		cq := &pt.cls[c]
+		cq := pt.class(c)
 		if !w.strict[c] && cq.q.Len() > 0 && !s.paused(e, pt, c) {
 			head := int64(cq.q.Front().Size)
 			if x := &pt.cx[c]; x.deficit >= head {
@@ -53,7 +53,7 @@ func (w *dwrr) pick(s *Switch, e *sim.Engine, pt *Port) int {
 		}
 		c = (c + 1) % s.nc
 		pt.rr = int8(c)
-		if nq := &pt.cls[c]; !w.strict[c] && nq.q.Len() > 0 && !s.paused(e, pt, c) {
+		if nq := pt.class(c); !w.strict[c] && nq.q.Len() > 0 && !s.paused(e, pt, c) {
 			pt.cx[c].deficit += w.quantum[c]
 		}
 	}
@@ -68,7 +68,7 @@ type strictPriority struct{}
 func (strictPriority) Pick(s *Switch, e *sim.Engine, port int) int {
 	pt := &s.Ports[port]
 	for c := s.nc - 1; c >= 0; c-- {
-		if pt.cls[c].q.Len() > 0 && !s.paused(e, pt, c) {
+		if pt.class(c).q.Len() > 0 && !s.paused(e, pt, c) {
 			return c
 		}
 	}
@@ -77,11 +77,11 @@ func (strictPriority) Pick(s *Switch, e *sim.Engine, port int) int {
 
 // QueueLen is the number of packets waiting in class c of port (not
 // counting the one in service).
-func (s *Switch) QueueLen(port, c int) int { return s.Ports[port].cls[c].q.Len() }
+func (s *Switch) QueueLen(port, c int) int { return s.Ports[port].class(c).q.Len() }
 
 // HeadSize is the size of the packet at the head of class c of port.
 // Precondition: QueueLen(port, c) > 0.
-func (s *Switch) HeadSize(port, c int) int32 { return s.Ports[port].cls[c].q.Front().Size }
+func (s *Switch) HeadSize(port, c int) int32 { return s.Ports[port].class(c).q.Front().Size }
 
 // Paused reports whether class c of port is paused by its peer (PFC).
 func (s *Switch) Paused(e *sim.Engine, port, c int) bool { return s.paused(e, &s.Ports[port], c) }

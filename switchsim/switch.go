@@ -116,17 +116,30 @@ type ClassCounters struct {
 	Storms, Restores, StormDrops uint64
 }
 
-// classQ is one class queue of a port.
+// classQ is one class queue of a port: its packets with their sizes, and
+// its occupancy.
 type classQ struct {
-	q   sim.PktQueue
+	q   sim.Ring[sim.Queued]
 	occ int64 // queued plus the packet in service, if it is of this class
+}
+
+// add appends packet p of size bytes.
+func (cq *classQ) add(p sim.PktRef, size int32) { cq.q.Push(sim.Queued{P: p, Size: size}) }
+
+// take removes the head packet and returns it with its size.
+// Precondition: q.Len() > 0.
+func (cq *classQ) take() (sim.PktRef, int32) {
+	h := cq.q.Pop()
+	return h.P, h.Size
 }
 
 // portX is the state of a port's optional mechanisms.
 type portX struct {
-	cc  []ClassCounters      // per class
-	cx  []classX             // per class
-	ctl sim.Ring[sim.PktRef] // PAUSE frames, sent before any class
+	// more holds the class queues after class 0 (with Config.Classes).
+	more []classQ
+	cc   []ClassCounters      // per class
+	cx   []classX             // per class
+	ctl  sim.Ring[sim.PktRef] // PAUSE frames, sent before any class
 	// in holds, beside each class queue, the ingress port of each packet
 	// (PFC accounting; only with PFC).
 	in []sim.Ring[int16]
@@ -148,32 +161,59 @@ type classX struct {
 }
 
 // Port is an output port: queues in front of a link direction.
+//
+// It is three cache lines, and the switch's ports lie whole lines apart
+// (TestLayout_PortHotLines): the first line holds what every packet
+// reads and writes (class 0's queue, the occupancy, the transmitter's
+// state), the second the counters every packet updates and the queue
+// configuration admission and marking read (copied from Queue by
+// Configure), the third the rest. A packet through a port touches its
+// first two lines (at 168 bytes and with the class queues in a slab of
+// their own, it touched four or five).
 type Port struct {
-	Link  sim.LinkID
-	Peer  sim.ElemID
-	Queue topologies.QueueConfig
-	PortCounters
-
-	cls       []classQ
-	*portX          // nil with one class and no PFC, trimming or cut-through
-	queued    int64 // bytes queued in all classes
-	inService int64 // bytes of the packet being serialised (0 for a PAUSE)
+	cls0      classQ // class 0 (the only one without Config.Classes)
+	queued    int64  // bytes queued in all classes
+	inService int32  // bytes of the packet being serialised (0 for a PAUSE)
+	Link      sim.LinkID
 	svcIn     int16 // its ingress port, when its class is lossless
 	svcClass  int8  // class of the packet in service; -1: a PAUSE frame
 	rr        int8  // DWRR: the class whose turn it is
-	// In is the link direction from Peer into this port (cut-through reads
-	// the ingress rate from it). Placed here, it fills what was padding.
-	In   sim.LinkID
-	busy bool
+	busy      bool
 	// lazy: the packet in service has no transmit-done event (the queue
 	// was empty when it started; sim.Engine.TransmitLazy): settle applies
 	// its completion once it is past, and a packet queued behind it
 	// materialises the event.
 	lazy bool
+	// ecnMode and ecnDeq are Queue.ECN's Mode and Dequeue, ecnK its K,
+	// buffer Queue.Buffer: Configure copies them beside the state and
+	// counters a packet touches.
+	ecnMode topologies.ECNMode
+	ecnDeq  bool
+
+	PortCounters
+	buffer int64
+	ecnK   int64
+
+	*portX // nil with one class and no PFC, trimming or cut-through
+	Peer   sim.ElemID
+	// In is the link direction from Peer into this port (cut-through reads
+	// the ingress rate from it).
+	In sim.LinkID
+	// Queue is the queue's configuration: Configure reads it (a change
+	// after Configure has no effect until the next Configure).
+	Queue topologies.QueueConfig
+}
+
+// class is class queue c of the port.
+func (p *Port) class(c int) *classQ {
+	if c == 0 {
+		return &p.cls0
+	}
+	return &p.more[c-1]
 }
 
 // Occupancy is the bytes in the buffer: queued plus the one in service.
-func (p *Port) Occupancy() int64 { return p.queued + p.inService }
+func (p *Port) Occupancy() int64 { return p.queued + int64(p.inService) }
 
 // Queued is the number of packets waiting (not in service).
 func (p *Port) Queued() int {
@@ -181,8 +221,8 @@ func (p *Port) Queued() int {
 	if p.portX != nil {
 		n = p.ctl.Len()
 	}
-	for i := range p.cls {
-		n += p.cls[i].q.Len()
+	for c := 0; c < p.NumClasses(); c++ {
+		n += p.class(c).q.Len()
 	}
 	return n
 }
@@ -192,7 +232,12 @@ func (p *Port) Queued() int {
 func (p *Port) HasClassCounters() bool { return p.portX != nil }
 
 // NumClasses is the number of class queues of the port.
-func (p *Port) NumClasses() int { return len(p.cls) }
+func (p *Port) NumClasses() int {
+	if p.portX == nil {
+		return 1
+	}
+	return 1 + len(p.more)
+}
 
 // Class returns the counters of class c (zero when the port keeps none).
 func (p *Port) Class(c int) ClassCounters {
@@ -203,7 +248,7 @@ func (p *Port) Class(c int) ClassCounters {
 }
 
 // ClassOccupancy is the bytes of class c in the buffer.
-func (p *Port) ClassOccupancy(c int) int64 { return p.cls[c].occ }
+func (p *Port) ClassOccupancy(c int) int64 { return p.class(c).occ }
 
 // PausedTime is how long class c of the port was paused by its peer up to
 // now.
@@ -244,27 +289,46 @@ func (p *Port) Totals() ClassCounters {
 }
 
 // Switch is one switch element.
+//
+// Its first two cache lines hold what every packet reads (the routes, the
+// ports, the modules' kinds, the mechanisms' switches); the rest is
+// configuration and state of the optional mechanisms
+// (TestLayout_SwitchHotLines).
 type Switch struct {
 	ID sim.ElemID
 	// storming counts the class queues whose storm watchdog drops
 	// (StormDrop) at the moment: while it is 0, admission skips the check.
-	// Placed here, it fills what was padding.
 	storming int32
 	Node     int // topology node index
 	Ports    []Port
-	Mode     Forwarding
-	NoRoute  uint64 // packets with no route (dropped)
+	routes   *topologies.Routes
+	salt     uint64
+	lossless [sim.MaxClasses]bool
+
+	nc int // classes per port (1 without Config.Classes)
+	// SampleEvery, when positive, records every port's occupancy on a
+	// grid of this period while the switch holds packets (queue_depth.csv).
+	SampleEvery sim.Time
+	// Shared pool (a SharedPool buffer policy; poolSize 0: none): bytes
+	// beyond the reserves of all queues.
+	sharedUsed, poolSize, poolReserved int64
+	kinds                                   // the pipeline's modules' kinds (builtins.go)
+	sampling                           bool // a sample timer is pending
+	// hasX: the ports have their portX (classes, PFC, trimming,
+	// cut-through or a module that keeps per-class state); pfc: PFC
+	// ingress accounting (ing); cut, intOn: cfg.CutThrough.Enabled and
+	// cfg.INT.Enabled.
+	hasX, pfc, cut, intOn bool
+	Mode                  Forwarding
+
+	NoRoute uint64 // packets with no route (dropped)
 	// CtlCreated counts the PAUSE frames the switch made; CtlConsumed those
 	// it received (the conservation check).
 	CtlCreated, CtlConsumed uint64
+	// trimQueue is the Trimmer's header allowance per port.
+	trimQueue int64
 
-	routes *topologies.Routes
-	salt   uint64
-
-	cfg      Config
-	nc       int // classes per port (1 without Config.Classes)
-	lossless [sim.MaxClasses]bool
-	sampling bool // a sample timer is pending
+	cfg Config
 	// PFC ingress accounting by [ingress port * nc + class].
 	ing       []int64
 	xoff      []bool
@@ -272,19 +336,11 @@ type Switch struct {
 	headroom  []int64 // by ingress port
 	// The pipeline's modules (module.go, builtins.go).
 	mod pipeline
-	// Shared pool (a SharedPool buffer policy; poolSize 0: none): bytes
-	// beyond the reserves of all queues.
-	sharedUsed, poolSize, poolReserved int64
-	// trimQueue is the Trimmer's header allowance per port.
-	trimQueue int64
 	// enqAt holds, beside each class queue (port * nc + class), its
 	// packets' arrival times (only for a SojournUser AQM).
 	enqAt []sim.Ring[sim.Time]
 
-	// SampleEvery, when positive, records every port's occupancy on a
-	// grid of this period while the switch holds packets (queue_depth.csv).
-	SampleEvery sim.Time
-	Samples     []QueueSample
+	Samples []QueueSample
 	// ClassSamples, with several classes, records each class queue's
 	// occupancy at the same times (queue_depth_class.csv).
 	ClassSamples []ClassSample
@@ -317,6 +373,18 @@ type ClassSample struct {
 	Class int8
 	Bytes int64
 }
+
+// PortSlab returns n zero ports, for the Ports of switches (a fabric takes
+// every switch's from one slab), placed so that each starts a cache line:
+// it allocates at least 32 KB, which the Go runtime gives a span of its
+// own that starts a page (a smaller object with pointers begins 8 bytes
+// into its slot, after the allocation header).
+func PortSlab(n int) []Port {
+	return make([]Port, max(n, (32<<10)/portBytes+1))[:n:n]
+}
+
+// portBytes is the size of a Port (TestLayout_PortHotLines checks it).
+const portBytes = 192
 
 // New returns a switch for topology node `node` with the given ports, and
 // the plain configuration (see Configure).
@@ -377,28 +445,37 @@ func (s *Switch) Configure(e *sim.Engine, c *Config) error {
 		return err
 	}
 	s.enqAt = nil
-	if s.mod.sojourn {
+	if s.sojourn {
 		s.enqAt = make([]sim.Ring[sim.Time], len(s.Ports)*s.nc)
 	}
-	slab := make([]classQ, len(s.Ports)*s.nc)
+	var more []classQ // the class queues after class 0
+	if s.nc > 1 {
+		more = make([]classQ, len(s.Ports)*(s.nc-1))
+	}
 	var cc []ClassCounters
 	var cx []classX
-	if s.nc > 1 || c.lossless() || c.HonourPause || c.CutThrough.Enabled || s.mod.portState {
+	if s.nc > 1 || c.lossless() || c.HonourPause || c.CutThrough.Enabled || s.portState {
 		cc = make([]ClassCounters, len(s.Ports)*s.nc)
 		cx = make([]classX, len(s.Ports)*s.nc)
 	}
 	for i := range s.Ports {
 		pt := &s.Ports[i]
-		pt.cls = slab[i*s.nc : (i+1)*s.nc : (i+1)*s.nc]
+		pt.cls0 = classQ{}
 		pt.portX = nil
 		if cc != nil {
-			pt.portX = &portX{cc: cc[i*s.nc : (i+1)*s.nc : (i+1)*s.nc], cx: cx[i*s.nc : (i+1)*s.nc : (i+1)*s.nc]}
+			m := s.nc - 1
+			pt.portX = &portX{more: more[i*m : (i+1)*m : (i+1)*m], cc: cc[i*s.nc : (i+1)*s.nc : (i+1)*s.nc], cx: cx[i*s.nc : (i+1)*s.nc : (i+1)*s.nc]}
 			if c.lossless() {
 				pt.in = make([]sim.Ring[int16], s.nc)
 			}
 		}
 		pt.svcClass = -1
+		pt.buffer = pt.Queue.Buffer
+		pt.ecnMode, pt.ecnDeq, pt.ecnK = pt.Queue.ECN.Mode, pt.Queue.ECN.Dequeue, pt.Queue.ECN.K
 	}
+	s.hasX = cc != nil
+	s.pfc = s.ing != nil
+	s.cut, s.intOn = s.cfg.CutThrough.Enabled, s.cfg.INT.Enabled
 	return nil
 }
 
@@ -436,7 +513,7 @@ func (s *Switch) OnArrive(e *sim.Engine, p sim.PktRef, in int) {
 		// EntropyHash, written out here: FlowHash is not inlined (cost
 		// 101 > 80), and the call costs ~10 instructions per packet.
 		var h uint64
-		switch s.mod.kfwd {
+		switch s.kfwd {
 		case kindSpray:
 			h = s.EntropyHash(pkt)
 		case kindECMP, kindAdaptive, kindFlowlet:
@@ -444,7 +521,7 @@ func (s *Switch) OnArrive(e *sim.Engine, p sim.PktRef, in int) {
 			h = sim.Mix64(h ^ uint64(pkt.SrcPort)<<24 ^ uint64(pkt.DstPort)<<8 ^ uint64(pkt.Proto))
 		default: // the module hashes what it needs
 		}
-		switch s.mod.kfwd {
+		switch s.kfwd {
 		case kindECMP, kindSpray:
 			port = next[h%uint64(len(next))]
 		case kindAdaptive:
@@ -472,7 +549,7 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, j int, p sim.PktRef, pkt *sim.
 	}
 	c := 0
 	if s.nc > 1 {
-		if s.mod.kcls == kindClass {
+		if s.kcls == kindClass {
 			c = classOfField(pkt, s.cfg.ControlClass, s.nc)
 		} else {
 			c = max(0, min(s.mod.cls.Classify(s, pkt), s.nc-1))
@@ -481,11 +558,11 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, j int, p sim.PktRef, pkt *sim.
 	if s.storming > 0 && s.stormDrop(e, pt, p, c, in) {
 		return
 	}
-	cq := &pt.cls[c]
+	cq := pt.class(c)
 	size := int64(pkt.Size)
 	occ := pt.Occupancy()
 	pfcIdx := -1
-	if s.lossless[c] && in >= 0 && s.ing != nil {
+	if s.lossless[c] && in >= 0 && s.pfc {
 		// Lossless: admitted while the ingress counter is within XOFF plus
 		// headroom, whatever the egress occupancy.
 		pfcIdx = in*s.nc + c
@@ -507,7 +584,7 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, j int, p sim.PktRef, pkt *sim.
 	} else if !s.admit(pt, j, cq, c, size, occ) {
 		var header int32
 		cut := false
-		switch s.mod.ktrim {
+		switch s.ktrim {
 		case kindNoTrim:
 		case kindNDP:
 			header, cut = s.mod.ndp.Trim(s, pkt, j, c)
@@ -519,7 +596,7 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, j int, p sim.PktRef, pkt *sim.
 		}
 		if !cut {
 			pt.Dropped++
-			if pt.portX != nil {
+			if s.hasX {
 				pt.cc[c].Dropped++
 			}
 			e.Pool.Free(p)
@@ -533,12 +610,12 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, j int, p sim.PktRef, pkt *sim.
 		pkt.Ack = uint64(pkt.Hops)
 		size = int64(pkt.Size)
 		c = s.cfg.ControlClass
-		cq = &pt.cls[c]
+		cq = pt.class(c)
 		// The headers have their own allowance beside the data (NDP's
 		// separate header queue).
 		if cq.occ+size > s.trimQueue {
 			pt.Dropped++
-			if pt.portX != nil {
+			if s.hasX {
 				pt.cc[c].Dropped++
 			}
 			e.Pool.Free(p)
@@ -552,11 +629,11 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, j int, p sim.PktRef, pkt *sim.
 		qocc = cq.occ
 	}
 	// The AQM on admission.
-	switch s.mod.kaqm {
+	switch s.kaqm {
 	case kindECN:
 		// ecnOnArrival, written out (its cost, 83, is over the inlining
 		// budget).
-		if !pt.Queue.ECN.Dequeue && pkt.Flags&sim.FlagECT != 0 && s.mark(e, &pt.Queue.ECN, qocc) {
+		if pt.ecnMode != topologies.ECNOff && !pt.ecnDeq && pkt.Flags&sim.FlagECT != 0 && s.markPort(e, pt, qocc) {
 			s.markCE(pt, pkt, c)
 		}
 	case kindCoDel:
@@ -564,7 +641,7 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, j int, p sim.PktRef, pkt *sim.
 	default:
 		if s.aqmVerdict(e, pt, pkt, c, s.mod.aqm.OnEnqueue(s, e, pkt, j, c, qocc)) {
 			pt.Dropped++
-			if pt.portX != nil {
+			if s.hasX {
 				pt.cc[c].Dropped++
 			}
 			e.Pool.Free(p)
@@ -580,7 +657,7 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, j int, p sim.PktRef, pkt *sim.
 		pt.PeakBytes = occ + size
 	}
 	s.addOcc(cq, c, size)
-	if pt.portX != nil {
+	if s.hasX {
 		k := &pt.cc[c]
 		k.Enqueued++
 		k.PeakBytes = max(k.PeakBytes, cq.occ)
@@ -599,12 +676,12 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, j int, p sim.PktRef, pkt *sim.
 	if pfcIdx < 0 {
 		in = -1 // nothing to account when it leaves
 	}
-	if !pt.busy && cq.q.Len() == 0 && (pt.portX == nil || pt.ctl.Len() == 0) && !s.paused(e, pt, c) {
-		if s.mod.aqmDeq && !s.dequeueAQM(e, j, pt, p, c, size, int16(in), 0) {
+	if !pt.busy && cq.q.Len() == 0 && (!s.hasX || pt.ctl.Len() == 0) && !s.paused(e, pt, c) {
+		if s.aqmDeq && !s.dequeueAQM(e, j, pt, p, c, size, int16(in), 0) {
 			return
 		}
 		at := e.Now()
-		if s.cfg.CutThrough.Enabled && from >= 0 {
+		if s.cut && from >= 0 {
 			if at = s.cutThrough(e, pt, &s.Ports[from], size); at < e.Now() {
 				pt.cc[c].CutThrough++
 			}
@@ -612,8 +689,8 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, j int, p sim.PktRef, pkt *sim.
 		s.start(e, pt, p, c, size, int16(in), at)
 		return
 	}
-	cq.q.Add(p, int32(size))
-	if s.enqAt != nil {
+	cq.add(p, int32(size))
+	if s.sojourn {
 		s.enqAt[j*s.nc+c].Push(e.Now())
 	}
 	if pt.lazy {
@@ -622,7 +699,7 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, j int, p sim.PktRef, pkt *sim.
 		pt.lazy = false
 		e.Materialize(pt.Link)
 	}
-	if s.ing != nil {
+	if s.pfc {
 		pt.in[c].Push(int16(in))
 	}
 	pt.queued += size
@@ -632,7 +709,7 @@ func (s *Switch) enqueue(e *sim.Engine, pt *Port, j int, p sim.PktRef, pkt *sim.
 // admit is the lossy admission by the buffer module (port pt is port j,
 // occ its occupancy).
 func (s *Switch) admit(pt *Port, j int, cq *classQ, c int, size, occ int64) bool {
-	switch s.mod.kbuf {
+	switch s.kbuf {
 	case kindStatic:
 		return s.staticAdmit(pt, size, occ)
 	case kindDynamic:
@@ -649,7 +726,7 @@ func (s *Switch) markCE(pt *Port, pkt *sim.Packet, c int) {
 	}
 	pkt.Flags |= sim.FlagCE
 	pt.Marked++
-	if pt.portX != nil {
+	if s.hasX {
 		pt.cc[c].Marked++
 	}
 }
@@ -680,11 +757,11 @@ func (s *Switch) aqmVerdict(e *sim.Engine, pt *Port, pkt *sim.Packet, c int, v V
 func (s *Switch) dequeueAQM(e *sim.Engine, j int, pt *Port, p sim.PktRef, c int, size int64, in int16, sojourn sim.Time) bool {
 	behind := pt.queued
 	if s.nc > 1 {
-		behind = pt.cls[c].occ - size
+		behind = pt.class(c).occ - size
 	}
 	pkt := e.Pool.Get(p)
 	var v Verdict
-	if s.mod.kaqm == kindCoDel {
+	if s.kaqm == kindCoDel {
 		v = s.mod.codel.OnDequeue(s, e, pkt, j, c, sojourn, behind)
 	} else {
 		v = s.mod.aqm.OnDequeue(s, e, pkt, j, c, sojourn, behind)
@@ -692,10 +769,10 @@ func (s *Switch) dequeueAQM(e *sim.Engine, j int, pt *Port, p sim.PktRef, c int,
 	if !s.aqmVerdict(e, pt, pkt, c, v) {
 		return true
 	}
-	s.addOcc(&pt.cls[c], c, -size)
+	s.addOcc(pt.class(c), c, -size)
 	s.release(e, int(in), c, size)
 	pt.Dropped++
-	if pt.portX != nil {
+	if s.hasX {
 		pt.cc[c].Dropped++
 	}
 	e.Pool.Free(p)
@@ -717,7 +794,7 @@ func (s *Switch) SharedUsed() int64 { return s.sharedUsed }
 
 // paused reports whether class c of port pt is paused by its peer.
 func (s *Switch) paused(e *sim.Engine, pt *Port, c int) bool {
-	return pt.portX != nil && pt.cx[c].pausedUntil > e.Now()
+	return s.hasX && pt.cx[c].pausedUntil > e.Now()
 }
 
 // cutThrough is when the transmission of a packet of size bytes that
@@ -755,25 +832,25 @@ func (s *Switch) cutThrough(e *sim.Engine, pt, from *Port, size int64) sim.Time 
 // (now, or earlier for cut-through).
 func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64, in int16, at sim.Time) {
 	pt.busy = true
-	pt.inService = size
+	pt.inService = int32(size)
 	pt.svcClass = int8(c)
 	pt.svcIn = in
-	if pt.Queue.ECN.Dequeue && s.mod.kaqm == kindECN {
+	if pt.ecnDeq && s.kaqm == kindECN {
 		// ECN on dequeue (as htsim's UEC queues): the backlog left behind.
 		behind := pt.queued
 		if s.nc > 1 {
-			behind = pt.cls[c].occ - size
+			behind = pt.class(c).occ - size
 		}
 		if pkt := e.Pool.Get(p); s.ecnOnDequeue(e, pt, pkt, behind) == Mark {
 			s.markCE(pt, pkt, c)
 		}
 	}
 	pt.TxPackets++
-	if pt.portX != nil {
+	if s.hasX {
 		pt.cc[c].TxPackets++
 	}
 	wire := int32(size)
-	if s.cfg.INT.Enabled {
+	if s.intOn {
 		if pkt := e.Pool.Get(p); pkt.Flags&(sim.FlagData|sim.FlagTrimmed) == sim.FlagData {
 			s.pushINT(e, pt, p, pkt, at)
 			wire = pkt.Size // with the record
@@ -782,7 +859,7 @@ func (s *Switch) start(e *sim.Engine, pt *Port, p sim.PktRef, c int, size int64,
 	// One class, no PFC, shared buffer, trimming or cut-through, and
 	// nothing queued: the completion has nothing to start and only frees
 	// the packet's bytes, which settle does when it is past.
-	pt.lazy = pt.portX == nil && pt.cls[0].q.Len() == 0
+	pt.lazy = !s.hasX && pt.class(0).q.Len() == 0
 	e.TransmitSize(pt.Link, p, at, wire, pt.lazy)
 }
 
@@ -846,8 +923,11 @@ func (s *Switch) OnTxDone(e *sim.Engine, port int) {
 // complete frees the buffer of the packet that finished; the port is idle.
 func (s *Switch) complete(e *sim.Engine, pt *Port) {
 	if c := int(pt.svcClass); c >= 0 {
-		s.addOcc(&pt.cls[c], c, -pt.inService)
-		s.release(e, int(pt.svcIn), c, pt.inService)
+		n := int64(pt.inService)
+		s.addOcc(pt.class(c), c, -n)
+		if s.pfc {
+			s.release(e, int(pt.svcIn), c, n)
+		}
 	}
 	pt.busy = false
 	pt.inService = 0
@@ -858,7 +938,7 @@ func (s *Switch) complete(e *sim.Engine, pt *Port) {
 // accounted) to PFC's ingress accounting, and sends the XON when the
 // counter comes down to XON.
 func (s *Switch) release(e *sim.Engine, in, c int, n int64) {
-	if in < 0 || !s.lossless[c] || s.ing == nil {
+	if in < 0 || !s.lossless[c] || !s.pfc {
 		return
 	}
 	idx := in*s.nc + c
@@ -877,7 +957,7 @@ func (s *Switch) kick(e *sim.Engine, pt *Port, j int) {
 	if pt.busy {
 		return
 	}
-	if pt.portX != nil && pt.ctl.Len() > 0 {
+	if s.hasX && pt.ctl.Len() > 0 {
 		p := pt.ctl.Pop()
 		pt.busy = true
 		pt.svcClass = -1
@@ -889,10 +969,10 @@ func (s *Switch) kick(e *sim.Engine, pt *Port, j int) {
 		switch {
 		case s.nc == 1:
 			c = -1
-			if pt.cls[0].q.Len() > 0 && !s.paused(e, pt, 0) {
+			if pt.class(0).q.Len() > 0 && !s.paused(e, pt, 0) {
 				c = 0
 			}
-		case s.mod.ksch == kindDWRR:
+		case s.ksch == kindDWRR:
 			c = s.mod.dwrr.pick(s, e, pt)
 		default:
 			c = s.pick(e, pt, j)
@@ -900,18 +980,18 @@ func (s *Switch) kick(e *sim.Engine, pt *Port, j int) {
 		if c < 0 {
 			return
 		}
-		cq := &pt.cls[c]
+		cq := pt.class(c)
 		for cq.q.Len() > 0 {
-			p, sz := cq.q.Take()
+			p, sz := cq.take()
 			in := int16(-1)
-			if s.ing != nil {
+			if s.pfc {
 				in = pt.in[c].Pop()
 			}
 			size := int64(sz)
 			pt.queued -= size
-			if s.mod.aqmDeq {
+			if s.aqmDeq {
 				var sojourn sim.Time
-				if s.enqAt != nil {
+				if s.sojourn {
 					sojourn = e.Now() - s.enqAt[j*s.nc+c].Pop()
 				}
 				if !s.dequeueAQM(e, j, pt, p, c, size, in, sojourn) {
@@ -922,7 +1002,7 @@ func (s *Switch) kick(e *sim.Engine, pt *Port, j int) {
 			return
 		}
 		// Every packet of the class was dropped on dequeue.
-		if s.mod.kaqm == kindCoDel {
+		if s.kaqm == kindCoDel {
 			s.mod.codel.OnDequeue(s, e, nil, j, c, 0, 0)
 		} else {
 			s.mod.aqm.OnDequeue(s, e, nil, j, c, 0, 0)
@@ -934,11 +1014,11 @@ func (s *Switch) kick(e *sim.Engine, pt *Port, j int) {
 // scheduler other than DWRR (kick calls that one itself). Precondition:
 // several classes.
 func (s *Switch) pick(e *sim.Engine, pt *Port, j int) int {
-	if s.mod.ksch == kindStrict {
+	if s.ksch == kindStrict {
 		return strictPriority{}.Pick(s, e, j)
 	}
 	c := s.mod.sch.Pick(s, e, j)
-	if c >= s.nc || c >= 0 && (pt.cls[c].q.Len() == 0 || s.paused(e, pt, c)) {
+	if c >= s.nc || c >= 0 && (pt.class(c).q.Len() == 0 || s.paused(e, pt, c)) {
 		panic(fmt.Sprintf("switchsim: switch %d port %d: the scheduler picked class %d, which cannot send", s.ID, j, c))
 	}
 	return c
@@ -999,7 +1079,7 @@ func (s *Switch) sample(e *sim.Engine) {
 		}
 		busy = busy || d > 0
 		for c := 0; c < s.nc && s.lastClass != nil; c++ {
-			k := s.Ports[i].cls[c].occ
+			k := s.Ports[i].class(c).occ
 			if last := &s.lastClass[i*s.nc+c]; k != *last || k > 0 {
 				s.ClassSamples = append(s.ClassSamples, ClassSample{Time: e.Now(), Port: int32(i), Class: int8(c), Bytes: k})
 				*last = k
