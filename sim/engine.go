@@ -590,9 +590,23 @@ func (e *Engine) take(q *eventQueue) *Event {
 		if ev.ring {
 			l := e.link(LinkID(ev.Arg))
 			e.inPort = l.toPort
-			l.wire.Pop()
-			if l.wire.Len() > 0 {
-				f := l.wire.Front()
+			// This event holds the head's fields: drop it, and move the
+			// spill's first packet, if any, into the freed slot (the
+			// spill holds packets only while the slots are full, and
+			// is in the Link's second line: not read otherwise).
+			full := l.wn == wireSlots
+			l.wh = (l.wh + 1) & (wireSlots - 1)
+			l.wn--
+			if full && l.spill != nil && l.spill.Len() > 0 {
+				e.slots[l.slot+int32((l.wh+l.wn)&(wireSlots-1))] = l.spill.Pop()
+				l.wn++
+			}
+			if l.wn > 0 {
+				// The next packet on the wire takes the place of this
+				// one's event, in the queue this one came from (the
+				// queue's length does not change: not counted in
+				// PeakQueue, as before).
+				f := &e.slots[l.slot+int32(l.wh)]
 				q.push(Event{At: f.at, Dst: ev.Dst, Src: ev.Src, Seq: f.seq, Kind: EvArrive, Arg: ev.Arg, Pkt: f.pkt, ring: true})
 			}
 		} else {
