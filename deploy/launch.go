@@ -608,32 +608,16 @@ func (l *launch) writeElementKeys() error {
 	}
 	// The url is the sign that everything is there: it appears whole
 	// (renamed into place), so a reader polling for it never sees it empty.
-	if err := writePrivateAtomic(filepath.Join(dir, "url"), []byte(l.url+"\n")); err != nil {
+	if err := results.WriteFileAtomic(filepath.Join(dir, "url"), func(w io.Writer) error {
+		_, err := io.WriteString(w, l.url+"\n")
+		return err
+	}); err != nil {
 		return fmt.Errorf("deploy: element keys: %w", err)
 	}
 	fmt.Fprintf(l.out, "lockstep: external elements %s of run %s: serve them on %s with their keys in %s "+
 		"(extswitch -nats %s -run %s -element NAME -nkey %s/NAME.nk)\n", strings.Join(names, ","), l.o.RunID, l.url, dir,
 		l.url, l.o.RunID, dir)
 	return nil
-}
-
-// writePrivateAtomic writes path (mode 0600) by renaming a complete
-// temporary file beside it into place.
-func writePrivateAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // nothing to remove after the rename
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 func (l *launch) startNATS() error {

@@ -463,7 +463,9 @@ func (e *Engine) Step(horizon Time) *Event {
 	}
 	e.cur = *top
 	e.q.popFirst()
-	// take(&e.q), written out: this is every event's path.
+	// take(&e.q), written out: this is every event's path, and the call
+	// costs 0.9 % of a k=8 run's instructions. Keep the two the same (the
+	// split queue runs wires through take: TestSplitQueue_StepKeepsTheKeyOrder).
 	ev := &e.cur
 	e.now = ev.At
 	e.Stats.Events++

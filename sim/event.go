@@ -264,15 +264,7 @@ func (q *eventQueue) sortNear(start Time) {
 	bi := uint(bits.Len(uint(n - 1)))
 	bs, bd := uint(bits.Len64(maxSrc)), uint(bits.Len64(maxDst))
 	if q.shift+bd+bs+bi > 64 {
-		slices.SortFunc(ev, func(a, b Event) int {
-			switch {
-			case a.Before(&b):
-				return -1
-			case b.Before(&a):
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(ev, compareEvents)
 		return
 	}
 	keys := slices.Grow(q.keys[:0], n)[:n]
@@ -462,4 +454,16 @@ func fillRoot(h []Event, x Event) {
 		i = p
 	}
 	h[i] = x
+}
+
+// compareEvents orders two events by their key (Before), as
+// slices.SortFunc wants.
+func compareEvents(a, b Event) int {
+	switch {
+	case a.Before(&b):
+		return -1
+	case b.Before(&a):
+		return 1
+	}
+	return 0
 }

@@ -10,15 +10,7 @@ func TestEventQueue_ReplaceTopKeepsOrder(t *testing.T) {
 	r := NewRand(3, 4)
 	var q eventQueue
 	var ref []Event
-	less := func(a, b Event) int {
-		switch {
-		case a.Before(&b):
-			return -1
-		case b.Before(&a):
-			return 1
-		}
-		return 0
-	}
+	less := compareEvents
 	seq := uint64(0)
 	next := func(at Time) Event {
 		seq++
@@ -272,15 +264,7 @@ func TestTransmitLazy_DoesNotAllocate(t *testing.T) {
 // on equal packed keys, or by the standard sort when ids are too wide),
 // with pushes, pops, peeks and replaced tops, against a sorted reference.
 func TestEventQueue_SlotsKeepTheKeyOrder(t *testing.T) {
-	less := func(a, b Event) int {
-		switch {
-		case a.Before(&b):
-			return -1
-		case b.Before(&a):
-			return 1
-		}
-		return 0
-	}
+	less := compareEvents
 	for _, c := range []struct {
 		shift uint
 		slots int64

@@ -20,6 +20,26 @@ import (
 // run to resume.
 const k8Example = "../../examples/fattree-k8-permutation.yaml"
 
+// k8WithFlows writes into dir the k=8 fat-tree permutation with flows of
+// size (its 2 MB changed), for a run long enough to be killed or
+// interrupted while it runs, and returns its path.
+func k8WithFlows(t *testing.T, dir, size string) string {
+	t.Helper()
+	ex, err := os.ReadFile(k8Example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Replace(string(ex), "size: 2MB", "size: "+size, 1)
+	if long == string(ex) {
+		t.Fatal("examples/fattree-k8-permutation.yaml: no \"size: 2MB\" to lengthen")
+	}
+	p := filepath.Join(dir, "long.yaml")
+	if err := os.WriteFile(p, []byte(long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // sameOutputs fails unless the run in got wrote the files of the run in
 // want with the same bytes, summary.json's perf aside.
 func sameOutputs(t *testing.T, want, got string) {

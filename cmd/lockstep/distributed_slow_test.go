@@ -105,25 +105,6 @@ func BenchmarkFatTreeK8(b *testing.B) {
 // with the single-process run's files.
 func TestCheckpoint_NodeKilledAtFivePoints(t *testing.T) {
 	requireWired(t)
-	killedNodes(t, longK8(t, t.TempDir()), []killPoint{{dirs: 1}, {dirs: 3, committed: true}, {dirs: 6},
+	killedNodes(t, k8WithFlows(t, t.TempDir(), "8MB"), []killPoint{{dirs: 1}, {dirs: 3, committed: true}, {dirs: 6},
 		{dirs: 10, committed: true}, {dirs: 14}}, "100us", 5)
-}
-
-// longK8 is the k=8 fat-tree permutation with 8 MB flows: long enough
-// (about 2 s) to be killed while it runs.
-func longK8(t *testing.T, dir string) string {
-	t.Helper()
-	ex, err := os.ReadFile(filepath.Join("..", "..", "examples", "fattree-k8-permutation.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	long := strings.Replace(string(ex), "size: 2MB", "size: 8MB", 1)
-	if long == string(ex) {
-		t.Fatal("examples/fattree-k8-permutation.yaml: no \"size: 2MB\" to lengthen")
-	}
-	p := filepath.Join(dir, "long.yaml")
-	if err := os.WriteFile(p, []byte(long), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

@@ -423,18 +423,7 @@ func interruptWritesPartial(t *testing.T, args []string) {
 	// The example's 2 MB flows end in a third of a second, which a loaded
 	// machine can take to deliver the signal: 64 MB flows run for seconds,
 	// so the interrupt always lands in the middle.
-	ex, err := os.ReadFile(filepath.Join("..", "..", "examples", "fattree-k8-permutation.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	long := strings.Replace(string(ex), "size: 2MB", "size: 64MB", 1)
-	if long == string(ex) {
-		t.Fatal("examples/fattree-k8-permutation.yaml: no \"size: 2MB\" to lengthen")
-	}
-	scen := filepath.Join(dir, "long.yaml")
-	if err := os.WriteFile(scen, []byte(long), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	scen := k8WithFlows(t, dir, "64MB")
 	cmd := exec.Command(os.Args[0], append([]string{"run", scen, "--out", out, "--progress"}, args...)...)
 	cmd.Env = append(os.Environ(), asMainEnv+"=1")
 	stderr, err := cmd.StderrPipe()
