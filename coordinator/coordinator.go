@@ -163,7 +163,7 @@ func Start(cfg Config) (*Coordinator, error) {
 		if len(cfg.Peers) <= 1 {
 			// Alone, a replica waits one heartbeat timeout before it
 			// elects itself: keep that short.
-			cfg.Election = 50 * time.Millisecond
+			cfg.Election = 10 * time.Millisecond
 		}
 	}
 	log := cfg.Logger

@@ -638,7 +638,7 @@ func (l *launch) startNATS() error {
 	l.viol = &violationLog{}
 	srv.SetLoggerV2(l.viol, false, false, false)
 	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
+	if !serverReady(srv, 10*time.Second) {
 		srv.Shutdown()
 		return fmt.Errorf("deploy: embedded NATS did not start")
 	}
@@ -649,8 +649,25 @@ func (l *launch) startNATS() error {
 
 // connect opens a NATS connection for a component of this process, as
 // member c (nil: with the operator's credentials only).
-func (l *launch) connect(name string, c *member.Creds) (*nats.Conn, error) {
-	opts := append(append([]nats.Option{nats.Name("lockstep " + name)}, liveness.ClientOptions()...), l.o.Auth...)
+// serverReady waits up to d for srv to accept connections. The server's
+// own ReadyForConnections sleeps 25 ms between its checks, which is most
+// of a short run's start-up; this checks every millisecond (each check
+// looks for up to 100 µs).
+func serverReady(srv *server.Server, d time.Duration) bool {
+	end := time.Now().Add(d)
+	for {
+		if srv.ReadyForConnections(100 * time.Microsecond) {
+			return true
+		}
+		if time.Now().After(end) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (l *launch) connect(name string, c *member.Creds, extra ...nats.Option) (*nats.Conn, error) {
+	opts := append(append(append([]nats.Option{nats.Name("lockstep " + name)}, liveness.ClientOptions()...), extra...), l.o.Auth...)
 	if c != nil {
 		mo, err := c.Options()
 		if err != nil {
@@ -898,7 +915,7 @@ func (l *launch) startNodes(ctx, nodeCtx context.Context) error {
 			continue
 		}
 		creds := l.member(member.Node(i))
-		nc, err := l.connect(fmt.Sprintf("node %d", i), creds)
+		nc, err := l.connect(fmt.Sprintf("node %d", i), creds, node.ConnOptions()...)
 		if err != nil {
 			return err
 		}

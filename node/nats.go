@@ -77,6 +77,15 @@ const inboxLen = 1 << 16
 // it, publish its batches and its report; when the finishing grant comes,
 // send the result and return. It returns an error if the run is aborted,
 // ctx ends, or a message breaks causality.
+// ConnOptions are the NATS options of a connection that is one node's
+// alone (Config.Conn): the server does not echo the node's own messages
+// back to it. Every window a node publishes its report on the subject all
+// nodes hear (report.*); without NoEcho the server writes it back and the
+// node reads, decodes and drops it (errOwn), a message in and out per
+// window on the path of the barrier. A connection several nodes share
+// (tests) must not have it: they would not hear each other.
+func ConnOptions() []nats.Option { return []nats.Option{nats.NoEcho()} }
+
 func Run(ctx context.Context, cfg Config) error {
 	log := cfg.Logger
 	if log == nil {
@@ -485,6 +494,7 @@ func Run(ctx context.Context, cfg Config) error {
 				err = attributed(subj, cfg, msg.Subject, &m)
 			}
 			if errors.Is(err, errOwn) {
+				perf.Echoes++
 				continue
 			}
 			if err != nil {
@@ -734,7 +744,7 @@ func fetchSetupOnce(ctx context.Context, nc *nats.Conn, subj wire.Subjects, cfg 
 // request sends a control request and retries it (no responders, timeout)
 // until a control reply comes or ctx ends.
 func request(ctx context.Context, nc *nats.Conn, subject string, data []byte, each time.Duration) (wire.Message, error) {
-	backoff := 20 * time.Millisecond
+	backoff := 2 * time.Millisecond
 	for {
 		rctx, cancel := context.WithTimeout(ctx, each)
 		msg, err := nc.RequestWithContext(rctx, subject, data)

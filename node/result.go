@@ -52,6 +52,9 @@ type NodePerf struct {
 	AheadEvents  uint64
 	AheadWindows uint64
 	Messages     uint64 // NATS messages received (batches, grants, resyncs)
+	// Echoes counts the node's own reports the server delivered back to
+	// it (a connection without ConnOptions); 0 on its own connection.
+	Echoes uint64 `msgpack:",omitempty"`
 	// Rejected counts messages dropped because they did not come from
 	// the member they claim (or did not decode).
 	Rejected uint64
