@@ -8,8 +8,10 @@ package fabric
 import (
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/lockstep-sim/lockstep/hostsim"
+	"github.com/lockstep-sim/lockstep/internal/prefetch"
 	"github.com/lockstep-sim/lockstep/sim"
 	"github.com/lockstep-sim/lockstep/stracksim"
 	"github.com/lockstep-sim/lockstep/switchsim"
@@ -719,6 +721,7 @@ func (f *Fabric) lazyDone(id sim.LinkID) {
 
 func (f *Fabric) dispatch(ev *sim.Event) {
 	e := f.eng
+	f.prefetch()
 	switch f.kind[ev.Dst] {
 	case kindHost:
 		h := f.hosts[f.hostOf[ev.Dst]]
@@ -746,6 +749,42 @@ func (f *Fabric) dispatch(ev *sim.Event) {
 		f.compat.OnEvent(e, ev)
 	default:
 		f.dispatchExternal(ev)
+	}
+}
+
+// prefetch asks for what the events ahead will read in the elements
+// (the engine's Step asks for their packets and links, eight events
+// ahead): eight ahead, the first two lines of the element's state; four
+// ahead, when its line is in, the egress port a switch arrival will take
+// (Switch.Prefetch) or the flow state a host arrival goes to
+// (Host.Prefetch). docs/decisions.md, "Prefetching the next events".
+func (f *Fabric) prefetch() {
+	e := f.eng
+	if n := e.Ahead(8); n != nil {
+		var a uintptr
+		switch f.kind[n.Dst] {
+		case kindSwitch:
+			a = uintptr(unsafe.Pointer(f.switches[n.Dst]))
+		case kindHost:
+			a = uintptr(unsafe.Pointer(f.hosts[f.hostOf[n.Dst]]))
+		}
+		if a != 0 {
+			prefetch.Two(a, a+64)
+		}
+	}
+	n := e.Ahead(4)
+	if n == nil || n.Kind != sim.EvArrive {
+		return
+	}
+	switch f.kind[n.Dst] {
+	case kindSwitch:
+		if s := f.switches[n.Dst]; s != nil {
+			s.Prefetch(e, n.Pkt)
+		}
+	case kindHost:
+		if h := f.hosts[f.hostOf[n.Dst]]; h != nil {
+			h.Prefetch(e, n.Pkt)
+		}
 	}
 }
 

@@ -2,9 +2,10 @@ package hostsim
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/lockstep-sim/lockstep/cc"
-
+	"github.com/lockstep-sim/lockstep/internal/prefetch"
 	"github.com/lockstep-sim/lockstep/sim"
 )
 
@@ -555,6 +556,28 @@ func (h *Host) OnArrive(e *sim.Engine, p sim.PktRef) {
 		return
 	}
 	h.deliver(e, p, pkt)
+}
+
+// Prefetch asks for the first lines of the flow state a packet arriving
+// now would go to (its receiver for data, its sender for an ACK or a
+// CNP), for a packet a few events ahead (fabric's loop, Engine.Ahead).
+func (h *Host) Prefetch(e *sim.Engine, p sim.PktRef) {
+	pkt := e.Pool.Get(p)
+	f := int(pkt.Flow)
+	var a uintptr
+	switch {
+	case pkt.Flags&sim.FlagPause != 0 || f < 0:
+		return
+	case pkt.Flags&sim.FlagData != 0:
+		if f < len(h.T.receivers) {
+			a = uintptr(unsafe.Pointer(h.T.receivers[f]))
+		}
+	case f < len(h.T.senders):
+		a = uintptr(unsafe.Pointer(h.T.senders[f]))
+	}
+	if a != 0 {
+		prefetch.Two(a, a+64)
+	}
 }
 
 // deliver hands packet p, which the NIC received, to its receiver or

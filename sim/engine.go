@@ -3,6 +3,9 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"unsafe"
+
+	"github.com/lockstep-sim/lockstep/internal/prefetch"
 )
 
 // Stats count what an engine did.
@@ -151,6 +154,42 @@ func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) b
 		}
 	}
 	return e, nil
+}
+
+// prefetch asks for what the events a few places ahead of q's front (in
+// the current slot, which is sorted) will read first in the engine. Eight
+// ahead: the arriving packet and its link; four ahead, the wire slot of
+// the packet behind it on the link, whose line came in four events
+// earlier. (The fabric asks for the elements' state: Ahead.) A fabric that has left the caches misses
+// on each of these (docs/decisions.md, "Prefetching the next events");
+// a prefetch overlaps the miss with the events in between. It reads
+// nothing the program sees and never faults, so a guess that turns out
+// wrong (the link moved on) costs only a line.
+func (e *Engine) prefetch(q *eventQueue) {
+	if i := q.nearAt + 8; i < len(q.near) {
+		n := &q.near[i]
+		if n.Kind == EvArrive {
+			prefetch.Two(uintptr(unsafe.Pointer(e.Pool.Get(n.Pkt))), uintptr(unsafe.Pointer(e.link(LinkID(n.Arg)))))
+		}
+	}
+	if i := q.nearAt + 4; i < len(q.near) {
+		if n := &q.near[i]; n.Kind == EvArrive && n.ring {
+			if l := e.link(LinkID(n.Arg)); l.wn > 1 {
+				s := uintptr(unsafe.Pointer(&e.slots[l.slot+int32((l.wh+1)&(wireSlots-1))]))
+				prefetch.Two(s, s)
+			}
+		}
+	}
+}
+
+// Ahead is the event k places behind the next one in the current time
+// slot, or nil when the slot holds fewer or the queue is split: for
+// prefetching only (the events before it may still push earlier ones).
+func (e *Engine) Ahead(k int) *Event {
+	if i := e.q.nearAt + k; i < len(e.q.near) && !e.split {
+		return &e.q.near[i]
+	}
+	return nil
 }
 
 // link is the state of link direction id (held here).
@@ -463,6 +502,7 @@ func (e *Engine) Step(horizon Time) *Event {
 	}
 	e.cur = *top
 	e.q.popFirst()
+	e.prefetch(&e.q)
 	// take(&e.q), written out: this is every event's path, and the call
 	// costs 0.9 % of a k=8 run's instructions. Keep the two the same (the
 	// split queue runs wires through take: TestSplitQueue_StepKeepsTheKeyOrder).
@@ -582,6 +622,7 @@ func (e *Engine) StepInterior(horizon Time) *Event {
 
 // take makes the event popped from q current.
 func (e *Engine) take(q *eventQueue) *Event {
+	e.prefetch(q)
 	ev := &e.cur
 	e.now = ev.At
 	e.Stats.Events++

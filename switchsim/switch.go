@@ -26,7 +26,9 @@ package switchsim
 
 import (
 	"fmt"
+	"unsafe"
 
+	"github.com/lockstep-sim/lockstep/internal/prefetch"
 	"github.com/lockstep-sim/lockstep/sim"
 	"github.com/lockstep-sim/lockstep/topologies"
 )
@@ -538,6 +540,41 @@ func (s *Switch) OnArrive(e *sim.Engine, p sim.PktRef, in int) {
 		}
 	}
 	s.enqueue(e, &s.Ports[port], int(port), p, pkt, in)
+}
+
+// Prefetch asks for the cache line of the port a packet arriving now would
+// leave by (likelyPort), for a packet a few events ahead (fabric's loop,
+// Engine.Ahead).
+func (s *Switch) Prefetch(e *sim.Engine, p sim.PktRef) {
+	if port := s.likelyPort(e.Pool.Get(p)); port >= 0 {
+		a := uintptr(unsafe.Pointer(&s.Ports[port]))
+		prefetch.Two(a, a)
+	}
+}
+
+// likelyPort is the port OnArrive would forward pkt by, from its route
+// lookup and the built-in ECMP or spray pick, without their side effects;
+// -1 for a PAUSE frame, no route, or another forwarding module (which may
+// depend on the ports' state). TestSwitch_LikelyPortIsOnArrivesPort keeps
+// the two the same.
+func (s *Switch) likelyPort(pkt *sim.Packet) int32 {
+	if pkt.Flags&sim.FlagPause != 0 {
+		return -1
+	}
+	next := s.routes.Next(s.Node, int(pkt.DstHost))
+	switch {
+	case len(next) == 0:
+		return -1
+	case len(next) == 1:
+		return next[0]
+	case s.kfwd == kindECMP:
+		h := sim.Mix64(uint64(pkt.SrcHost)<<32 | uint64(uint32(pkt.DstHost)) ^ s.salt)
+		h = sim.Mix64(h ^ uint64(pkt.SrcPort)<<24 ^ uint64(pkt.DstPort)<<8 ^ uint64(pkt.Proto))
+		return next[h%uint64(len(next))]
+	case s.kfwd == kindSpray:
+		return next[s.EntropyHash(pkt)%uint64(len(next))]
+	}
+	return -1
 }
 
 // enqueue admits pkt to port pt (drop-tail or the shared buffer's dynamic
