@@ -183,10 +183,12 @@ func (e *Engine) prefetch(q *eventQueue) {
 }
 
 // Ahead is the event k places behind the next one in the current time
-// slot, or nil when the slot holds fewer or the queue is split: for
-// prefetching only (the events before it may still push earlier ones).
+// slot, or nil when the slot holds fewer: for prefetching only (the
+// events before it may still push earlier ones). With the queue split
+// (SplitQueue) it looks in the interior elements' queue only, a guess:
+// Step takes from both.
 func (e *Engine) Ahead(k int) *Event {
-	if i := e.q.nearAt + k; i < len(e.q.near) && !e.split {
+	if i := e.q.nearAt + k; i < len(e.q.near) {
 		return &e.q.near[i]
 	}
 	return nil
