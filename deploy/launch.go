@@ -638,7 +638,7 @@ func (l *launch) startNATS() error {
 	l.viol = &violationLog{}
 	srv.SetLoggerV2(l.viol, false, false, false)
 	go srv.Start()
-	if !serverReady(srv, 10*time.Second) {
+	if !ServerReady(srv, 10*time.Second) {
 		srv.Shutdown()
 		return fmt.Errorf("deploy: embedded NATS did not start")
 	}
@@ -649,11 +649,11 @@ func (l *launch) startNATS() error {
 
 // connect opens a NATS connection for a component of this process, as
 // member c (nil: with the operator's credentials only).
-// serverReady waits up to d for srv to accept connections. The server's
+// ServerReady waits up to d for srv to accept connections. The server's
 // own ReadyForConnections sleeps 25 ms between its checks, which is most
 // of a short run's start-up; this checks every millisecond (each check
 // looks for up to 100 µs).
-func serverReady(srv *server.Server, d time.Duration) bool {
+func ServerReady(srv *server.Server, d time.Duration) bool {
 	end := time.Now().Add(d)
 	for {
 		if srv.ReadyForConnections(100 * time.Microsecond) {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/spf13/cobra"
+
+	"github.com/lockstep-sim/lockstep/deploy"
 )
 
 // newNATSCmd is `lockstep nats`: the embedded nats-server, with JetStream,
@@ -93,7 +95,7 @@ func runNATS(cmd *cobra.Command, stdout, stderr io.Writer) error {
 		return badInput(fmt.Errorf("nats: %w", err))
 	}
 	go srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
+	if !deploy.ServerReady(srv, 30*time.Second) {
 		srv.Shutdown()
 		return fmt.Errorf("nats: the server did not start on %s", addr)
 	}
