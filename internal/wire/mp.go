@@ -218,8 +218,20 @@ func (d *reader) integer(what string) (u uint64, s int64, neg bool) {
 	return 0, s, true
 }
 
-// u reads an unsigned integer of at most limit.
+// u reads an unsigned integer of at most limit. A positive fixint (one
+// byte, below 128: most of a packet's fields) is read here, inlined;
+// anything else in uSlow.
 func (d *reader) u(what string, limit uint64) uint64 {
+	if d.off < len(d.b) && d.err == nil {
+		if c := d.b[d.off]; c <= 0x7f && uint64(c) <= limit {
+			d.off++
+			return uint64(c)
+		}
+	}
+	return d.uSlow(what, limit)
+}
+
+func (d *reader) uSlow(what string, limit uint64) uint64 {
 	v, _, neg := d.integer(what)
 	switch {
 	case d.err != nil:
@@ -233,8 +245,18 @@ func (d *reader) u(what string, limit uint64) uint64 {
 	return 0
 }
 
-// i reads a signed integer in [lo, hi].
+// i reads a signed integer in [lo, hi]; a positive fixint inlined, as u.
 func (d *reader) i(what string, lo, hi int64) int64 {
+	if d.off < len(d.b) && d.err == nil {
+		if c := d.b[d.off]; c <= 0x7f && int64(c) >= lo && int64(c) <= hi {
+			d.off++
+			return int64(c)
+		}
+	}
+	return d.iSlow(what, lo, hi)
+}
+
+func (d *reader) iSlow(what string, lo, hi int64) int64 {
 	u, s, neg := d.integer(what)
 	if d.err != nil {
 		return 0

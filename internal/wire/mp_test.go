@@ -187,3 +187,43 @@ func BenchmarkBatchEncodeDecode(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(in.Packets)), "ns/packet")
 	b.ReportMetric(float64(len(buf))/float64(len(in.Packets)), "wire-B/packet")
 }
+
+// reader.u and reader.i read a positive fixint themselves and leave every
+// other form to uSlow and iSlow: the two paths must agree on the value,
+// the bytes consumed and the error for every encoding and bound.
+func TestReader_FixintFastPathAgrees(t *testing.T) {
+	vals := []int64{0, 1, 5, 31, 100, 127, 128, 255, 256, 65535, 1 << 20, math.MaxInt64, -1, -32, -33, -200, math.MinInt64}
+	bounds := [][2]int64{{0, math.MaxInt64}, {0, 100}, {5, 127}, {-40, 40}, {math.MinInt64, math.MaxInt64}, {0, 0}}
+	for _, v := range vals {
+		enc := appendInt(nil, v)
+		for _, b := range bounds {
+			for _, pre := range []bool{false, true} {
+				r1, r2 := reader{b: enc}, reader{b: enc}
+				if pre {
+					r1.fail("earlier")
+					r2.fail("earlier")
+				}
+				g1, g2 := r1.i("x", b[0], b[1]), r2.iSlow("x", b[0], b[1])
+				if g1 != g2 || r1.off != r2.off || (r1.err == nil) != (r2.err == nil) {
+					t.Errorf("i(%d in %v, failed before %v) = %d, off %d, err %v; slow path %d, off %d, err %v", v, b, pre, g1, r1.off, r1.err, g2, r2.off, r2.err)
+				}
+				if b[0] < 0 {
+					continue
+				}
+				r1, r2 = reader{b: enc}, reader{b: enc}
+				if pre {
+					r1.fail("earlier")
+					r2.fail("earlier")
+				}
+				u1, u2 := r1.u("x", uint64(b[1])), r2.uSlow("x", uint64(b[1]))
+				if u1 != u2 || r1.off != r2.off || (r1.err == nil) != (r2.err == nil) {
+					t.Errorf("u(%d max %d, failed before %v) = %d, off %d, err %v; slow path %d, off %d, err %v", v, b[1], pre, u1, r1.off, r1.err, u2, r2.off, r2.err)
+				}
+			}
+		}
+	}
+	var r reader // empty: truncated on both paths
+	if r.u("x", 10); r.err == nil {
+		t.Error("u on no bytes: no error")
+	}
+}
