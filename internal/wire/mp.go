@@ -54,10 +54,17 @@ func appendArrayLen(dst []byte, n int) []byte {
 	}
 }
 
+// appendUint appends v in msgpack's most compact form: a positive fixint
+// here (inlined), the wider forms in appendUintWide.
 func appendUint(dst []byte, v uint64) []byte {
-	switch {
-	case v <= math.MaxInt8:
+	if v <= math.MaxInt8 {
 		return append(dst, byte(v))
+	}
+	return appendUintWide(dst, v)
+}
+
+func appendUintWide(dst []byte, v uint64) []byte {
+	switch {
 	case v <= math.MaxUint8:
 		return append(dst, mpUint8, byte(v))
 	case v <= math.MaxUint16:
@@ -70,9 +77,16 @@ func appendUint(dst []byte, v uint64) []byte {
 }
 
 func appendInt(dst []byte, v int64) []byte {
+	if v >= 0 && v <= math.MaxInt8 {
+		return append(dst, byte(v))
+	}
+	return appendIntWide(dst, v)
+}
+
+func appendIntWide(dst []byte, v int64) []byte {
 	switch {
 	case v >= 0:
-		return appendUint(dst, uint64(v))
+		return appendUintWide(dst, uint64(v))
 	case v >= -32:
 		return append(dst, byte(v))
 	case v >= math.MinInt8:
