@@ -568,9 +568,7 @@ func (s *Switch) likelyPort(pkt *sim.Packet) int32 {
 	case len(next) == 1:
 		return next[0]
 	case s.kfwd == kindECMP:
-		h := sim.Mix64(uint64(pkt.SrcHost)<<32 | uint64(uint32(pkt.DstHost)) ^ s.salt)
-		h = sim.Mix64(h ^ uint64(pkt.SrcPort)<<24 ^ uint64(pkt.DstPort)<<8 ^ uint64(pkt.Proto))
-		return next[h%uint64(len(next))]
+		return next[s.FlowHash(pkt)%uint64(len(next))]
 	case s.kfwd == kindSpray:
 		return next[s.EntropyHash(pkt)%uint64(len(next))]
 	}
