@@ -213,9 +213,19 @@ func benchRound(b *testing.B, n int, members bool) {
 	}
 	// Wait for window 1 (leader elected, nodes resynchronised), then time
 	// b.N windows.
-	<-first
+	wait := func(ch chan struct{}, what string) {
+		t := time.NewTimer(time.Minute)
+		defer t.Stop()
+		select {
+		case <-ch:
+		case <-t.C:
+			close(stop)
+			b.Fatalf("%d nodes: %s within a minute (window %d)", n, what, windows.Load())
+		}
+	}
+	wait(first, "no first window")
 	b.ResetTimer()
-	<-done
+	wait(done, fmt.Sprintf("not %d windows", b.N))
 	b.StopTimer()
 	close(stop)
 }
