@@ -647,8 +647,6 @@ func (l *launch) startNATS() error {
 	return nil
 }
 
-// connect opens a NATS connection for a component of this process, as
-// member c (nil: with the operator's credentials only).
 // ServerReady waits up to d for srv to accept connections. The server's
 // own ReadyForConnections sleeps 25 ms between its checks, which is most
 // of a short run's start-up; this checks every millisecond (each check
@@ -666,6 +664,9 @@ func ServerReady(srv *server.Server, d time.Duration) bool {
 	}
 }
 
+// connect opens a NATS connection for a component of this process, as
+// member c (nil: with the operator's credentials only), with extra
+// options after the run's.
 func (l *launch) connect(name string, c *member.Creds, extra ...nats.Option) (*nats.Conn, error) {
 	opts := append(append(append([]nats.Option{nats.Name("lockstep " + name)}, liveness.ClientOptions()...), extra...), l.o.Auth...)
 	if c != nil {

@@ -71,12 +71,6 @@ var ErrAborted = errors.New("node: run aborted")
 // lost anyway is sent again on the leader's resync request.
 const inboxLen = 1 << 16
 
-// Run is a node process's life (docs/design.md §3, §7): subscribe, fetch the
-// setup from a coordinator, build the partition, then loop: take grants,
-// batches and resync requests; whenever the accepted window can run, run
-// it, publish its batches and its report; when the finishing grant comes,
-// send the result and return. It returns an error if the run is aborted,
-// ctx ends, or a message breaks causality.
 // ConnOptions are the NATS options of a connection that is one node's
 // alone (Config.Conn): the server does not echo the node's own messages
 // back to it. Every window a node publishes its report on the subject all
@@ -86,6 +80,12 @@ const inboxLen = 1 << 16
 // (tests) must not have it: they would not hear each other.
 func ConnOptions() []nats.Option { return []nats.Option{nats.NoEcho()} }
 
+// Run is a node process's life (docs/design.md §3, §7): subscribe, fetch the
+// setup from a coordinator, build the partition, then loop: take grants,
+// batches and resync requests; whenever the accepted window can run, run
+// it, publish its batches and its report; when the finishing grant comes,
+// send the result and return. It returns an error if the run is aborted,
+// ctx ends, or a message breaks causality.
 func Run(ctx context.Context, cfg Config) error {
 	log := cfg.Logger
 	if log == nil {

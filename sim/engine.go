@@ -160,11 +160,12 @@ func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) b
 // the current slot, which is sorted) will read first in the engine. Eight
 // ahead: the arriving packet and its link; four ahead, the wire slot of
 // the packet behind it on the link, whose line came in four events
-// earlier. (The fabric asks for the elements' state: Ahead.) A fabric that has left the caches misses
-// on each of these (docs/decisions.md, "Prefetching the next events");
-// a prefetch overlaps the miss with the events in between. It reads
-// nothing the program sees and never faults, so a guess that turns out
-// wrong (the link moved on) costs only a line.
+// earlier. (The fabric asks for the elements' state: Ahead.) A fabric
+// that has left the caches misses on each of these (docs/decisions.md,
+// "Prefetching the next events"); a prefetch overlaps the miss with the
+// events in between. It reads nothing the program sees and never
+// faults, so a guess that turns out wrong (the link moved on) costs only
+// a line.
 func (e *Engine) prefetch(q *eventQueue) {
 	if i := q.nearAt + 8; i < len(q.near) {
 		n := &q.near[i]
