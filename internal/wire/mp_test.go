@@ -2,7 +2,9 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
@@ -226,4 +228,163 @@ func TestReader_FixintFastPathAgrees(t *testing.T) {
 	if r.u("x", 10); r.err == nil {
 		t.Error("u on no bytes: no error")
 	}
+}
+
+// TestPacketFast_AgreesWithTheGeneralPath decodes batches whose packets'
+// values sit at and around every field's bounds and in every integer
+// form, with packetFast and without it: the same packets, the same
+// error (or none), whatever the fast path took or left.
+func TestPacketFast_AgreesWithTheGeneralPath(t *testing.T) {
+	edges := []int64{0, 1, 4, 5, 127, 128, 255, 256, 65535, 65536, math.MaxInt32, math.MaxInt32 + 1,
+		math.MaxUint32, math.MaxUint32 + 1, math.MaxInt64, -1, -32, -33, math.MinInt32, math.MinInt64}
+	rng := rand.New(rand.NewPCG(1, 2))
+	// raw encodes a batch of packets given as 29 raw values each, in any
+	// integer form the general path reads (signed forms for non-negative
+	// values too), and telemetry for some.
+	raw := func(pkts [][packetFields - 1]int64, signed []bool, tel []bool) []byte {
+		dst := appendHeader(nil, KindBatch)
+		dst = appendInt(dst, 1)
+		dst = appendInt(dst, 0)
+		dst = appendUint(dst, 9)
+		dst = appendUint(dst, 0)
+		dst = appendArrayLen(dst, len(pkts))
+		for k, vs := range pkts {
+			dst = appendArrayLen(dst, packetFields)
+			for _, v := range vs {
+				if signed[k] && v >= 0 && v <= math.MaxInt16 {
+					dst = binary.BigEndian.AppendUint16(append(dst, mpInt16), uint16(v))
+					continue
+				}
+				dst = appendInt(dst, v)
+			}
+			if tel[k] {
+				dst = appendArrayLen(dst, telFields(0))
+				dst = appendUint(dst, 0)
+				dst = appendInt(dst, 7)
+				dst = appendInt(dst, 8)
+			} else {
+				dst = appendArrayLen(dst, 0)
+			}
+		}
+		return appendUint(dst, 3)
+	}
+	decode := func(data []byte, fast bool) (*Batch, error) {
+		defer func(f bool) { fastPackets = f }(fastPackets)
+		fastPackets = fast
+		var m Message
+		into := &Batch{}
+		err := DecodeInto(data, &m, into)
+		return into, err
+	}
+	tookFast := 0 // batches whose first packet the fast path takes
+	for trial := 0; trial < 3000; trial++ {
+		// Enough packets that the first ones have maxPacketBytes after
+		// them (the fast path's condition) and the last ones do not.
+		n := 1 + rng.IntN(16)
+		pkts := make([][packetFields - 1]int64, n)
+		signed, tel := make([]bool, n), make([]bool, n)
+		for k := range pkts {
+			for f := range pkts[k] {
+				// Mostly values every field takes, an edge now and then.
+				pkts[k][f] = int64(rng.IntN(100))
+				if rng.IntN(12) == 0 {
+					pkts[k][f] = edges[rng.IntN(len(edges))]
+				}
+			}
+			pkts[k][10] = int64(rng.IntN(sim.MaxSackBlocks + 1)) // nsack
+			if rng.IntN(40) == 0 {
+				pkts[k][10] = sim.MaxSackBlocks + 1
+			}
+			signed[k] = rng.IntN(30) == 0
+			tel[k] = rng.IntN(30) == 0
+		}
+		data := raw(pkts, signed, tel)
+		// Truncated copies too: the fast path must not read past the end.
+		for _, d := range [][]byte{data, data[:len(data)-1-rng.IntN(len(data)/2)]} {
+			fb, ferr := decode(d, true)
+			gb, gerr := decode(d, false)
+			if (ferr == nil) != (gerr == nil) || ferr != nil && ferr.Error() != gerr.Error() {
+				t.Fatalf("trial %d: fast path error %v, general path error %v", trial, ferr, gerr)
+			}
+			if ferr == nil && !reflect.DeepEqual(fb, gb) {
+				t.Fatalf("trial %d: fast path gives %+v, general path %+v", trial, fb.Packets, gb.Packets)
+			}
+			if fastTaken(d) {
+				tookFast++
+			}
+		}
+	}
+	// And what our encoder writes, with values of a real run.
+	in := wideBatch(300)
+	fb, ferr := decode(AppendBatch(nil, in), true)
+	if ferr != nil || !reflect.DeepEqual(fb.Packets, in.Packets) {
+		t.Fatalf("round trip of wide packets: %v", ferr)
+	}
+	// The fast path itself takes every packet it has room for (a fast
+	// path that declined them would pass the comparisons above).
+	d := atPackets(AppendBatch(nil, in))
+	for k := 0; d.left() >= maxPacketBytes; k++ {
+		var rp sim.RemotePacket
+		if !d.packetFast(&rp) || !reflect.DeepEqual(rp, in.Packets[k]) {
+			t.Fatalf("packet %d of a wide batch: the fast path gives %+v, want %+v", k, rp, in.Packets[k])
+		}
+	}
+	if tookFast < 500 {
+		t.Fatalf("the fast path took the first packet of %d batches: the trials test too little", tookFast)
+	}
+}
+
+// atPackets is a decoder of batch message data at its first packet, or
+// nil when the header does not decode or there is none.
+func atPackets(data []byte) *decoder {
+	d := &decoder{reader{b: data}}
+	d.arrayLen("message", 1)
+	d.u("kind", 255)
+	d.i("from", 0, MaxNodes-1)
+	d.i("to", 0, MaxNodes-1)
+	d.u("window", math.MaxUint64)
+	d.u("seq", math.MaxUint32)
+	if d.arrayLen("packets", 1) == 0 || d.err != nil {
+		return nil
+	}
+	return d
+}
+
+// fastTaken says packetFast decodes the first packet of batch message data.
+func fastTaken(data []byte) bool {
+	var rp sim.RemotePacket
+	d := atPackets(data)
+	return d != nil && d.packetFast(&rp)
+}
+
+// wideBatch is a batch of n packets with the values of a fabric's run:
+// link ids and hosts past 127, times in picoseconds, byte offsets, 64-bit
+// packet ids: most fields are wider than a fixint.
+func wideBatch(n int) *Batch {
+	b := &Batch{From: 1, To: 0, Window: 123}
+	for k := 0; k < n; k++ {
+		b.Packets = append(b.Packets, sim.RemotePacket{Link: sim.LinkID(3000 + k%584), At: sim.Time(150e6 + k*1000), Seq: uint64(400000 + k),
+			Pkt: sim.Packet{ID: uint64(900)<<32 | uint64(k*7), Flow: int32(k % 1024), SrcHost: int32(k % 1024), DstHost: int32((k * 7) % 1024),
+				SrcPort: 1000, DstPort: 80, Size: 4160, Payload: 4096, Seq: uint64(k) * 4096 % 2000000, Ack: uint64(k) * 4096 % 2000000,
+				TSval: sim.Time(149e6 + k*900), TSecr: sim.Time(148e6 + k*800), Flags: 3, Hops: 3, Entropy: uint16(k * 31)}})
+	}
+	return b
+}
+
+// BenchmarkBatchDecodeWide decodes a batch of 1,800 packets with a real
+// run's values (perm1024 sends about that many a window and node).
+func BenchmarkBatchDecodeWide(b *testing.B) {
+	in := wideBatch(1800)
+	buf := AppendBatch(nil, in)
+	var m Message
+	into := &Batch{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := DecodeInto(buf, &m, into); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(in.Packets)), "ns/packet")
+	b.ReportMetric(float64(len(buf))/float64(len(in.Packets)), "wire-B/packet")
 }

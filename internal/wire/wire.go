@@ -13,6 +13,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -397,6 +398,9 @@ func (d *decoder) batch(b *Batch) {
 	b.Packets = slices.Grow(b.Packets, n)[:n]
 	var tels []sim.Telemetry // allocated at the first packet with telemetry
 	for k := 0; k < n && d.err == nil; k++ {
+		if fastPackets && d.packetFast(&b.Packets[k]) {
+			continue
+		}
 		if f := d.arrayLen("packet", 1); d.err == nil && f != packetFields {
 			d.fail("packet %d has %d fields, want %d", k, f, packetFields)
 		}
@@ -436,6 +440,80 @@ func (d *decoder) batch(b *Batch) {
 			rp.Tel = nil
 		}
 	}
+}
+
+// fastPackets lets batch try packetFast first (tests turn it off to
+// compare the two paths).
+var fastPackets = true
+
+// maxPacketBytes bounds an encoded packet without telemetry: the array
+// header, 29 integers of at most 9 bytes and the empty telemetry array.
+const maxPacketBytes = 3 + 9*(packetFields-1) + 1
+
+// packetFast decodes the next packet into rp when it has the form our
+// encoder gives almost every packet: the 30-value array header, every
+// value a non-negative integer within its field's range, no telemetry;
+// and when maxPacketBytes are left, so that no value needs its own
+// bounds check. Otherwise it consumes nothing and returns false: the
+// general path decodes the packet, or says what is wrong with it. Both
+// give the same packet (TestPacketFast_AgreesWithTheGeneralPath).
+func (d *decoder) packetFast(rp *sim.RemotePacket) bool {
+	b, off := d.b, d.off
+	if d.err != nil || len(b)-off < maxPacketBytes || b[off] != mpArray16 || b[off+1] != 0 || b[off+2] != packetFields {
+		return false
+	}
+	off += 3
+	var v [packetFields - 1]uint64
+	bad := false
+	for f := range v {
+		if c := b[off]; c <= 0x7f {
+			v[f], off = uint64(c), off+1
+		} else {
+			v[f], off = readWide(b, off, &bad)
+		}
+	}
+	// The general path's bounds, the fields ORed by bound (link, flow,
+	// hosts, size, payload; ports, flags, entropy; proto, hops; nsack;
+	// at, tsval, tsecr).
+	if bad || (v[0]|v[4]|v[5]|v[6]|v[14]|v[15]) > math.MaxInt32 || (v[7]|v[8]|v[12]|v[13]) > math.MaxUint16 ||
+		(v[9]|v[11]) > math.MaxUint8 || v[10] > sim.MaxSackBlocks || (v[1]|v[19]|v[20]) > math.MaxInt64 || b[off] != mpFixArrayMin {
+		return false
+	}
+	d.off = off + 1
+	p := &rp.Pkt
+	rp.Link, rp.At, rp.Seq = sim.LinkID(v[0]), sim.Time(v[1]), v[2]
+	p.ID, p.Flow, p.SrcHost, p.DstHost = v[3], int32(v[4]), int32(v[5]), int32(v[6])
+	p.SrcPort, p.DstPort, p.Proto, p.NSack = uint16(v[7]), uint16(v[8]), uint8(v[9]), uint8(v[10])
+	p.Hops, p.Flags, p.Entropy = uint8(v[11]), sim.Flags(v[12]), uint16(v[13])
+	p.Size, p.Payload = int32(v[14]), int32(v[15])
+	p.Seq, p.Ack, p.Bitmap, p.TSval, p.TSecr = v[16], v[17], v[18], sim.Time(v[19]), sim.Time(v[20])
+	for s := range p.Sack {
+		p.Sack[s] = sim.SackBlock{Start: v[21+2*s], End: v[22+2*s]}
+	}
+	rp.Tel = nil
+	return true
+}
+
+// readWide reads a non-negative msgpack integer wider than a positive
+// fixint (uint 8, 16, 32, 64) at b[off:], which holds at least 9 bytes,
+// and returns it and the offset after it; any other form sets *bad.
+// packetFast reads the fixints itself, at each field, so that each
+// field's branch is predicted on its own.
+//
+//go:noinline
+func readWide(b []byte, off int, bad *bool) (uint64, int) {
+	switch b[off] {
+	case mpUint8:
+		return uint64(b[off+1]), off + 2
+	case mpUint16:
+		return uint64(binary.BigEndian.Uint16(b[off+1 : off+3])), off + 3
+	case mpUint32:
+		return uint64(binary.BigEndian.Uint32(b[off+1 : off+5])), off + 5
+	case mpUint64:
+		return binary.BigEndian.Uint64(b[off+1 : off+9]), off + 9
+	}
+	*bad = true
+	return 0, off + 1
 }
 
 // telemetry decodes a non-empty telemetry array of f values into t.

@@ -137,6 +137,7 @@ func FuzzDecode(f *testing.F) {
 	rp.Tel.NHops = 2
 	f.Add(e.Batch(&Batch{From: 1, To: 0, Window: 4, Packets: []sim.RemotePacket{rp}}))
 	f.Add(e.Batch(&Batch{From: 1, To: 0, Window: 4}))
+	f.Add(e.Batch(wideBatch(8))) // long enough for the packets' fast path
 	f.Add(e.Report(&barrier.Report{Node: 1, Window: 2, Term: 1, NextEvent: 10, MinSent: sim.Never, Sent: []uint32{1, 0}}))
 	f.Add(e.Grant(&barrier.Grant{Window: 3, Term: 1, Start: 1, End: 2, Expect: []uint32{0, 1}}))
 	f.Add(e.Resync(Resync{Term: 9}))
