@@ -43,7 +43,7 @@ def main():
     ap.add_argument("runs", nargs="+", help="NAME=ONE.json,PART.json[,Pm]")
     ap.add_argument("--machines", default="1,2,4,16,64")
     ap.add_argument("--rtt", default="40,25,100", help="network round trips, µs")
-    ap.add_argument("--pkt-ns", type=float, default=600.0, help="cost of one cross packet at its two nodes, ns")
+    ap.add_argument("--pkt-ns", type=float, default=360.0, help="cost of one cross packet at its two nodes, ns")
     ap.add_argument("--report-us", type=float, default=2.0, help="cost of reading one peer's report, µs")
     ap.add_argument("--server-us", type=float, default=1.0, help="server cost of one report delivery, µs")
     ap.add_argument("--imbalance", type=float, default=0, help="slowest partition's compute over the mean (default: measured in PART.json)")
