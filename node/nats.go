@@ -57,6 +57,11 @@ type Config struct {
 	// Observe, if set, sees the node's Progress at every heartbeat once
 	// it has joined the run, and when it finishes (metrics, readiness).
 	Observe func(Progress)
+	// OwnProcess says the node is alone in its process (lockstep node):
+	// its result then has the process's CPU time and involuntary context
+	// switches over the run (NodePerf.CPUSeconds, Preempted), which tell a
+	// node's compute slowed by other processes on its cores from its own.
+	OwnProcess bool
 }
 
 // ErrAborted marks a run that another process abandoned.
@@ -125,6 +130,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	start := time.Now()
+	ru0, ruOK := processUsage()
 	var perf NodePerf
 	su, err := fetchSetup(ctx, nc, subj, cfg, &perf.Rejected)
 	if err != nil {
@@ -593,6 +599,10 @@ func Run(ctx context.Context, cfg Config) error {
 	// missed the last reports (a successor elected late in the run).
 	heartbeat()
 	perf.WallSeconds = time.Since(start).Seconds()
+	if ru1, ok := processUsage(); ok && ruOK && cfg.OwnProcess {
+		perf.CPUSeconds = (ru1.cpu - ru0.cpu).Seconds()
+		perf.Preempted = ru1.preempted - ru0.preempted
+	}
 	res := core.Result()
 	res.Perf = perf
 	if cfg.Observe != nil {

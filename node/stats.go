@@ -107,6 +107,13 @@ type NodeStats struct {
 	// depends on when the peers' messages come, so the number of events
 	// they ran is not here (the node logs it).
 	AheadSeconds float64 `json:"ahead_seconds,omitempty"`
+	// A node alone in its process (lockstep node, --procs, containers):
+	// the process's CPU seconds (user and system) over wall_seconds, and
+	// how often the kernel took its core away for another process
+	// (involuntary context switches). CPU well below wall_seconds with
+	// many preemptions: the node's compute waited for a core.
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+	Preempted  uint64  `json:"preempted,omitempty"`
 }
 
 // RunStats gathers the distributed statistics of a run cut by pl that
@@ -139,7 +146,7 @@ func RunStats(pl *partition.Placement, rs []*PartResult, end sim.Time, wall floa
 			MaxWaitMs: r.Perf.MaxWait * 1e3, Rejected: r.Perf.Rejected,
 			ComputeSeconds: r.Perf.ComputeSeconds, EncodeSeconds: r.Perf.EncodeSeconds, PublishSeconds: r.Perf.PublishSeconds,
 			DecodeSeconds: r.Perf.DecodeSeconds, ImbalanceSeconds: r.Perf.ImbalanceSeconds,
-			AheadSeconds: r.Perf.AheadSeconds}
+			AheadSeconds: r.Perf.AheadSeconds, CPUSeconds: r.Perf.CPUSeconds, Preempted: r.Perf.Preempted}
 		if w := r.Perf.WallSeconds; w > 0 {
 			ns.EventsPerSec = float64(p.Stats.Events) / w
 			ns.WindowsPerSec = float64(c.Windows) / w

@@ -10,7 +10,9 @@
 # time), the speed-up over 1 partition (wall), the efficiency (speed-up / P),
 # the windows and the mean cost of a window by part (µs: compute, encode,
 # publish, decode, waiting on slower partitions, waiting on the network
-# and barrier) with the NATS round trip measured in the same run; the
+# and barrier) with the NATS round trip measured in the same run, and for
+# node processes their CPU seconds over their wall seconds and how often
+# a node lost its core to another process per window (cpu, pre/w); the
 # last lines give the median of each mode and the fraction of the
 # in-memory speed-up the processes (and containers) reach, from the
 # medians and as the median of each repetition's own ratio (robust to a
@@ -87,7 +89,7 @@ containers() {
   net=""
 }
 
-printf '%-28s %-10s %3s %7s %7s %7s %5s %6s %8s %6s %6s %6s %6s %6s %6s %6s\n' scenario mode rep wall_s run_s speedup eff windows compute ahead enc pub dec imbal net rtt
+printf '%-28s %-10s %3s %7s %7s %7s %5s %6s %8s %6s %6s %6s %6s %6s %6s %6s %5s %5s\n' scenario mode rep wall_s run_s speedup eff windows compute ahead enc pub dec imbal net rtt cpu pre/w
 for s in $SCENARIOS; do
   name=$(basename "$s" .yaml)
   s1="" s2=""
@@ -129,9 +131,15 @@ else:
 sp = base / wall
 eff = sp / (1 if mode == "1" else P)
 g = lambda k: "%6.0f" % w[k] if k in w else "     -"
-print("%-28s %-10s %3s %7.2f %7.2f %7.2f %5.2f %6s %8s %6s %6s %6s %6s %6s %6s %6s" % (name[:28], mode, rep, wall, run, sp, eff,
+# Node processes (and containers) report their CPU time and involuntary
+# context switches: cpu is their CPU seconds over their wall seconds,
+# pre/w how often a node lost its core to another process per window.
+nodes = [n for n in d.get("per_node", []) if n.get("cpu_seconds")]
+cpu = "%5.2f" % (sum(n["cpu_seconds"] for n in nodes) / sum(n["wall_seconds"] for n in nodes)) if nodes else "    -"
+pre = "%5.1f" % (sum(n.get("preempted", 0) for n in nodes) / len(nodes) / d["windows"]) if nodes and d.get("windows") else "    -"
+print("%-28s %-10s %3s %7.2f %7.2f %7.2f %5.2f %6s %8s %6s %6s %6s %6s %6s %6s %6s %5s %5s" % (name[:28], mode, rep, wall, run, sp, eff,
       d.get("windows", "-"), g("compute"), g("ahead"), g("encode"), g("publish"), g("decode"), g("wait_imbalance"), g("wait_net"),
-      "%6.0f" % d["nats_rtt_us"] if d.get("nats_rtt_us") else "     -"))
+      "%6.0f" % d["nats_rtt_us"] if d.get("nats_rtt_us") else "     -", cpu, pre))
 if d.get("nats_rtt_us"):
     with open(walls + ".net", "a") as o:
         o.write("%s %s %f\n" % (name, mode, w.get("wait_net", 0) / d["nats_rtt_us"]))

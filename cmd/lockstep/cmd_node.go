@@ -87,7 +87,7 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 		return fmt.Errorf("node %d: connect to %s: %w", part, url, err)
 	}
 	defer nc.Close()
-	cfg := node.Config{Conn: nc, Run: run, Partition: part, Creds: creds,
+	cfg := node.Config{Conn: nc, Run: run, Partition: part, Creds: creds, OwnProcess: true,
 		SetupTimeout: v.GetDuration("node.setup-timeout"), Logger: log,
 		PeerTimeout: v.GetDuration("node.peer-timeout"), StatusEvery: v.GetDuration("node.status-every")}
 	if addr := v.GetString("node.metrics"); addr != "" {

@@ -35,7 +35,7 @@ output: {cwnd: {all: true}, queues: {interval: 20us}}
 // over NATS, placement.two_phase: false turns them off; in memory only
 // with two_phase: true) write the single-process run's files over NATS,
 // in goroutines and in node processes, and in memory; with them on the
-// nodes do run first phases.
+// nodes do run first phases; node processes report their CPU time.
 func TestRunDistributed_TwoPhaseSameFiles(t *testing.T) {
 	requireWired(t)
 	t.Setenv(asMainEnv, "1") // for the child processes only
@@ -44,15 +44,15 @@ func TestRunDistributed_TwoPhaseSameFiles(t *testing.T) {
 	single := filepath.Join(dir, "single")
 	runCLI(t, "run", filepath.Join(dir, "on.yaml"), "--out", single, "--quiet")
 	for _, c := range []struct {
-		name, file string
-		args       []string
-		ahead      bool
+		name, file  string
+		args        []string
+		ahead, proc bool
 	}{
-		{"2 partitions over NATS, two-phase", "on.yaml", []string{"--partitions", "2"}, true},
-		{"2 partitions over NATS, one phase", "off.yaml", []string{"--partitions", "2"}, false},
-		{"2 node processes, two-phase", "on.yaml", []string{"--partitions", "2", "--procs"}, true},
-		{"2 partitions in memory, one phase (the default)", "on.yaml", []string{"--partitions", "2", "--transport", "memory"}, false},
-		{"2 partitions in memory, two-phase", "mem.yaml", []string{"--partitions", "2", "--transport", "memory"}, true},
+		{"2 partitions over NATS, two-phase", "on.yaml", []string{"--partitions", "2"}, true, false},
+		{"2 partitions over NATS, one phase", "off.yaml", []string{"--partitions", "2"}, false, false},
+		{"2 node processes, two-phase", "on.yaml", []string{"--partitions", "2", "--procs"}, true, true},
+		{"2 partitions in memory, one phase (the default)", "on.yaml", []string{"--partitions", "2", "--transport", "memory"}, false, false},
+		{"2 partitions in memory, two-phase", "mem.yaml", []string{"--partitions", "2", "--transport", "memory"}, true, false},
 	} {
 		out := filepath.Join(dir, strings.NewReplacer(" ", "_", ",", "").Replace(c.name))
 		runCLI(t, append([]string{"run", filepath.Join(dir, c.file), "--out", out, "--quiet"}, c.args...)...)
@@ -62,6 +62,8 @@ func TestRunDistributed_TwoPhaseSameFiles(t *testing.T) {
 				Distributed struct {
 					PerNode []struct {
 						AheadSeconds float64 `json:"ahead_seconds"`
+						WallSeconds  float64 `json:"wall_seconds"`
+						CPUSeconds   float64 `json:"cpu_seconds"`
 					} `json:"per_node"`
 				} `json:"distributed"`
 			} `json:"extra"`
@@ -82,6 +84,16 @@ func TestRunDistributed_TwoPhaseSameFiles(t *testing.T) {
 		}
 		if !c.ahead && ahead != 0 {
 			t.Errorf("%s: first phases ran for %vs", c.name, ahead)
+		}
+		// A node process says what CPU it had; goroutine nodes share
+		// theirs and say nothing.
+		for i, n := range sum.Extra.Distributed.PerNode {
+			if c.proc && (n.CPUSeconds <= 0 || n.CPUSeconds > 2*n.WallSeconds+1) {
+				t.Errorf("%s: node %d: cpu_seconds %v over %vs of wall time", c.name, i, n.CPUSeconds, n.WallSeconds)
+			}
+			if !c.proc && n.CPUSeconds != 0 {
+				t.Errorf("%s: node %d in a shared process: cpu_seconds %v", c.name, i, n.CPUSeconds)
+			}
 		}
 	}
 }
