@@ -497,8 +497,8 @@ func (d *decoder) packetFast(rp *sim.RemotePacket) bool {
 // readWide reads a non-negative msgpack integer wider than a positive
 // fixint (uint 8, 16, 32, 64) at b[off:], which holds at least 9 bytes,
 // and returns it and the offset after it; any other form sets *bad.
-// packetFast reads the fixints itself, at each field, so that each
-// field's branch is predicted on its own.
+// packetFast reads the fixints itself; kept out of line, this keeps its
+// loop small.
 //
 //go:noinline
 func readWide(b []byte, off int, bad *bool) (uint64, int) {
