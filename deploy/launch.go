@@ -322,12 +322,8 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	var failure error
 	select {
 	case <-l.col.Done():
-		for _, r := range l.col.Results() {
-			if r.Partial() {
-				// Nodes pushed what they had: another member aborted.
-				failure = l.abortReason(fmt.Errorf("partition %d: aborted", r.Part.Partition))
-				break
-			}
+		if err := doneFailure(l.col.Results()); err != nil {
+			failure = l.abortReason(err)
 		}
 	case err := <-l.fatal:
 		failure = l.abortReason(err)
@@ -392,6 +388,25 @@ func (l *launch) member(name string) *member.Creds {
 	for _, c := range l.creds.All() {
 		if c.Name == name {
 			return c
+		}
+	}
+	return nil
+}
+
+// doneFailure is why a run whose every node has pushed its result failed,
+// or nil when none is partial. A node that failed on its own (an external
+// element) says why in its result, and every node may have pushed one
+// before the Failures watcher passed the first reason on, so a reason is
+// looked for first; without one another member aborted the run.
+func doneFailure(rs []*node.PartResult) error {
+	for _, r := range rs {
+		if r.Partial() && r.Reason != "" {
+			return fmt.Errorf("partition %d: %s", r.Part.Partition, r.Reason)
+		}
+	}
+	for _, r := range rs {
+		if r.Partial() {
+			return fmt.Errorf("partition %d: aborted", r.Part.Partition)
 		}
 	}
 	return nil
