@@ -130,7 +130,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	start := time.Now()
-	ru0, ruOK := processUsage()
+	var ru0 usage // the process's, when the node is alone in it
+	ruOK := false
+	if cfg.OwnProcess {
+		ru0, ruOK = processUsage()
+	}
 	var perf NodePerf
 	su, err := fetchSetup(ctx, nc, subj, cfg, &perf.Rejected)
 	if err != nil {
@@ -599,7 +603,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// missed the last reports (a successor elected late in the run).
 	heartbeat()
 	perf.WallSeconds = time.Since(start).Seconds()
-	if ru1, ok := processUsage(); ok && ruOK && cfg.OwnProcess {
+	if ru1, ok := processUsage(); ok && ruOK {
 		perf.CPUSeconds = (ru1.cpu - ru0.cpu).Seconds()
 		perf.Preempted = ru1.preempted - ru0.preempted
 	}

@@ -7,12 +7,6 @@ import (
 	"time"
 )
 
-// usage is a process's CPU time and involuntary context switches so far.
-type usage struct {
-	cpu       time.Duration
-	preempted uint64
-}
-
 // processUsage reads this process's usage (getrusage(2)).
 func processUsage() (usage, bool) {
 	var ru syscall.Rusage

@@ -167,18 +167,13 @@ func NewEngine(seed uint64, numElems int, links []LinkSpec, local func(ElemID) b
 // faults, so a guess that turns out wrong (the link moved on) costs only
 // a line.
 func (e *Engine) prefetch(q *eventQueue) {
-	if i := q.nearAt + 8; i < len(q.near) {
-		n := &q.near[i]
-		if n.Kind == EvArrive {
-			prefetch.Two(uintptr(unsafe.Pointer(e.Pool.Get(n.Pkt))), uintptr(unsafe.Pointer(e.link(LinkID(n.Arg)))))
-		}
+	if n := q.ahead(8); n != nil && n.Kind == EvArrive {
+		prefetch.Two(uintptr(unsafe.Pointer(e.Pool.Get(n.Pkt))), uintptr(unsafe.Pointer(e.link(LinkID(n.Arg)))))
 	}
-	if i := q.nearAt + 4; i < len(q.near) {
-		if n := &q.near[i]; n.Kind == EvArrive && n.ring {
-			if l := e.link(LinkID(n.Arg)); l.wn > 1 {
-				s := uintptr(unsafe.Pointer(&e.slots[l.slot+int32((l.wh+1)&(wireSlots-1))]))
-				prefetch.Two(s, s)
-			}
+	if n := q.ahead(4); n != nil && n.Kind == EvArrive && n.ring {
+		if l := e.link(LinkID(n.Arg)); l.wn > 1 {
+			s := uintptr(unsafe.Pointer(&e.slots[l.slot+int32((l.wh+1)&(wireSlots-1))]))
+			prefetch.Two(s, s)
 		}
 	}
 }
@@ -188,12 +183,7 @@ func (e *Engine) prefetch(q *eventQueue) {
 // events before it may still push earlier ones). With the queue split
 // (SplitQueue) it looks in the interior elements' queue only, a guess:
 // Step takes from both.
-func (e *Engine) Ahead(k int) *Event {
-	if i := e.q.nearAt + k; i < len(e.q.near) {
-		return &e.q.near[i]
-	}
-	return nil
-}
+func (e *Engine) Ahead(k int) *Event { return e.q.ahead(k) }
 
 // link is the state of link direction id (held here).
 func (e *Engine) link(id LinkID) *Link {

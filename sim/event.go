@@ -126,6 +126,15 @@ func (q *eventQueue) init() {
 	q.full = make([]uint64, q.slots/64)
 }
 
+// ahead is the event k places behind the front of the current slot
+// (sorted), or nil when the slot holds fewer: what prefetching looks at.
+func (q *eventQueue) ahead(k int) *Event {
+	if i := q.nearAt + k; i < len(q.near) {
+		return &q.near[i]
+	}
+	return nil
+}
+
 func (q *eventQueue) Len() int { return len(q.near) - q.nearAt + len(q.side) + q.inRing + len(q.far) }
 
 func (q *eventQueue) slot(t Time) int64 { return int64(t) >> q.shift }

@@ -340,11 +340,7 @@ func atPackets(data []byte) *decoder {
 	d := &decoder{reader{b: data}}
 	d.arrayLen("message", 1)
 	d.u("kind", 255)
-	d.i("from", 0, MaxNodes-1)
-	d.i("to", 0, MaxNodes-1)
-	d.u("window", math.MaxUint64)
-	d.u("seq", math.MaxUint32)
-	if d.arrayLen("packets", 1) == 0 || d.err != nil {
+	if d.batchHead(&Batch{}) == 0 || d.err != nil {
 		return nil
 	}
 	return d

@@ -389,13 +389,8 @@ func DecodeInto(data []byte, m *Message, into *Batch) error {
 }
 
 func (d *decoder) batch(b *Batch) {
-	b.Packets = b.Packets[:0]
-	b.From = int32(d.i("from", 0, MaxNodes-1))
-	b.To = int32(d.i("to", 0, MaxNodes-1))
-	b.Window = d.u("window", math.MaxUint64)
-	b.Seq = uint32(d.u("seq", math.MaxUint32))
-	n := d.arrayLen("packets", packetFields+1)
-	b.Packets = slices.Grow(b.Packets, n)[:n]
+	n := d.batchHead(b)
+	b.Packets = slices.Grow(b.Packets[:0], n)[:n]
 	var tels []sim.Telemetry // allocated at the first packet with telemetry
 	for k := 0; k < n && d.err == nil; k++ {
 		if fastPackets && d.packetFast(&b.Packets[k]) {
@@ -440,6 +435,16 @@ func (d *decoder) batch(b *Batch) {
 			rp.Tel = nil
 		}
 	}
+}
+
+// batchHead reads a batch's values before its packets into b and returns
+// the number of packets that follow.
+func (d *decoder) batchHead(b *Batch) int {
+	b.From = int32(d.i("from", 0, MaxNodes-1))
+	b.To = int32(d.i("to", 0, MaxNodes-1))
+	b.Window = d.u("window", math.MaxUint64)
+	b.Seq = uint32(d.u("seq", math.MaxUint32))
+	return d.arrayLen("packets", packetFields+1)
 }
 
 // fastPackets lets batch try packetFast first (tests turn it off to
