@@ -25,6 +25,8 @@
 #   P          partitions (default 2); REPS repetitions (default 3)
 #   CONTAINERS 1 adds the container mode (needs Docker and IMAGE, by
 #              default the tag `make image` gives this checkout)
+#   SERVERS    node: in the container mode, a NATS server per node (joined by
+#              routes, each node on its own) instead of one for the run
 #   PHASES     1 adds procs-1ph (two-phase windows off, placement.two_phase:
 #              false) and mem-2ph (on in memory, two_phase: true) to the
 #              defaults (on over NATS, off in memory; docs/decisions.md,
@@ -35,6 +37,7 @@ P=${P:-2}
 REPS=${REPS:-3}
 CONTAINERS=${CONTAINERS:-0}
 PHASES=${PHASES:-0}
+SERVERS=${SERVERS:-one}
 IMAGE=${IMAGE:-lockstep:$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
 tmp=$(mktemp -d)
 net=""
@@ -73,15 +76,52 @@ containers() {
   net=lockstep-bench-$run
   docker network create --label "lockstep.bench=$net" "$net" >/dev/null
   local lbl=(--label "lockstep.bench=$net" --network "$net")
-  docker run -d "${lbl[@]}" --name "$net-nats" "$IMAGE" nats --addr=0.0.0.0:4222 >/dev/null
+  # SERVERS=node: a NATS server per node container, joined by routes,
+  # each node on its own (docs/deploy.md, "A NATS server per machine").
+  local nservers=1 routes=""
+  [ "$SERVERS" = node ] && nservers=$P
+  for i in $(seq 0 $((nservers - 1))); do routes="$routes${routes:+,}nats://$net-nats$i:6222"; done
+  for i in $(seq 0 $((nservers - 1))); do
+    if [ "$nservers" = 1 ]; then
+      docker run -d "${lbl[@]}" --name "$net-nats$i" "$IMAGE" nats --addr=0.0.0.0:4222 >/dev/null
+    else
+      docker run -d "${lbl[@]}" --name "$net-nats$i" "$IMAGE" nats --addr=0.0.0.0:4222 --jetstream=false \
+        --name "s$i" --cluster 0.0.0.0:6222 --routes "$routes" --monitor 0.0.0.0:8222 >/dev/null
+    fi
+  done
+  # Nodes join once every server has a route to every other (a report
+  # published before its route exists is lost; the run would recover
+  # only through the leader's resync).
+  for i in $(seq 0 $((nservers - 1))); do
+    [ "$nservers" = 1 ] && break
+    local sip
+    sip=$(docker inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$net-nats$i")
+    python3 - "$sip" "$nservers" <<'PY'
+import json, sys, time, urllib.request
+ip, n = sys.argv[1], int(sys.argv[2])
+end = time.time() + 30
+while True:
+    try:
+        r = json.load(urllib.request.urlopen("http://%s:8222/routez" % ip, timeout=1))
+        if len({x.get("remote_name") for x in r.get("routes") or []}) >= n - 1:
+            break
+    except OSError:
+        pass
+    if time.time() > end:
+        sys.exit("server %s: routes not formed in 30 s" % ip)
+    time.sleep(0.05)
+PY
+  done
   local ip
-  ip=$(docker inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$net-nats")
+  ip=$(docker inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$net-nats0")
   docker run -d "${lbl[@]}" --name "$net-c1" -v "$(realpath "$s"):/s.yaml:ro" "$IMAGE" \
     coordinator /s.yaml --partitions "$P" --nats "nats://$ip:4222" --run "$run" --id c1 >/dev/null
   local gmp=$(( $(nproc) / P )); [ "$gmp" -lt 1 ] && gmp=1
   for i in $(seq 0 $((P - 1))); do
+    local own="nats://$ip:4222"
+    [ "$nservers" -gt 1 ] && own="nats://$net-nats$i:4222"
     docker run -d "${lbl[@]}" --name "$net-n$i" -e GOMAXPROCS=$gmp "$IMAGE" \
-      node --nats "nats://$ip:4222" --run "$run" --partition "$i" >/dev/null
+      node --nats "$own" --run "$run" --partition "$i" >/dev/null
   done
   "$BIN" run "$s" --partitions "$P" --external --nats "nats://$ip:4222" --run-id "$run" --out "$out" --quiet
   docker ps -aq --filter "label=lockstep.bench=$net" | xargs -r docker rm -f >/dev/null 2>&1 || true

@@ -11,6 +11,16 @@ NATS server) into the terms measured by `make bench-dist` and summary.json:
               + lat(RTT)                        the last report's trip: one way through the server
               + P * P * s_srv                   the server fanning P reports out to P nodes
 
+With --servers machine there is a NATS server on every machine, joined by
+routes (`lockstep nats --cluster --routes`, docs/deploy.md), and each node
+connects to its own: a report goes once to every other server and each
+server hands the P - 1 reports it receives to its node, so the fan-out
+term is per server, all servers at once, the busiest being the
+coordinator leader's (which also hands it all P reports):
+
+              + (3P - 2) * s_srv                the leader's server: P - 1 out, P - 1 + P in
+              + hop                             a report crosses two servers on its way
+
 with C the one-partition compute per window (run seconds / windows), W the
 windows, X(P) the packets that cross the cut in P partitions (grows as
 1 - 1/P from the measured X at Pm partitions), imb the load imbalance
@@ -26,7 +36,8 @@ Usage: dist-model.py NAME=ONE.json,PART.json[,Pm] ... [--rtt 40,25,100] [--machi
             cross packets; Pm defaults to 4)
 Options set the per-unit costs (defaults measured on the 2-core machine,
 see docs/decisions.md): --pkt-ns, --report-us, --server-us, --imbalance,
---lat (one-way latency as a multiple of the RTT, plus --lat-us fixed).
+--lat (one-way latency as a multiple of the RTT, plus --lat-us fixed),
+--servers one|machine and --hop-us (the second server's pass).
 """
 import argparse
 import json
@@ -50,6 +61,8 @@ def main():
     ap.add_argument("--cores", type=int, default=0, help="cores of the one machine all P partitions share (0: a machine per partition)")
     ap.add_argument("--lat", type=float, default=0.5, help="one-way latency in RTTs")
     ap.add_argument("--lat-us", type=float, default=20.0, help="fixed per-window latency (wake-ups, scheduling), µs")
+    ap.add_argument("--servers", choices=["one", "machine"], default="one", help="one NATS server for the run, or one per machine joined by routes")
+    ap.add_argument("--hop-us", type=float, default=5.0, help="with --servers machine: a report's pass through the second server, µs")
     a = ap.parse_args()
     machines = [int(x) for x in a.machines.split(",")]
     rtts = [float(x) for x in a.rtt.split(",")]
@@ -82,10 +95,13 @@ def main():
                 "reports": (P - 1) * a.report_us * share,
                 "server": P * P * a.server_us if P > 1 else 0.0,
             }
+            if a.servers == "machine" and P > 1:
+                terms["server"] = (3 * P - 2) * a.server_us
+            hop = a.hop_us if a.servers == "machine" and P > 1 else 0.0
             cols = []
             for rtt in rtts:
                 t = dict(terms)
-                t["latency"] = (a.lat * rtt + a.lat_us) if P > 1 else 0.0
+                t["latency"] = (a.lat * rtt + a.lat_us + hop) if P > 1 else 0.0
                 total = sum(t.values())
                 limit = max((v, k) for k, v in t.items() if k != "compute")[1] if P > 1 else "-"
                 cols.append("%8.2f (%s)" % (C / total, limit))

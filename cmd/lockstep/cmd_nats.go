@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,9 +29,17 @@ func newNATSCmd(stdout, stderr io.Writer) *cobra.Command {
 results in a per-run object store bucket when it is on), until SIGTERM or
 Ctrl-C. It listens on loopback unless --addr says otherwise; in a container
 give --addr 0.0.0.0:4222. A token (--nats-token or $LOCKSTEP_NATS_TOKEN) is
-required of every client when set.`,
-		Example: "  lockstep nats --addr 0.0.0.0:4222 --store /data --monitor 0.0.0.0:8222",
-		Args:    cobra.NoArgs,
+required of every client when set.
+
+With --cluster the server also listens for other servers' routes, and
+--routes names servers to join: one server per machine, each node
+connecting to its own, spreads the fan-out of the per-window reports over
+the servers (docs/deploy.md, "A NATS server per machine"). A token, when
+set, is required of routes too (user "lockstep", the token as password; it
+is added to --routes URLs that carry no user).`,
+		Example: `  lockstep nats --addr 0.0.0.0:4222 --store /data --monitor 0.0.0.0:8222
+  lockstep nats --addr 0.0.0.0:4222 --cluster 0.0.0.0:6222 --routes nats://hostA:6222,nats://hostB:6222 --jetstream=false`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runNATS(cmd, stdout, stderr)
 		},
@@ -42,6 +52,9 @@ required of every client when set.`,
 	f.String("nats-token", "", "token every client must present (also $LOCKSTEP_NATS_TOKEN)")
 	f.Int("max-payload", 8<<20, "largest message in bytes")
 	f.String("name", "", "server name (default: the host name)")
+	f.String("cluster", "", "listen for routes from other servers on HOST:PORT (a NATS cluster); off by default")
+	f.String("cluster-name", "lockstep", "the cluster's name (every server of it gives the same)")
+	f.StringSlice("routes", nil, "route URLs of other servers of the cluster (nats://HOST:PORT, comma-separated); needs --cluster")
 	return cmd
 }
 
@@ -57,6 +70,27 @@ func splitHostPort(what, s string) (string, int, error) {
 	return h, n, nil
 }
 
+// routeUser is the user name routes present when the cluster has a token.
+const routeUser = "lockstep"
+
+// clusterRoutes parses --routes: nats:// URLs (nats-route:// is accepted
+// too) with a host and a port; a URL without a user gets routeUser and
+// the token, when there is one.
+func clusterRoutes(list []string, token string) ([]*url.URL, error) {
+	var out []*url.URL
+	for _, s := range list {
+		u, err := url.Parse(strings.TrimSpace(s))
+		if err != nil || (u.Scheme != "nats" && u.Scheme != "nats-route") || u.Hostname() == "" || u.Port() == "" {
+			return nil, fmt.Errorf("--routes %q: want nats://HOST:PORT", s)
+		}
+		if u.User == nil && token != "" {
+			u.User = url.UserPassword(routeUser, token)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
 func runNATS(cmd *cobra.Command, stdout, stderr io.Writer) error {
 	f := cmd.Flags()
 	addr, _ := f.GetString("addr")
@@ -64,6 +98,9 @@ func runNATS(cmd *cobra.Command, stdout, stderr io.Writer) error {
 	if err != nil {
 		return badInput(err)
 	}
+	cluster, _ := f.GetString("cluster")
+	clusterName, _ := f.GetString("cluster-name")
+	routeURLs, _ := f.GetStringSlice("routes")
 	js, _ := f.GetBool("jetstream")
 	store, _ := f.GetString("store")
 	maxPayload, _ := f.GetInt("max-payload")
@@ -84,6 +121,23 @@ func runNATS(cmd *cobra.Command, stdout, stderr io.Writer) error {
 		}
 		opts.HTTPHost, opts.HTTPPort = h, p
 	}
+	if cluster != "" {
+		h, p, err := splitHostPort("--cluster", cluster)
+		if err != nil {
+			return badInput(err)
+		}
+		routes, err := clusterRoutes(routeURLs, token)
+		if err != nil {
+			return badInput(err)
+		}
+		opts.Cluster = server.ClusterOpts{Name: clusterName, Host: h, Port: p}
+		if token != "" {
+			opts.Cluster.Username, opts.Cluster.Password = routeUser, token
+		}
+		opts.Routes = routes
+	} else if len(routeURLs) > 0 {
+		return badInput(fmt.Errorf("--routes: needs --cluster (this server's route address)"))
+	}
 	if js {
 		if store == "" {
 			store = os.TempDir() + "/lockstep-nats"
@@ -100,6 +154,9 @@ func runNATS(cmd *cobra.Command, stdout, stderr io.Writer) error {
 		return fmt.Errorf("nats: the server did not start on %s", addr)
 	}
 	fmt.Fprintf(stderr, "lockstep nats: listening on %s (jetstream %v)\n", srv.Addr(), js)
+	if cluster != "" {
+		fmt.Fprintf(stderr, "lockstep nats: routes on %s, cluster %q, %d route(s) to join\n", srv.ClusterAddr(), clusterName, len(opts.Routes))
+	}
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()

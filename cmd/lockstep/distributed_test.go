@@ -442,6 +442,12 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+func (l *lockedWriter) string() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
+}
+
 func TestTopo_PartitionsShowCutLookaheadBalance(t *testing.T) {
 	requireWired(t)
 	dir := write(t, map[string]string{"d.yaml": `topology:
