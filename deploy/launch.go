@@ -249,6 +249,11 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if o.PartialWait <= 0 {
 		o.PartialWait = 3 * time.Second
 	}
+	if o.Procs {
+		if n, ok := launcherProcs(o.Placement.P, runtime.NumCPU()); ok {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+		}
+	}
 	if o.External && (o.NATS == "" || o.RunID == "") {
 		return nil, fmt.Errorf("deploy: an external run needs a NATS URL and a run id")
 	}
@@ -1129,6 +1134,22 @@ func nodeProcs(p, cpus int) (int, bool) {
 		return 0, false
 	}
 	return max(1, cpus/p), true
+}
+
+// launcherProcs is the GOMAXPROCS of a launcher whose p node processes
+// share its machine of cpus cores: the cores their shares (nodeProcs)
+// leave, at least 1, unless GOMAXPROCS is set (ok false). While the nodes
+// run, the launcher only relays their messages (the embedded NATS server)
+// and hosts the coordinators: a runtime with more threads than that wakes
+// idle threads to look for work on every message, CPU the nodes lose
+// (k=16 in 2 processes on 2 cores: 375–459 µs of the launcher's CPU a
+// window with 2 threads, 270–332 with 1; docs/decisions.md).
+func launcherProcs(p, cpus int) (int, bool) {
+	n, ok := nodeProcs(p, cpus)
+	if !ok {
+		return 0, false
+	}
+	return max(1, cpus-p*n), true
 }
 
 // credsFile writes c into the launcher's private directory.

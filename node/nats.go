@@ -58,9 +58,10 @@ type Config struct {
 	// it has joined the run, and when it finishes (metrics, readiness).
 	Observe func(Progress)
 	// OwnProcess says the node is alone in its process (lockstep node):
-	// its result then has the process's CPU time and involuntary context
-	// switches over the run (NodePerf.CPUSeconds, Preempted), which tell a
-	// node's compute slowed by other processes on its cores from its own.
+	// its result then has the process's CPU time, involuntary context
+	// switches and run-queue wait over the run (NodePerf.CPUSeconds,
+	// Preempted, RunqSeconds), which tell a node's compute slowed by other
+	// processes on its cores from its own.
 	OwnProcess bool
 }
 
@@ -130,10 +131,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	start := time.Now()
-	var ru0 usage // the process's, when the node is alone in it
+	var ru0 Usage // the process's, when the node is alone in it
 	ruOK := false
 	if cfg.OwnProcess {
-		ru0, ruOK = processUsage()
+		ru0, ruOK = ProcessUsage()
 	}
 	var perf NodePerf
 	su, err := fetchSetup(ctx, nc, subj, cfg, &perf.Rejected)
@@ -603,9 +604,9 @@ func Run(ctx context.Context, cfg Config) error {
 	// missed the last reports (a successor elected late in the run).
 	heartbeat()
 	perf.WallSeconds = time.Since(start).Seconds()
-	if ru1, ok := processUsage(); ok && ruOK {
-		perf.CPUSeconds = (ru1.cpu - ru0.cpu).Seconds()
-		perf.Preempted = ru1.preempted - ru0.preempted
+	if ru1, ok := ProcessUsage(); ok && ruOK {
+		u := ru1.Since(ru0)
+		perf.CPUSeconds, perf.Preempted, perf.RunqSeconds = u.CPU.Seconds(), u.Preempted, u.Runq.Seconds()
 	}
 	res := core.Result()
 	res.Perf = perf

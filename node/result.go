@@ -67,12 +67,14 @@ type NodePerf struct {
 	CheckpointSeconds float64
 	Restores          uint64
 	Stale             uint64
-	// CPUSeconds and Preempted are the node's process's CPU time (user
-	// and system) and involuntary context switches from setup to the
-	// finishing grant, when the node is alone in its process
+	// CPUSeconds, Preempted and RunqSeconds are the node's process's CPU
+	// time (user and system), involuntary context switches and time its
+	// threads were runnable but waited for a CPU (Linux), from setup to
+	// the finishing grant, when the node is alone in its process
 	// (Config.OwnProcess; else 0).
-	CPUSeconds float64 `msgpack:",omitempty"`
-	Preempted  uint64  `msgpack:",omitempty"`
+	CPUSeconds  float64 `msgpack:",omitempty"`
+	Preempted   uint64  `msgpack:",omitempty"`
+	RunqSeconds float64 `msgpack:",omitempty"`
 }
 
 // Result collects the partition's result. Precondition: Over.

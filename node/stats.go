@@ -42,6 +42,13 @@ type Stats struct {
 	Window        WindowSplit `json:"window_us"`
 	MeanNetWaitUs float64     `json:"mean_net_wait_us"`
 	NATSRTTUs     float64     `json:"nats_rtt_us"`
+	// The launcher's process over the run, when its nodes run elsewhere
+	// (--procs, --external; set by the caller): its CPU seconds and its
+	// threads' run-queue wait (Linux). With --procs it hosts the embedded
+	// NATS server and the coordinators, so this is what relaying the
+	// windows' messages cost beside the nodes.
+	LauncherCPUSeconds      float64 `json:"launcher_cpu_seconds,omitempty"`
+	LauncherRunqWaitSeconds float64 `json:"launcher_runq_wait_seconds,omitempty"`
 	// Leaders lists the coordinator leaders in term order ("c2@3").
 	Leaders []string `json:"leaders,omitempty"`
 	// Rejected counts messages refused as not from a member of the run,
@@ -114,6 +121,10 @@ type NodeStats struct {
 	// many preemptions: the node's compute waited for a core.
 	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 	Preempted  uint64  `json:"preempted,omitempty"`
+	// RunqWaitSeconds (Linux) is how long the process's threads were
+	// runnable but waited for a CPU, summed over its threads: the
+	// compute and the message handling the machine's cores held back.
+	RunqWaitSeconds float64 `json:"runq_wait_seconds,omitempty"`
 }
 
 // RunStats gathers the distributed statistics of a run cut by pl that
@@ -146,7 +157,8 @@ func RunStats(pl *partition.Placement, rs []*PartResult, end sim.Time, wall floa
 			MaxWaitMs: r.Perf.MaxWait * 1e3, Rejected: r.Perf.Rejected,
 			ComputeSeconds: r.Perf.ComputeSeconds, EncodeSeconds: r.Perf.EncodeSeconds, PublishSeconds: r.Perf.PublishSeconds,
 			DecodeSeconds: r.Perf.DecodeSeconds, ImbalanceSeconds: r.Perf.ImbalanceSeconds,
-			AheadSeconds: r.Perf.AheadSeconds, CPUSeconds: r.Perf.CPUSeconds, Preempted: r.Perf.Preempted}
+			AheadSeconds: r.Perf.AheadSeconds, CPUSeconds: r.Perf.CPUSeconds, Preempted: r.Perf.Preempted,
+			RunqWaitSeconds: r.Perf.RunqSeconds}
 		if w := r.Perf.WallSeconds; w > 0 {
 			ns.EventsPerSec = float64(p.Stats.Events) / w
 			ns.WindowsPerSec = float64(c.Windows) / w

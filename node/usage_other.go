@@ -2,5 +2,5 @@
 
 package node
 
-// processUsage is not measured on this system.
-func processUsage() (usage, bool) { return usage{}, false }
+// ProcessUsage is not measured on this system.
+func ProcessUsage() (Usage, bool) { return Usage{}, false }

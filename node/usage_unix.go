@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// processUsage reads this process's usage (getrusage(2)).
-func processUsage() (usage, bool) {
+// ProcessUsage reads this process's usage (getrusage(2), and runqWait).
+func ProcessUsage() (Usage, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return usage{}, false
+		return Usage{}, false
 	}
-	return usage{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), preempted: uint64(ru.Nivcsw)}, true
+	return Usage{CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), Preempted: uint64(ru.Nivcsw), Runq: runqWait()}, true
 }

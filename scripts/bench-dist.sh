@@ -12,7 +12,10 @@
 # publish, decode, waiting on slower partitions, waiting on the network
 # and barrier) with the NATS round trip measured in the same run, and for
 # node processes their CPU seconds over their wall seconds and how often
-# a node lost its core to another process per window (cpu, pre/w); the
+# a node lost its core to another process per window and how long its
+# threads waited for a CPU per window (cpu, pre/w, rq/w), and the
+# launcher's CPU per window (srv/w: with --procs, the embedded NATS server
+# and the coordinators); the
 # last lines give the median of each mode and the fraction of the
 # in-memory speed-up the processes (and containers) reach, from the
 # medians and as the median of each repetition's own ratio (robust to a
@@ -129,7 +132,7 @@ PY
   net=""
 }
 
-printf '%-28s %-10s %3s %7s %7s %7s %5s %6s %8s %6s %6s %6s %6s %6s %6s %6s %5s %5s\n' scenario mode rep wall_s run_s speedup eff windows compute ahead enc pub dec imbal net rtt cpu pre/w
+printf '%-28s %-10s %3s %7s %7s %7s %5s %6s %8s %6s %6s %6s %6s %6s %6s %6s %5s %5s %5s %5s\n' scenario mode rep wall_s run_s speedup eff windows compute ahead enc pub dec imbal net rtt cpu pre/w rq/w srv/w
 for s in $SCENARIOS; do
   name=$(basename "$s" .yaml)
   s1="" s2=""
@@ -173,13 +176,19 @@ eff = sp / (1 if mode == "1" else P)
 g = lambda k: "%6.0f" % w[k] if k in w else "     -"
 # Node processes (and containers) report their CPU time and involuntary
 # context switches: cpu is their CPU seconds over their wall seconds,
-# pre/w how often a node lost its core to another process per window.
+# pre/w how often a node lost its core to another process per window,
+# rq/w the µs per window a node's threads were runnable but waited for a
+# CPU (Linux).
 nodes = [n for n in d.get("per_node", []) if n.get("cpu_seconds")]
 cpu = "%5.2f" % (sum(n["cpu_seconds"] for n in nodes) / sum(n["wall_seconds"] for n in nodes)) if nodes else "    -"
 pre = "%5.1f" % (sum(n.get("preempted", 0) for n in nodes) / len(nodes) / d["windows"]) if nodes and d.get("windows") else "    -"
-print("%-28s %-10s %3s %7.2f %7.2f %7.2f %5.2f %6s %8s %6s %6s %6s %6s %6s %6s %6s %5s %5s" % (name[:28], mode, rep, wall, run, sp, eff,
+rq = "%5.0f" % (sum(n.get("runq_wait_seconds", 0) for n in nodes) / len(nodes) / d["windows"] * 1e6) if nodes and d.get("windows") else "    -"
+# srv/w: the launcher's CPU µs per window (with --procs: the embedded
+# NATS server relaying the windows' messages, and the coordinators).
+srv = "%5.0f" % (d["launcher_cpu_seconds"] / d["windows"] * 1e6) if d.get("launcher_cpu_seconds") and d.get("windows") and mode != "containers" else "    -"
+print("%-28s %-10s %3s %7.2f %7.2f %7.2f %5.2f %6s %8s %6s %6s %6s %6s %6s %6s %6s %5s %5s %5s %5s" % (name[:28], mode, rep, wall, run, sp, eff,
       d.get("windows", "-"), g("compute"), g("ahead"), g("encode"), g("publish"), g("decode"), g("wait_imbalance"), g("wait_net"),
-      "%6.0f" % d["nats_rtt_us"] if d.get("nats_rtt_us") else "     -", cpu, pre))
+      "%6.0f" % d["nats_rtt_us"] if d.get("nats_rtt_us") else "     -", cpu, pre, rq, srv))
 if d.get("nats_rtt_us"):
     with open(walls + ".net", "a") as o:
         o.write("%s %s %f\n" % (name, mode, w.get("wait_net", 0) / d["nats_rtt_us"]))

@@ -222,7 +222,12 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 			Stderr:      stderr,
 			OnStatus:    func(s wire.Status) { progress(s.Window, sim.Time(s.Start), false) }, OnNodeStatus: nodeStatus}
 		ck.deployOptions(cmd, &dopt, v.GetBool("run.external"), maxRestarts(cmd))
+		u0, uok := node.ProcessUsage()
 		res, err := deploy.Run(ctx, dopt)
+		if u1, ok := node.ProcessUsage(); ok && uok && (procs || v.GetBool("run.external")) {
+			u := u1.Since(u0)
+			stats.LauncherCPUSeconds, stats.LauncherRunqWaitSeconds = u.CPU.Seconds(), u.Runq.Seconds()
+		}
 		ck.distResult(res)
 		if err != nil {
 			if show {
@@ -248,6 +253,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 	}
 	ds.Transport, ds.Nodes, ds.Coordinators, ds.Leaders = stats.Transport, stats.Nodes, stats.Coordinators, stats.Leaders
 	ds.NATSRTTUs = stats.NATSRTTUs
+	ds.LauncherCPUSeconds, ds.LauncherRunqWaitSeconds = stats.LauncherCPUSeconds, stats.LauncherRunqWaitSeconds
 	ds.Rejected.NATS, ds.Rejected.Launcher, ds.Rejected.Coordinators = stats.Rejected.NATS, stats.Rejected.Launcher,
 		stats.Rejected.Coordinators
 	sum := m.Summary()

@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -564,6 +566,8 @@ func TestDeploy_CancelStopsEveryProcess(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runID := fmt.Sprintf("cancel-%d", os.Getpid())
+	before := runtime.GOMAXPROCS(0)
+	var during atomic.Int64
 	var children []deploy.Child
 	var mu sync.Mutex
 	_, err = deploy.Run(ctx, deploy.Options{Built: b, Placement: pl, Procs: true, Coordinators: 3, RunID: runID,
@@ -574,12 +578,26 @@ func TestDeploy_CancelStopsEveryProcess(t *testing.T) {
 			mu.Unlock()
 		},
 		OnStatus: func(st wire.Status) {
+			during.Store(int64(runtime.GOMAXPROCS(0)))
 			if st.Window >= 20 {
 				cancel()
 			}
 		}})
 	if !errors.Is(err, deploy.ErrInterrupted) {
 		t.Fatalf("err = %v, want ErrInterrupted", err)
+	}
+	// While its node processes run, the launcher keeps the cores their
+	// shares leave it (at least one), and gets its own back after.
+	want := int64(before)
+	if os.Getenv("GOMAXPROCS") == "" {
+		share := max(1, runtime.NumCPU()/2)
+		want = int64(max(1, runtime.NumCPU()-2*share))
+	}
+	if got := during.Load(); got != want {
+		t.Errorf("GOMAXPROCS %d while the nodes ran, want %d", got, want)
+	}
+	if got := runtime.GOMAXPROCS(0); got != before {
+		t.Errorf("GOMAXPROCS %d after the run, want %d as before", got, before)
 	}
 	mu.Lock()
 	defer mu.Unlock()

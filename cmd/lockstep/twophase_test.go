@@ -64,7 +64,9 @@ func TestRunDistributed_TwoPhaseSameFiles(t *testing.T) {
 						AheadSeconds float64 `json:"ahead_seconds"`
 						WallSeconds  float64 `json:"wall_seconds"`
 						CPUSeconds   float64 `json:"cpu_seconds"`
+						RunqSeconds  float64 `json:"runq_wait_seconds"`
 					} `json:"per_node"`
+					LauncherCPU float64 `json:"launcher_cpu_seconds"`
 				} `json:"distributed"`
 			} `json:"extra"`
 		}
@@ -85,14 +87,27 @@ func TestRunDistributed_TwoPhaseSameFiles(t *testing.T) {
 		if !c.ahead && ahead != 0 {
 			t.Errorf("%s: first phases ran for %vs", c.name, ahead)
 		}
+		// The launcher of node processes says what the embedded server
+		// and the coordinators cost it; with the nodes in it, it says
+		// nothing.
+		if lc := sum.Extra.Distributed.LauncherCPU; c.proc && lc <= 0 || !c.proc && lc != 0 {
+			t.Errorf("%s: launcher_cpu_seconds %v", c.name, lc)
+		}
 		// A node process says what CPU it had; goroutine nodes share
 		// theirs and say nothing.
 		for i, n := range sum.Extra.Distributed.PerNode {
 			if c.proc && (n.CPUSeconds <= 0 || n.CPUSeconds > 2*n.WallSeconds+1) {
 				t.Errorf("%s: node %d: cpu_seconds %v over %vs of wall time", c.name, i, n.CPUSeconds, n.WallSeconds)
 			}
-			if !c.proc && n.CPUSeconds != 0 {
-				t.Errorf("%s: node %d in a shared process: cpu_seconds %v", c.name, i, n.CPUSeconds)
+			if !c.proc && (n.CPUSeconds != 0 || n.RunqSeconds != 0) {
+				t.Errorf("%s: node %d in a shared process: cpu_seconds %v, runq_wait_seconds %v", c.name, i, n.CPUSeconds, n.RunqSeconds)
+			}
+			// Linux says how long its threads waited for a CPU: never
+			// none over a run with thousands of wake-ups (a wake-up
+			// waits some nanoseconds at least), never above the wall
+			// time of all its threads.
+			if _, err := os.Stat("/proc/self/schedstat"); c.proc && err == nil && (n.RunqSeconds <= 0 || n.RunqSeconds > 64*n.WallSeconds) {
+				t.Errorf("%s: node %d: runq_wait_seconds %v over %vs of wall time", c.name, i, n.RunqSeconds, n.WallSeconds)
 			}
 		}
 	}
