@@ -313,7 +313,14 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if err := l.collect(nc); err != nil {
 		return nil, err
 	}
-	rtt := node.StartRTT(nc, 50*time.Millisecond)
+	// The round trip is measured over the network the nodes use: its own
+	// TCP connection, also to the embedded server (an in-process one
+	// would measure two goroutine hand-offs, not the nodes' path).
+	rttConn, err := l.rttConn()
+	if err != nil {
+		return nil, err
+	}
+	rtt := node.StartRTT(rttConn, 50*time.Millisecond)
 	defer rtt.Median()
 	if !o.External {
 		if err := l.startCoordinators(ctx, su); err != nil {
@@ -686,8 +693,20 @@ func ServerReady(srv *server.Server, d time.Duration) bool {
 
 // connect opens a NATS connection for a component of this process, as
 // member c (nil: with the operator's credentials only), with extra
-// options after the run's.
+// options after the run's; to the embedded server, if any, in process.
 func (l *launch) connect(name string, c *member.Creds, extra ...nats.Option) (*nats.Conn, error) {
+	return l.dial(name, c, l.srv != nil, extra...)
+}
+
+// rttConn is the connection the round trip is sampled on: over the
+// network, as node processes connect, even to the embedded server.
+func (l *launch) rttConn() (*nats.Conn, error) {
+	return l.dial("launcher rtt", l.member(member.Launcher), false)
+}
+
+// dial is connect, in process (to the embedded server) or over the
+// network (TCP, as the node processes connect).
+func (l *launch) dial(name string, c *member.Creds, inProcess bool, extra ...nats.Option) (*nats.Conn, error) {
 	opts := append(append(append([]nats.Option{nats.Name("lockstep " + name)}, liveness.ClientOptions()...), extra...), l.o.Auth...)
 	if c != nil {
 		mo, err := c.Options()
@@ -696,7 +715,7 @@ func (l *launch) connect(name string, c *member.Creds, extra ...nats.Option) (*n
 		}
 		opts = append(opts, mo...)
 	}
-	if l.srv != nil {
+	if inProcess {
 		opts = append(opts, nats.InProcessServer(l.srv))
 	}
 	nc, err := nats.Connect(l.url, opts...)

@@ -40,9 +40,11 @@ func (p *peerBusy) max(window uint64) time.Duration {
 // RTTSampler measures the NATS round trip (a PING through the server and
 // its PONG: nats.Conn.FlushTimeout) every interval from its own goroutine
 // while the run goes on, so the barrier wait can be set against the
-// network's round trip under the same load. The launcher runs it: it is
-// idle during a run, so its samples are the network's and the server's,
-// not a busy node's scheduling delay.
+// network's round trip under the same load. The launcher runs it, on a
+// connection of its own over the network the nodes use (TCP, also to the
+// embedded server: deploy's rttConn): it computes nothing during a run,
+// so its samples are the network's and the server's, not a busy node's
+// compute.
 type RTTSampler struct {
 	mu      sync.Mutex
 	samples []float64 // µs, guarded by mu
