@@ -40,6 +40,15 @@ type K8s struct {
 	// of the same completion index that rejoins the run (docs/deploy.md).
 	CheckpointEvery string
 	MaxRestarts     int
+	// NATSPerNode runs NATS as a DaemonSet, a server on every Kubernetes
+	// node joined into one NATS cluster by routes (found through the
+	// headless Service nats-routes), and gives the Service nats
+	// internalTrafficPolicy Local, so that every member connects to the
+	// server on its own node: the per-window reports fan out from every
+	// server instead of one (docs/deploy.md, "A NATS server per
+	// machine"). JetStream is off (its cluster would need stable server
+	// names), so checkpoints, which it stores, are refused with it.
+	NATSPerNode bool
 }
 
 // K8sFiles are the rendered manifests by file name, kustomization.yaml
@@ -67,6 +76,9 @@ func (k K8s) Render() (K8sFiles, error) {
 	}
 	if k.PeerTimeout == "" {
 		k.PeerTimeout = "20s"
+	}
+	if k.NATSPerNode && k.CheckpointEvery != "" {
+		return nil, fmt.Errorf("deploy k8s: --nats-per-node has no JetStream to keep --checkpoint-every's parts in")
 	}
 	def := func(s *string, v string) {
 		if *s == "" {
@@ -195,11 +207,82 @@ spec:
   selector:
     app.kubernetes.io/instance: {{.Run}}
     app.kubernetes.io/component: nats
+{{- if .NATSPerNode}}
+  # Every member talks to the NATS server on its own node.
+  internalTrafficPolicy: Local
+{{- end}}
   ports:
     - name: client
       port: 4222
       targetPort: 4222
 ---
+{{- if .NATSPerNode}}
+# The servers find each other here: a route to nats-routes:6222 reaches
+# another server (a server skips its own address), and the cluster's
+# gossip gives it the rest. Published before the pods are ready.
+apiVersion: v1
+kind: Service
+metadata:
+  name: nats-routes
+  labels:
+` + k8sLabels + `
+    app.kubernetes.io/component: nats
+spec:
+  clusterIP: None
+  publishNotReadyAddresses: true
+  selector:
+    app.kubernetes.io/instance: {{.Run}}
+    app.kubernetes.io/component: nats
+  ports:
+    - name: routes
+      port: 6222
+      targetPort: 6222
+---
+# A NATS server on every node, joined by routes; no JetStream (the
+# results go to the launcher over core NATS).
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: nats
+  labels:
+` + k8sLabels + `
+    app.kubernetes.io/component: nats
+spec:
+  selector:
+    matchLabels:
+      app.kubernetes.io/instance: {{.Run}}
+      app.kubernetes.io/component: nats
+  template:
+    metadata:
+      labels:
+` + indent(k8sLabels, "    ") + `
+        app.kubernetes.io/component: nats
+    spec:
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+      containers:
+        - name: nats
+          image: {{.Image}}
+          args: ["nats", "--addr", "0.0.0.0:4222", "--monitor", "0.0.0.0:8222", "--jetstream=false",
+                 "--cluster", "0.0.0.0:6222", "--routes", "nats://nats-routes:6222", "--name", "$(POD_NAME)"]
+          env:
+            - name: POD_NAME
+              valueFrom:
+                fieldRef: {fieldPath: metadata.name}
+            - name: LOCKSTEP_NATS_TOKEN
+              valueFrom:
+                secretKeyRef: {name: lockstep-credentials, key: nats-token, optional: true}
+          ports:
+            - {name: client, containerPort: 4222}
+            - {name: routes, containerPort: 6222}
+            - {name: monitor, containerPort: 8222}
+          readinessProbe:
+            httpGet: {path: /healthz, port: 8222}
+            periodSeconds: 2
+          resources:
+            requests: {cpu: 250m, memory: 256Mi}
+{{- else}}
 apiVersion: apps/v1
 kind: StatefulSet
 metadata:
@@ -244,6 +327,7 @@ spec:
       volumes:
         - name: data
           emptyDir: {}
+{{- end}}
 `,
 	"coordinator.yaml": `# Headless: coord-0.coord, coord-1.coord, coord-2.coord are the raft
 # peers' stable names, published before the pods are ready (raft needs

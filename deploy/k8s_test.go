@@ -241,3 +241,80 @@ func TestK8s_CheckpointsLetNodePodsBeReplaced(t *testing.T) {
 		}
 	}
 }
+
+// TestK8s_NATSPerNode: with NATSPerNode, NATS is a DaemonSet (a server per
+// Kubernetes node, no JetStream) whose servers join through the headless
+// Service nats-routes with the run's token, and the Service nats keeps
+// every member on its own node's server; there is no NATS StatefulSet,
+// and checkpoints, which need JetStream, are refused.
+func TestK8s_NATSPerNode(t *testing.T) {
+	k := exampleK8s(t)
+	k.NATSPerNode, k.Token = true, "t0k"
+	files, err := k.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := k8sobj.DecodeAll(files.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ds *appsv1.DaemonSet
+	services := map[string]*corev1.Service{}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *appsv1.DaemonSet:
+			ds = o
+		case *appsv1.StatefulSet:
+			if o.Name == "nats" {
+				t.Errorf("a NATS StatefulSet beside the DaemonSet")
+			}
+		case *corev1.Service:
+			services[o.Name] = o
+		}
+	}
+	if ds == nil || ds.Name != "nats" {
+		t.Fatalf("no DaemonSet nats")
+	}
+	c := ds.Spec.Template.Spec.Containers[0]
+	args := strings.Join(c.Args, " ")
+	for _, w := range []string{"--cluster 0.0.0.0:6222", "--routes nats://nats-routes:6222", "--jetstream=false", "--name $(POD_NAME)"} {
+		if !strings.Contains(args, w) {
+			t.Errorf("nats args %q lack %q", args, w)
+		}
+	}
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	if e := env["POD_NAME"]; e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.name" {
+		t.Errorf("POD_NAME is not the pod's name: %+v", e)
+	}
+	if e := env["LOCKSTEP_NATS_TOKEN"]; e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Key != "nats-token" {
+		t.Errorf("the servers do not get the run's token (clients and routes need it): %+v", e)
+	}
+	if c.ReadinessProbe == nil || c.Resources.Requests.Cpu().IsZero() {
+		t.Errorf("nats: want a readiness probe and a CPU request")
+	}
+	sel := ds.Spec.Template.Labels
+	for _, name := range []string{"nats", "nats-routes"} {
+		s := services[name]
+		if s == nil {
+			t.Fatalf("no Service %s", name)
+		}
+		for k, v := range s.Spec.Selector {
+			if sel[k] != v {
+				t.Errorf("Service %s selects %s=%s, which the DaemonSet's pods do not carry", name, k, v)
+			}
+		}
+	}
+	if p := services["nats"].Spec.InternalTrafficPolicy; p == nil || *p != corev1.ServiceInternalTrafficPolicyLocal {
+		t.Errorf("Service nats: internalTrafficPolicy %v, want Local", p)
+	}
+	if r := services["nats-routes"]; r.Spec.ClusterIP != corev1.ClusterIPNone || !r.Spec.PublishNotReadyAddresses || r.Spec.Ports[0].Port != 6222 {
+		t.Errorf("Service nats-routes: want headless, publishing not-ready addresses, port 6222")
+	}
+	k.CheckpointEvery = "100us"
+	if _, err := k.Render(); err == nil || !strings.Contains(err.Error(), "--nats-per-node has no JetStream") {
+		t.Errorf("per-node NATS with checkpoints: err %v, want a refusal", err)
+	}
+}

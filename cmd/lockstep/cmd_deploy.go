@@ -53,6 +53,7 @@ the Job's pod template, which name the run).`,
 	f.String("checkpoint-every", "", "the nodes checkpoint every this long of virtual time (e.g. 100us) into the NATS server's JetStream; a node pod that dies is replaced and the run rolls back to the last checkpoint instead of failing")
 	f.Int("max-restarts", 3, "with --checkpoint-every: how many node pods may die (the node Job's backoffLimit) before the run fails")
 	f.Bool("no-auth", false, "leave the Secret's NATS token empty (default: a random per-run token that NATS requires of every member)")
+	f.Bool("nats-per-node", false, "NATS as a DaemonSet: a server on every Kubernetes node, joined by routes, each member on its own node's (no JetStream, so no --checkpoint-every)")
 	cmd.AddCommand(k8s)
 	return cmd
 }
@@ -79,6 +80,7 @@ func runDeployK8s(cmd *cobra.Command, file string, stdout io.Writer) error {
 	k.PeerTimeout, _ = f.GetString("peer-timeout")
 	k.CheckpointEvery, _ = f.GetString("checkpoint-every")
 	k.MaxRestarts, _ = f.GetInt("max-restarts")
+	k.NATSPerNode, _ = f.GetBool("nats-per-node")
 	if k.CheckpointEvery != "" {
 		if d, err := time.ParseDuration(k.CheckpointEvery); err != nil || d <= 0 || k.MaxRestarts < 0 {
 			return badInput(fmt.Errorf("deploy k8s: --checkpoint-every %q, --max-restarts %d: want a positive duration and a count", k.CheckpointEvery, k.MaxRestarts))

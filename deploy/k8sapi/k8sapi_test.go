@@ -144,9 +144,18 @@ var renderedObjects = []string{
 	"Service/coord", "Service/nats", "StatefulSet/coord", "StatefulSet/nats",
 }
 
+// perNodeObjects are those of a rendering with --nats-per-node: NATS a
+// DaemonSet found by its routes' headless Service.
+var perNodeObjects = []string{
+	"ConfigMap/lockstep-run", "ConfigMap/lockstep-scenario", "DaemonSet/nats", "Job/nodes",
+	"PodDisruptionBudget/coord", "Secret/lockstep-credentials",
+	"Service/coord", "Service/nats", "Service/nats-routes", "StatefulSet/coord",
+}
+
 // TestDryRun_EveryRendering renders the example for every P from 1 to 64
 // with `lockstep deploy k8s` (token or --no-auth, a seed, a peer timeout
-// varying with P) and has the API server validate, default and admit all
+// varying with P; every fourth with --nats-per-node) and has the API
+// server validate, default and admit all
 // of it without storing it: `kubectl apply --dry-run=server` with strict
 // field validation, no warning. The server's answer is checked: every
 // object, the Job's P completions and its generated selector, the
@@ -166,6 +175,11 @@ func TestDryRun_EveryRendering(t *testing.T) {
 		if p%5 == 0 {
 			args = append(args, "--peer-timeout", "45s")
 		}
+		perNode := p%4 == 0
+		want := renderedObjects
+		if perNode {
+			args, want = append(args, "--nats-per-node"), perNodeObjects
+		}
 		manifests := render(t, args...)
 		out, stderr, err := cp.kubectl(manifests, "apply", "--dry-run=server", "--validate=strict", "-n", ns, "-f", "-", "-o", "json")
 		if err != nil {
@@ -173,8 +187,18 @@ func TestDryRun_EveryRendering(t *testing.T) {
 		}
 		noWarnings(t, fmt.Sprintf("P=%d", p), stderr)
 		objs := objects(t, out)
-		if got := strings.Join(keys(objs), " "); got != strings.Join(renderedObjects, " ") {
-			t.Fatalf("P=%d: the server returned %s, want %s", p, got, strings.Join(renderedObjects, " "))
+		if got := strings.Join(keys(objs), " "); got != strings.Join(want, " ") {
+			t.Fatalf("P=%d: the server returned %s, want %s", p, got, strings.Join(want, " "))
+		}
+		if perNode {
+			svc := decode[corev1.Service](t, objs["Service/nats"])
+			if tp := svc.Spec.InternalTrafficPolicy; tp == nil || *tp != corev1.ServiceInternalTrafficPolicyLocal {
+				t.Errorf("P=%d: Service nats as admitted: internalTrafficPolicy %v, want Local", p, tp)
+			}
+			ds := decode[appsv1.DaemonSet](t, objs["DaemonSet/nats"])
+			if a := strings.Join(ds.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(a, "--routes nats://nats-routes:6222") {
+				t.Errorf("P=%d: DaemonSet nats as admitted: args %q", p, a)
+			}
 		}
 		job := decode[batchv1.Job](t, objs["Job/nodes"])
 		if job.Namespace != ns || *job.Spec.Completions != int32(p) || *job.Spec.Parallelism != int32(p) ||

@@ -919,6 +919,75 @@ func TestKubelet_RunMatchesOneProcess(t *testing.T) {
 		}
 		return len(pods) == 0, fmt.Sprint(left)
 	})
+
+	// The same run with a NATS server per Kubernetes node (--nats-per-node):
+	// the DaemonSet's pod on this worker, which every member reaches
+	// through the Service nats (internalTrafficPolicy Local); the files
+	// are the same.
+	runPerNode(n, t, file, ref)
+}
+
+// runPerNode renders file with --nats-per-node, runs it on the worker in a
+// namespace of its own with the launcher on the host, checks the outputs
+// against ref and deletes the run.
+func runPerNode(n *node, t *testing.T, file, ref string) {
+	ns := namespace(t, "kubelet-pernode")
+	n.namespaces = append(n.namespaces, ns)
+	const run, p = "kubelet-pn", 2
+	dir := filepath.Join(t.TempDir(), "render-pernode")
+	if b, err := exec.Command(lockstep(t), "deploy", "k8s", file, "--partitions", fmt.Sprint(p), "--run-id", run,
+		"--image", "lockstep:k8sapi", "--nats-per-node", "--out", dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	kz, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	must(t, err)
+	kz = append(kz, []byte(`patches:
+  - target: {kind: Job}
+    patch: '[{"op": "replace", "path": "/spec/template/spec/containers/0/resources/requests/cpu", "value": "100m"}]'
+  - target: {kind: StatefulSet}
+    patch: '[{"op": "replace", "path": "/spec/template/spec/containers/0/resources/requests/cpu", "value": "100m"}]'
+  - target: {kind: DaemonSet}
+    patch: '[{"op": "replace", "path": "/spec/template/spec/containers/0/resources/requests/cpu", "value": "100m"}]'
+`)...)
+	must(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), kz, 0o644))
+	start := time.Now()
+	if _, stderr, err := cp.kubectl(nil, "apply", "-n", ns, "-k", dir); err != nil {
+		t.Fatal(err)
+	} else {
+		noWarnings(t, "apply --nats-per-node", stderr)
+	}
+	var sec corev1.Secret
+	must(t, cp.get("/api/v1/namespaces/"+ns+"/secrets/lockstep-credentials", &sec))
+	var natsPod, natsIP string
+	eventually(t, "the DaemonSet's NATS pod ready", 3*time.Minute, func() (bool, string) {
+		var l corev1.PodList
+		if err := cp.get("/api/v1/namespaces/"+ns+"/pods?labelSelector=app.kubernetes.io/component%3Dnats", &l); err != nil {
+			return false, err.Error()
+		}
+		if len(l.Items) != 1 {
+			return false, fmt.Sprintf("%d NATS pods", len(l.Items))
+		}
+		pd := &l.Items[0]
+		natsPod, natsIP = pd.Name, pd.Status.PodIP
+		owned := len(pd.OwnerReferences) == 1 && pd.OwnerReferences[0].Kind == "DaemonSet"
+		return owned && podReady(pd), fmt.Sprintf("%s owners %v %s %v", pd.Name, pd.OwnerReferences, pd.Status.Phase, pd.Status.Conditions)
+	})
+	out := filepath.Join(t.TempDir(), "out-pernode")
+	l := exec.CommandContext(t.Context(), lockstep(t), "run", file, "--partitions", fmt.Sprint(p), "--external",
+		"--nats", "nats://"+natsIP+":4222", "--run-id", run, "--out", out, "--quiet", "--join-timeout", "3m")
+	l.Env = append(os.Environ(), "LOCKSTEP_NATS_TOKEN="+string(sec.Data["nats-token"]))
+	if b, err := l.CombinedOutput(); err != nil {
+		t.Fatalf("launcher with --nats-per-node: %v\n%s", err, b)
+	}
+	t.Logf("the run with NATS per node (pod %s): %.1fs from apply", natsPod, time.Since(start).Seconds())
+	sameOutputs(t, ref, out)
+	if _, _, err := cp.kubectl(nil, "delete", "-n", ns, "-k", dir, "--wait=true", "--timeout=2m"); err != nil {
+		t.Error(err)
+	}
+	eventually(t, "the per-node run's pods gone", 2*time.Minute, func() (bool, string) {
+		pods := podsOf(t, ns, run)
+		return len(pods) == 0, fmt.Sprint(len(pods), " pods")
+	})
 }
 
 func podReady(pd *corev1.Pod) bool {

@@ -51,6 +51,8 @@ func New(apiVersion, kind string) (any, error) {
 		return &corev1.Service{}, nil
 	case "apps/v1/StatefulSet":
 		return &appsv1.StatefulSet{}, nil
+	case "apps/v1/DaemonSet":
+		return &appsv1.DaemonSet{}, nil
 	case "batch/v1/Job":
 		return &batchv1.Job{}, nil
 	case "policy/v1/PodDisruptionBudget":
