@@ -242,12 +242,20 @@ spec:
 # results go to the launcher over core NATS).
 apiVersion: apps/v1
 kind: DaemonSet
+{{- else}}
+apiVersion: apps/v1
+kind: StatefulSet
+{{- end}}
 metadata:
   name: nats
   labels:
 ` + k8sLabels + `
     app.kubernetes.io/component: nats
 spec:
+{{- if not .NATSPerNode}}
+  serviceName: nats
+  replicas: 1
+{{- end}}
   selector:
     matchLabels:
       app.kubernetes.io/instance: {{.Run}}
@@ -264,64 +272,32 @@ spec:
       containers:
         - name: nats
           image: {{.Image}}
+{{- if .NATSPerNode}}
           args: ["nats", "--addr", "0.0.0.0:4222", "--monitor", "0.0.0.0:8222", "--jetstream=false",
                  "--cluster", "0.0.0.0:6222", "--routes", "nats://nats-routes:6222", "--name", "$(POD_NAME)"]
           env:
             - name: POD_NAME
               valueFrom:
                 fieldRef: {fieldPath: metadata.name}
-            - name: LOCKSTEP_NATS_TOKEN
-              valueFrom:
-                secretKeyRef: {name: lockstep-credentials, key: nats-token, optional: true}
-          ports:
-            - {name: client, containerPort: 4222}
-            - {name: routes, containerPort: 6222}
-            - {name: monitor, containerPort: 8222}
-          readinessProbe:
-            httpGet: {path: /healthz, port: 8222}
-            periodSeconds: 2
-          resources:
-            requests: {cpu: 250m, memory: 256Mi}
 {{- else}}
-apiVersion: apps/v1
-kind: StatefulSet
-metadata:
-  name: nats
-  labels:
-` + k8sLabels + `
-    app.kubernetes.io/component: nats
-spec:
-  serviceName: nats
-  replicas: 1
-  selector:
-    matchLabels:
-      app.kubernetes.io/instance: {{.Run}}
-      app.kubernetes.io/component: nats
-  template:
-    metadata:
-      labels:
-` + indent(k8sLabels, "    ") + `
-        app.kubernetes.io/component: nats
-    spec:
-      securityContext:
-        runAsNonRoot: true
-        runAsUser: 65532
-      containers:
-        - name: nats
-          image: {{.Image}}
           args: ["nats", "--addr", "0.0.0.0:4222", "--store", "/data", "--monitor", "0.0.0.0:8222"]
           env:
+{{- end}}
             - name: LOCKSTEP_NATS_TOKEN
               valueFrom:
                 secretKeyRef: {name: lockstep-credentials, key: nats-token, optional: true}
           ports:
             - {name: client, containerPort: 4222}
+{{- if .NATSPerNode}}
+            - {name: routes, containerPort: 6222}
+{{- end}}
             - {name: monitor, containerPort: 8222}
           readinessProbe:
             httpGet: {path: /healthz, port: 8222}
             periodSeconds: 2
           resources:
             requests: {cpu: 250m, memory: 256Mi}
+{{- if not .NATSPerNode}}
           volumeMounts:
             - {name: data, mountPath: /data}
       volumes:

@@ -750,23 +750,7 @@ func TestKubelet_RunMatchesOneProcess(t *testing.T) {
 	}
 	t.Logf("one process: %.1fs", time.Since(start).Seconds())
 
-	dir := filepath.Join(t.TempDir(), "render")
-	cmd := exec.Command(lockstep(t), "deploy", "k8s", file, "--partitions", fmt.Sprint(p), "--run-id", run,
-		"--image", "lockstep:k8sapi", "--out", dir)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
-	// The machine has 2 cores: every pod asks for a tenth of one (the
-	// rendering's 1 CPU per node would leave them unschedulable here).
-	kz, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
-	must(t, err)
-	kz = append(kz, []byte(`patches:
-  - target: {kind: Job}
-    patch: '[{"op": "replace", "path": "/spec/template/spec/containers/0/resources/requests/cpu", "value": "100m"}]'
-  - target: {kind: StatefulSet}
-    patch: '[{"op": "replace", "path": "/spec/template/spec/containers/0/resources/requests/cpu", "value": "100m"}]'
-`)...)
-	must(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), kz, 0o644))
+	dir := renderForWorker(t, file, run, p)
 	start = time.Now()
 	if _, stderr, err := cp.kubectl(nil, "apply", "-n", ns, "-k", dir); err != nil {
 		t.Fatal(err)
@@ -927,6 +911,29 @@ func TestKubelet_RunMatchesOneProcess(t *testing.T) {
 	runPerNode(n, t, file, ref)
 }
 
+// renderForWorker renders file for P partitions of run with `lockstep
+// deploy k8s` (and extra flags) into a directory whose kustomization has
+// every pod ask for a tenth of a core: the machine has 2 cores, and the
+// rendering's 1 CPU per node would leave the pods unschedulable here.
+func renderForWorker(t *testing.T, file, run string, p int, extra ...string) string {
+	dir := filepath.Join(t.TempDir(), "render")
+	args := append([]string{"deploy", "k8s", file, "--partitions", fmt.Sprint(p), "--run-id", run,
+		"--image", "lockstep:k8sapi", "--out", dir}, extra...)
+	if b, err := exec.Command(lockstep(t), args...).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	kz, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	must(t, err)
+	kz = append(kz, "patches:\n"...)
+	for _, kind := range []string{"Job", "StatefulSet", "DaemonSet"} {
+		kz = fmt.Appendf(kz, `  - target: {kind: %s}
+    patch: '[{"op": "replace", "path": "/spec/template/spec/containers/0/resources/requests/cpu", "value": "100m"}]'
+`, kind)
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), kz, 0o644))
+	return dir
+}
+
 // runPerNode renders file with --nats-per-node, runs it on the worker in a
 // namespace of its own with the launcher on the host, checks the outputs
 // against ref and deletes the run.
@@ -934,22 +941,7 @@ func runPerNode(n *node, t *testing.T, file, ref string) {
 	ns := namespace(t, "kubelet-pernode")
 	n.namespaces = append(n.namespaces, ns)
 	const run, p = "kubelet-pn", 2
-	dir := filepath.Join(t.TempDir(), "render-pernode")
-	if b, err := exec.Command(lockstep(t), "deploy", "k8s", file, "--partitions", fmt.Sprint(p), "--run-id", run,
-		"--image", "lockstep:k8sapi", "--nats-per-node", "--out", dir).CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
-	kz, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
-	must(t, err)
-	kz = append(kz, []byte(`patches:
-  - target: {kind: Job}
-    patch: '[{"op": "replace", "path": "/spec/template/spec/containers/0/resources/requests/cpu", "value": "100m"}]'
-  - target: {kind: StatefulSet}
-    patch: '[{"op": "replace", "path": "/spec/template/spec/containers/0/resources/requests/cpu", "value": "100m"}]'
-  - target: {kind: DaemonSet}
-    patch: '[{"op": "replace", "path": "/spec/template/spec/containers/0/resources/requests/cpu", "value": "100m"}]'
-`)...)
-	must(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), kz, 0o644))
+	dir := renderForWorker(t, file, run, p, "--nats-per-node")
 	start := time.Now()
 	if _, stderr, err := cp.kubectl(nil, "apply", "-n", ns, "-k", dir); err != nil {
 		t.Fatal(err)
