@@ -10,8 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/lockstep-sim/lockstep/internal/wire"
 )
 
 // freePorts returns n loopback ports that were free a moment ago.
@@ -62,6 +68,83 @@ func (r routez) peers() map[string]bool {
 	return m
 }
 
+// natsCluster is n `lockstep nats` processes on loopback joined by routes,
+// every one requiring token of clients and routes; start runs more
+// processes of the test binary as lockstep (killed at the end).
+type natsCluster struct {
+	t       *testing.T
+	token   string
+	client  []int // client port of server i
+	mon     []int // its monitor port
+	routes  []string
+	servers []*exec.Cmd
+	stderr  *lockedWriter
+}
+
+// newNATSCluster starts the servers (s0, s1, ...) and waits until each has
+// a route to every other.
+func newNATSCluster(t *testing.T, n int, token string) *natsCluster {
+	t.Helper()
+	ports := freePorts(t, 3*n) // client, route, monitor per server
+	c := &natsCluster{t: t, token: token, client: ports[:n], mon: ports[2*n:], stderr: &lockedWriter{w: &bytes.Buffer{}}}
+	for _, p := range ports[n : 2*n] {
+		c.routes = append(c.routes, fmt.Sprintf("nats://127.0.0.1:%d", p)) // the token is added by `lockstep nats`
+	}
+	for i := 0; i < n; i++ {
+		c.servers = append(c.servers, c.start(token, "nats", "--addr", fmt.Sprintf("127.0.0.1:%d", c.client[i]),
+			"--cluster", fmt.Sprintf("127.0.0.1:%d", ports[n+i]), "--routes", strings.Join(c.routes, ","),
+			"--jetstream=false", "--name", fmt.Sprintf("s%d", i), "--monitor", fmt.Sprintf("127.0.0.1:%d", c.mon[i])))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; i < n; i++ {
+		for {
+			r, err := getRoutez(c.mon[i])
+			joined := 0
+			for j := 0; j < n; j++ {
+				if r.peers()[fmt.Sprintf("s%d", j)] {
+					joined++
+				}
+			}
+			if err == nil && joined == n-1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("server s%d: routes to %v after 30 s (err %v); stderr:\n%s", i, r.peers(), err, c.stderr.string())
+			}
+			time.Sleep(10 * time.Millisecond) // polling the monitor against the deadline
+		}
+	}
+	return c
+}
+
+// start runs lockstep args with LOCKSTEP_NATS_TOKEN=token.
+func (c *natsCluster) start(token string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "LOCKSTEP_NATS_TOKEN="+token)
+	cmd.Stderr = c.stderr
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
+}
+
+// url is server i's client URL.
+func (c *natsCluster) url(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.client[i]) }
+
+// runOn starts a coordinator on server 0 and node i on server i for
+// scenario s as run id, and runs the launcher on server 1 into out.
+func (c *natsCluster) runOn(s, id, out string) {
+	c.t.Helper()
+	n := len(c.client)
+	c.start(c.token, "coordinator", s, "--nats", c.url(0), "--run", id, "--partitions", fmt.Sprint(n))
+	for i := 0; i < n; i++ {
+		c.start(c.token, "node", "--nats", c.url(i), "--run", id, "--partition", fmt.Sprint(i))
+	}
+	runCLI(c.t, "run", s, "--out", out, "--quiet", "--external", "--nats", c.url(1), "--run-id", id, "--partitions", fmt.Sprint(n),
+		"--nats-token", c.token)
+}
+
 // TestRunDistributed_ServerPerNode runs a partition per node on a NATS
 // cluster of three `lockstep nats` processes joined by routes (a server per
 // machine, docs/deploy.md): node i and the coordinator on server i (the
@@ -73,67 +156,19 @@ func TestRunDistributed_ServerPerNode(t *testing.T) {
 	requireWired(t)
 	t.Setenv(asMainEnv, "1")
 	const n = 3
-	ports := freePorts(t, 3*n+3) // client, route, monitor per server, and a rogue's
-	client, route, mon := ports[:n], ports[n:2*n], ports[2*n:3*n]
-	var routes []string
-	for _, p := range route {
-		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p)) // the token is added by `lockstep nats`
-	}
-	var errs bytes.Buffer
-	lw := &lockedWriter{w: &errs}
-	start := func(token string, args ...string) {
-		cmd := exec.Command(os.Args[0], args...)
-		cmd.Env = append(os.Environ(), "LOCKSTEP_NATS_TOKEN="+token)
-		cmd.Stderr = lw
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	}
-	for i := 0; i < n; i++ {
-		start("tok3n", "nats", "--addr", fmt.Sprintf("127.0.0.1:%d", client[i]), "--cluster", fmt.Sprintf("127.0.0.1:%d", route[i]),
-			"--routes", strings.Join(routes, ","), "--jetstream=false", "--name", fmt.Sprintf("s%d", i),
-			"--monitor", fmt.Sprintf("127.0.0.1:%d", mon[i]))
-	}
+	c := newNATSCluster(t, n, "tok3n")
 	// A server with another token tries to join through s0: its routes
 	// are refused for the whole run.
-	rogue := ports[3*n:]
-	start("wrong", "nats", "--addr", fmt.Sprintf("127.0.0.1:%d", rogue[0]), "--cluster", fmt.Sprintf("127.0.0.1:%d", rogue[1]),
-		"--routes", routes[0], "--jetstream=false", "--name", "rogue", "--monitor", fmt.Sprintf("127.0.0.1:%d", rogue[2]))
-	// The cluster is formed when every server has a route to both others.
-	deadline := time.Now().Add(30 * time.Second)
-	for i := 0; i < n; i++ {
-		for {
-			r, err := getRoutez(mon[i])
-			joined := 0
-			for j := 0; j < n; j++ {
-				if r.peers()[fmt.Sprintf("s%d", j)] {
-					joined++
-				}
-			}
-			if err == nil && joined == n-1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("server s%d: routes to %v after 30 s (err %v); stderr:\n%s", i, r.peers(), err, lw.string())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	rogue := freePorts(t, 3)
+	c.start("wrong", "nats", "--addr", fmt.Sprintf("127.0.0.1:%d", rogue[0]), "--cluster", fmt.Sprintf("127.0.0.1:%d", rogue[1]),
+		"--routes", c.routes[0], "--jetstream=false", "--name", "rogue", "--monitor", fmt.Sprintf("127.0.0.1:%d", rogue[2]))
 
 	dir := write(t, map[string]string{"r.yaml": randomYAML})
 	s := filepath.Join(dir, "r.yaml")
 	single := filepath.Join(dir, "single")
 	runCLI(t, "run", s, "--out", single, "--quiet")
-	url := func(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", client[i]) }
-	id := fmt.Sprintf("cluster-%d", os.Getpid())
-	start("tok3n", "coordinator", s, "--nats", url(0), "--run", id, "--partitions", fmt.Sprint(n))
-	for i := 0; i < n; i++ {
-		start("tok3n", "node", "--nats", url(i), "--run", id, "--partition", fmt.Sprint(i))
-	}
 	out := filepath.Join(dir, "cluster")
-	runCLI(t, "run", s, "--out", out, "--quiet", "--external", "--nats", url(1), "--run-id", id, "--partitions", fmt.Sprint(n),
-		"--nats-token", "tok3n")
+	c.runOn(s, fmt.Sprintf("cluster-%d", os.Getpid()), out)
 	sameFiles(t, "a server per node", single, out)
 
 	// Each node's reports reach the two others through its server's
@@ -153,7 +188,7 @@ func TestRunDistributed_ServerPerNode(t *testing.T) {
 		t.Fatalf("summary.json: %d windows; want a run of many", w)
 	}
 	for i := 0; i < n; i++ {
-		r, err := getRoutez(mon[i])
+		r, err := getRoutez(c.mon[i])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,6 +206,67 @@ func TestRunDistributed_ServerPerNode(t *testing.T) {
 	if r, err := getRoutez(rogue[2]); err != nil || r.NumRoutes != 0 {
 		t.Errorf("the rogue server: %d routes (err %v); want none without the token", r.NumRoutes, err)
 	}
+}
+
+// TestRunDistributed_ServerPerNode_ServerLost: with a server per node,
+// the loss of one server mid-run is not the loss of the run. Server s2 is
+// killed at window 300 of a run of ~2,600; node 2's connection fails over
+// to a server it learned of from the cluster (nats.go reconnects to the
+// servers a server advertises), the messages lost in between are sent
+// again on the leader's resync request, and the files equal one
+// process's.
+func TestRunDistributed_ServerPerNode_ServerLost(t *testing.T) {
+	requireWired(t)
+	t.Setenv(asMainEnv, "1")
+	const n = 3
+	c := newNATSCluster(t, n, "tok3n")
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "fattree-k8-permutation.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(b), "size: 2MB", "size: 6MB", 1)
+	if text == string(b) {
+		t.Fatal("the example has no 'size: 2MB' to scale")
+	}
+	dir := write(t, map[string]string{"k8.yaml": text})
+	s := filepath.Join(dir, "k8.yaml")
+	single := filepath.Join(dir, "single")
+	runCLI(t, "run", s, "--out", single, "--quiet")
+	id := fmt.Sprintf("lost-%d", os.Getpid())
+	// The leader's status, through s0, says when window 300 is reached.
+	nc, err := nats.Connect(c.url(0), nats.Token(c.token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	subj, _ := wire.NewSubjects(id)
+	var killed atomic.Bool
+	var once sync.Once
+	if _, err := nc.Subscribe(subj.Status(), func(msg *nats.Msg) {
+		m, err := wire.Decode(msg.Data)
+		if err != nil || m.Control == nil {
+			return
+		}
+		var st wire.Status
+		if m.Control.UnmarshalBody(&st) != nil || st.Window < 300 {
+			return
+		}
+		once.Do(func() {
+			_ = c.servers[2].Process.Kill()
+			killed.Store(true)
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "cluster")
+	c.runOn(s, id, out)
+	if !killed.Load() {
+		t.Fatal("the run ended before window 300: server s2 was never killed")
+	}
+	sameFiles(t, "a server per node, s2 lost", single, out)
 }
 
 // TestNATS_RoutesNeedClusterAndToken: --routes without --cluster is bad
