@@ -2,6 +2,7 @@ package coordinator_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -65,6 +66,45 @@ func BenchmarkNATSRequestReply(b *testing.B) {
 	}
 	_ = srv.Flush()
 	payload := make([]byte, 40) // about a report's size
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := cli.Request("rr", payload, 5*time.Second); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNATSRequestReplyAcrossRoute is BenchmarkNATSRequestReply with
+// the two connections on two servers joined by a route (a NATS server per
+// machine, docs/deploy.md): request and reply each pass a second server.
+// Its difference from BenchmarkNATSRequestReply, halved, is what the
+// model's --hop-us stands for (scripts/dist-model.py).
+func BenchmarkNATSRequestReplyAcrossRoute(b *testing.B) {
+	opts := func(name string, routes ...string) *server.Options {
+		o := &server.Options{ServerName: name, Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true,
+			Cluster: server.ClusterOpts{Name: "bench", Host: "127.0.0.1", Port: -1}}
+		o.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		return o
+	}
+	a, connectA := benchNATSOpts(b, opts("a"), nil)
+	_, connectB := benchNATSOpts(b, opts("b", fmt.Sprintf("nats://%s", a.ClusterAddr())), nil)
+	srv, cli := connectB(), connectA()
+	if _, err := srv.Subscribe("rr", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
+		b.Fatal(err)
+	}
+	_ = srv.Flush()
+	payload := make([]byte, 40) // about a report's size
+	// The route and the subscription's interest reach a: poll until a
+	// request is answered.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := cli.Request("rr", payload, 100*time.Millisecond); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("no answer across the route in 10 s")
+		}
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := cli.Request("rr", payload, 5*time.Second); err != nil {

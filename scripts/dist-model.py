@@ -62,7 +62,7 @@ def main():
     ap.add_argument("--lat", type=float, default=0.5, help="one-way latency in RTTs")
     ap.add_argument("--lat-us", type=float, default=20.0, help="fixed per-window latency (wake-ups, scheduling), µs")
     ap.add_argument("--servers", choices=["one", "machine"], default="one", help="one NATS server for the run, or one per machine joined by routes")
-    ap.add_argument("--hop-us", type=float, default=5.0, help="with --servers machine: a report's pass through the second server, µs")
+    ap.add_argument("--hop-us", type=float, default=20.0, help="with --servers machine: a report's pass through the second server, µs (19-35 here: BenchmarkNATSRequestReplyAcrossRoute)")
     a = ap.parse_args()
     machines = [int(x) for x in a.machines.split(",")]
     rtts = [float(x) for x in a.rtt.split(",")]
