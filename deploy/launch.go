@@ -718,7 +718,16 @@ func (l *launch) dial(name string, c *member.Creds, inProcess bool, extra ...nat
 	if inProcess {
 		opts = append(opts, nats.InProcessServer(l.srv))
 	}
-	nc, err := nats.Connect(l.url, opts...)
+	var nc *nats.Conn
+	var err error
+	if l.srv == nil {
+		// A server of the deployment's (--nats): it may start with the
+		// run (docker compose, a Kubernetes apply), so wait for it as the
+		// nodes and coordinators do, within the join timeout.
+		nc, err = liveness.ConnectWait(l.url, l.o.JoinTimeout, l.o.Stderr, "launcher", opts...)
+	} else {
+		nc, err = nats.Connect(l.url, opts...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("deploy: %s: connect to NATS %s: %w", name, l.url, err)
 	}

@@ -117,16 +117,19 @@ PY
   done
   local ip
   ip=$(docker inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$net-nats0")
+  # The coordinator, the nodes and the launcher start at once, as
+  # docker compose or a Kubernetes apply starts them.
   docker run -d "${lbl[@]}" --name "$net-c1" -v "$(realpath "$s"):/s.yaml:ro" "$IMAGE" \
-    coordinator /s.yaml --partitions "$P" --nats "nats://$ip:4222" --run "$run" --id c1 >/dev/null
+    coordinator /s.yaml --partitions "$P" --nats "nats://$ip:4222" --run "$run" --id c1 >/dev/null &
   local gmp=$(( $(nproc) / P )); [ "$gmp" -lt 1 ] && gmp=1
   for i in $(seq 0 $((P - 1))); do
     local own="nats://$ip:4222"
     [ "$nservers" -gt 1 ] && own="nats://$net-nats$i:4222"
     docker run -d "${lbl[@]}" --name "$net-n$i" -e GOMAXPROCS=$gmp "$IMAGE" \
-      node --nats "$own" --run "$run" --partition "$i" >/dev/null
+      node --nats "$own" --run "$run" --partition "$i" >/dev/null &
   done
   "$BIN" run "$s" --partitions "$P" --external --nats "nats://$ip:4222" --run-id "$run" --out "$out" --quiet
+  wait
   docker ps -aq --filter "label=lockstep.bench=$net" | xargs -r docker rm -f >/dev/null 2>&1 || true
   docker network rm "$net" >/dev/null 2>&1 || true
   net=""

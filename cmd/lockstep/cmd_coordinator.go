@@ -161,7 +161,7 @@ func runCoordinator(cmd *cobra.Command, v *viper.Viper, args []string, stderr io
 	id := v.GetString("coordinator.id")
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	nc, err := connectWait(url, 2*time.Minute, stderr, "coordinator "+id,
+	nc, err := liveness.ConnectWait(url, 2*time.Minute, stderr, "coordinator "+id,
 		append(append([]nats.Option{nats.Name("lockstep coordinator " + id)}, liveness.ClientOptions()...), auth...)...)
 	if err != nil {
 		return fmt.Errorf("coordinator %s: connect to %s: %w", id, url, err)

@@ -81,7 +81,7 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	nc, err := connectWait(url, v.GetDuration("node.setup-timeout"), stderr, fmt.Sprintf("node %d", part),
+	nc, err := liveness.ConnectWait(url, v.GetDuration("node.setup-timeout"), stderr, fmt.Sprintf("node %d", part),
 		append(append(append([]nats.Option{nats.Name(fmt.Sprintf("lockstep node %d", part))}, liveness.ClientOptions()...), node.ConnOptions()...), auth...)...)
 	if err != nil {
 		return fmt.Errorf("node %d: connect to %s: %w", part, url, err)

@@ -1,4 +1,4 @@
-package main
+package liveness
 
 import (
 	"crypto/tls"
@@ -11,10 +11,10 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// connectWait connects to NATS, retrying for up to wait while the server
+// ConnectWait connects to NATS, retrying for up to wait while the server
 // is not up yet (a container or pod that starts before NATS does), and
 // says once on stderr that it waits.
-func connectWait(url string, wait time.Duration, stderr io.Writer, who string, opts ...nats.Option) (*nats.Conn, error) {
+func ConnectWait(url string, wait time.Duration, stderr io.Writer, who string, opts ...nats.Option) (*nats.Conn, error) {
 	deadline := time.Now().Add(wait)
 	said := false
 	for {
@@ -22,7 +22,7 @@ func connectWait(url string, wait time.Duration, stderr io.Writer, who string, o
 		if err == nil {
 			return nc, nil
 		}
-		if refused(err) {
+		if Refused(err) {
 			// The server is up and says no: waiting will not change it.
 			return nil, err
 		}
@@ -37,10 +37,10 @@ func connectWait(url string, wait time.Duration, stderr io.Writer, who string, o
 	}
 }
 
-// refused says whether err is the server refusing the client's
+// Refused says whether err is the server refusing the client's
 // credentials or the client refusing the server's certificate, rather than
 // a server that is not up yet.
-func refused(err error) bool {
+func Refused(err error) bool {
 	var unknownCA x509.UnknownAuthorityError
 	var hostname x509.HostnameError
 	var certInvalid x509.CertificateInvalidError
