@@ -249,9 +249,16 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if o.PartialWait <= 0 {
 		o.PartialWait = 3 * time.Second
 	}
+	// While its node processes run, the launcher keeps the cores they
+	// leave (launcherProcs); it gets its own back for the merge, or at
+	// the latest when Run returns.
+	ownProcs := func() {}
 	if o.Procs {
 		if n, ok := launcherProcs(o.Placement.P, runtime.NumCPU()); ok {
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+			var once sync.Once
+			prev := runtime.GOMAXPROCS(n)
+			ownProcs = func() { once.Do(func() { runtime.GOMAXPROCS(prev) }) }
+			defer ownProcs()
 		}
 	}
 	if o.External && (o.NATS == "" || o.RunID == "") {
@@ -345,6 +352,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if failure != nil {
 		return l.partial(nc, start, failure)
 	}
+	ownProcs() // the nodes are done
 	rs := l.col.Results()
 	l.mu.Lock()
 	leaders := append([]wire.Status(nil), l.leaders...)
