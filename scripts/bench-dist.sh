@@ -45,6 +45,9 @@ IMAGE=${IMAGE:-lockstep:$(git describe --tags --always --dirty 2>/dev/null || ec
 tmp=$(mktemp -d)
 net=""
 cleanup() {
+  # Containers still being started in the background (the container
+  # mode starts them at once) must exist before they can be removed.
+  wait 2>/dev/null || true
   if [ -n "$net" ]; then
     docker ps -aq --filter "label=lockstep.bench=$net" | xargs -r docker rm -f >/dev/null 2>&1 || true
     docker network rm "$net" >/dev/null 2>&1 || true
