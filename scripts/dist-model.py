@@ -19,6 +19,8 @@ term is per server, all servers at once, the busiest being the
 coordinator leader's (which also hands it all P reports):
 
               + (3P - 2) * s_srv                the leader's server: P - 1 out, P - 1 + P in
+                                                (--leader-apart: the coordinator on a
+                                                machine and server of its own, 2P - 1)
               + hop                             a report crosses two servers on its way
 
 with C the one-partition compute per window (run seconds / windows), W the
@@ -62,6 +64,7 @@ def main():
     ap.add_argument("--lat", type=float, default=0.5, help="one-way latency in RTTs")
     ap.add_argument("--lat-us", type=float, default=20.0, help="fixed per-window latency (wake-ups, scheduling), µs")
     ap.add_argument("--servers", choices=["one", "machine"], default="one", help="one NATS server for the run, or one per machine joined by routes")
+    ap.add_argument("--leader-apart", action="store_true", help="with --servers machine: the coordinator leader on a machine and server without a node")
     ap.add_argument("--hop-us", type=float, default=20.0, help="with --servers machine: a report's pass through the second server, µs (19-35 here: BenchmarkNATSRequestReplyAcrossRoute)")
     a = ap.parse_args()
     machines = [int(x) for x in a.machines.split(",")]
@@ -96,7 +99,7 @@ def main():
                 "server": P * P * a.server_us if P > 1 else 0.0,
             }
             if a.servers == "machine" and P > 1:
-                terms["server"] = (3 * P - 2) * a.server_us
+                terms["server"] = (2 * P - 1 if a.leader_apart else 3 * P - 2) * a.server_us
             hop = a.hop_us if a.servers == "machine" and P > 1 else 0.0
             cols = []
             for rtt in rtts:
