@@ -1,0 +1,61 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// TestDistModel_Terms runs scripts/dist-model.py on two made-up summaries
+// whose terms are easy to add up by hand (docs/decisions.md, "A model for
+// many machines" and "a server per machine"): one partition ran 100
+// windows in 1 s (C = 10,000 µs a window), four in-memory partitions sent
+// 3,000 packets across the cut with equal events. At P = 16, RTT 40 µs and
+// the default unit costs: compute 625, packets 3,750/1,600 × 0.36, reports
+// 15 × 2, latency 0.5 × 40 + 20; the fan-out 16² = 256 with one server,
+// (3·16 − 2) = 46 with a server each (and a second server's 20 µs), 31
+// with the leader apart.
+func TestDistModel_Terms(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	dir := t.TempDir()
+	one := filepath.Join(dir, "one.json")
+	part := filepath.Join(dir, "part.json")
+	if err := os.WriteFile(one, []byte(`{"perf": {"wall_seconds": 1.0, "setup_seconds": 0}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(part, []byte(`{"extra": {"distributed": {"windows": 100, "cross_packets": 3000,
+		"per_node": [{"events": 100}, {"events": 100}, {"events": 100}, {"events": 100}]}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	packets := 3750.0 / 1600 * 0.36
+	for _, c := range []struct {
+		args  []string
+		total float64
+		limit string
+	}{
+		{nil, 625 + packets + 30 + 40 + 256, "server"},
+		{[]string{"--servers", "machine"}, 625 + packets + 30 + 40 + 20 + 46, "latency"},
+		{[]string{"--servers", "machine", "--leader-apart"}, 625 + packets + 30 + 40 + 20 + 31, "latency"},
+	} {
+		args := append([]string{filepath.Join("..", "..", "scripts", "dist-model.py"), "m=" + one + "," + part,
+			"--machines", "16", "--rtt", "40"}, c.args...)
+		out, err := exec.Command(py, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", c.args, err, out)
+		}
+		m := regexp.MustCompile(`(?m)^m\s+16\s.*\|\s+([0-9.]+) \((\w+)\)`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("%v: no line for 16 machines in\n%s", c.args, out)
+		}
+		got, _ := strconv.ParseFloat(string(m[1]), 64)
+		if want := 10000 / c.total; got < want-0.006 || got > want+0.006 || string(m[2]) != c.limit {
+			t.Errorf("%v: speed-up %v (%s), want %.2f (%s)", c.args, got, m[2], want, c.limit)
+		}
+	}
+}
