@@ -27,8 +27,10 @@ func exampleK8s(t *testing.T) K8s {
 	return K8s{Scenario: string(b), ScenarioName: "fattree-k8-permutation.yaml", Partitions: 4, Run: "example"}
 }
 
-func TestK8s_RenderedManifestsDecodeStrictlyAndSayWhatTheyShould(t *testing.T) {
-	files, err := exampleK8s(t).Render()
+// renderedObjects renders k and decodes every manifest strictly.
+func renderedObjects(t *testing.T, k K8s) []any {
+	t.Helper()
+	files, err := k.Render()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +38,11 @@ func TestK8s_RenderedManifestsDecodeStrictlyAndSayWhatTheyShould(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return objs
+}
+
+func TestK8s_RenderedManifestsDecodeStrictlyAndSayWhatTheyShould(t *testing.T) {
+	objs := renderedObjects(t, exampleK8s(t))
 	byKind := map[string]int{}
 	for _, o := range objs {
 		switch o := o.(type) {
@@ -209,14 +216,7 @@ func TestK8s_CheckpointsLetNodePodsBeReplaced(t *testing.T) {
 	}{{"", 0}, {"100us", 5}} {
 		k := exampleK8s(t)
 		k.CheckpointEvery, k.MaxRestarts = c.every, 5
-		files, err := k.Render()
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs, err := k8sobj.DecodeAll(files.Stream())
-		if err != nil {
-			t.Fatal(err)
-		}
+		objs := renderedObjects(t, k)
 		var jobs, coords int
 		for _, o := range objs {
 			switch o := o.(type) {
@@ -250,14 +250,7 @@ func TestK8s_CheckpointsLetNodePodsBeReplaced(t *testing.T) {
 func TestK8s_NATSPerNode(t *testing.T) {
 	k := exampleK8s(t)
 	k.NATSPerNode, k.Token = true, "t0k"
-	files, err := k.Render()
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := k8sobj.DecodeAll(files.Stream())
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := renderedObjects(t, k)
 	var ds *appsv1.DaemonSet
 	services := map[string]*corev1.Service{}
 	for _, o := range objs {

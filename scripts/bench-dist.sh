@@ -99,7 +99,7 @@ containers() {
   # published before its route exists is lost; the run would recover
   # only through the leader's resync).
   for i in $(seq 0 $((nservers - 1))); do
-    [ "$nservers" = 1 ] && break
+    [ "$nservers" -gt 1 ] || break # one server: no routes
     local sip
     sip=$(docker inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$net-nats$i")
     python3 - "$sip" "$nservers" <<'PY'

@@ -81,10 +81,10 @@ func (n *fixedNATS) stop() {
 }
 
 // onWindow calls f once, from a NATS callback, when the leader's status
-// reaches window w.
-func onWindow(t *testing.T, url, runID string, w uint64, f func()) {
+// reaches window w; opts are more connection options (credentials).
+func onWindow(t *testing.T, url, runID string, w uint64, f func(), opts ...nats.Option) {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	nc, err := nats.Connect(url, append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

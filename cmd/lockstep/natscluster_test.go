@@ -10,17 +10,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/lockstep-sim/lockstep/internal/wire"
 )
 
-// freePorts returns n loopback ports that were free a moment ago.
+// freePorts returns n distinct loopback ports that were free a moment ago
+// (all n held open at once, so none is handed out twice).
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
 	var ls []net.Listener
@@ -234,33 +232,11 @@ func TestRunDistributed_ServerPerNode_ServerLost(t *testing.T) {
 	runCLI(t, "run", s, "--out", single, "--quiet")
 	id := fmt.Sprintf("lost-%d", os.Getpid())
 	// The leader's status, through s0, says when window 300 is reached.
-	nc, err := nats.Connect(c.url(0), nats.Token(c.token))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	subj, _ := wire.NewSubjects(id)
 	var killed atomic.Bool
-	var once sync.Once
-	if _, err := nc.Subscribe(subj.Status(), func(msg *nats.Msg) {
-		m, err := wire.Decode(msg.Data)
-		if err != nil || m.Control == nil {
-			return
-		}
-		var st wire.Status
-		if m.Control.UnmarshalBody(&st) != nil || st.Window < 300 {
-			return
-		}
-		once.Do(func() {
-			_ = c.servers[2].Process.Kill()
-			killed.Store(true)
-		})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	onWindow(t, c.url(0), id, 300, func() {
+		_ = c.servers[2].Process.Kill()
+		killed.Store(true)
+	}, nats.Token(c.token))
 	out := filepath.Join(dir, "cluster")
 	c.runOn(s, id, out)
 	if !killed.Load() {
