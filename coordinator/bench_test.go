@@ -25,9 +25,9 @@ func benchNATS(b *testing.B) (*server.Server, func() *nats.Conn) {
 	return benchNATSOpts(b, &server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true}, nil)
 }
 
-// benchNATSOpts starts a server with opts; connect logs in as creds[k] on
-// its k-th call (when given).
-func benchNATSOpts(b *testing.B, opts *server.Options, creds []*member.Creds) (*server.Server, func() *nats.Conn) {
+// benchNATSOpts starts a server with opts for a benchmark or a test;
+// connect logs in as creds[k] on its k-th call (when given).
+func benchNATSOpts(b testing.TB, opts *server.Options, creds []*member.Creds) (*server.Server, func() *nats.Conn) {
 	b.Helper()
 	ns, err := server.NewServer(opts)
 	if err != nil {

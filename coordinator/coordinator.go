@@ -52,9 +52,10 @@ type Config struct {
 	// MarkEvery is the number of windows between progress marks (default
 	// 256).
 	MarkEvery uint64
-	// ResyncEvery is how often a leader whose observer is resynchronising
-	// asks the nodes again (default 100ms); StatusEvery how often a leader
-	// publishes its status (default 250ms).
+	// ResyncEvery is how often a leader repeats a rollback that not every
+	// node has confirmed (default 100ms); StatusEvery how often a leader
+	// publishes its status (default 250ms), and how often it expects the
+	// nodes' statuses.
 	ResyncEvery time.Duration
 	StatusEvery time.Duration
 	// PeerTimeout is how long a node that has spoken may then stay silent,
@@ -62,9 +63,10 @@ type Config struct {
 	// fails the run (default liveness.DefaultTimeout). It aborts the run
 	// naming the partition.
 	PeerTimeout time.Duration
-	// StallAfter is how long a leader's observer waits without a new grant
-	// before it resynchronises and asks the nodes to resend their reports
-	// and batches (messages lost in a NATS outage; default 500ms).
+	// StallAfter is how long a leader waits without progress in the
+	// nodes' statuses (and at least two status intervals) before it asks
+	// the nodes to resend their reports and batches (messages lost in a
+	// NATS outage; default 500ms).
 	StallAfter time.Duration
 	// JoinTimeout bounds how long a replica that has never known a raft
 	// leader waits for one (its peers starting, an election) before it

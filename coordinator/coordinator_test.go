@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -41,6 +42,14 @@ workload:
     size: 1MB
 `
 
+// loopbackNATS starts a NATS server on loopback for the test and gives a
+// function that connects to it (closed at the test's end, before the
+// server).
+func loopbackNATS(t *testing.T) func() *nats.Conn {
+	_, connect := benchNATSOpts(t, &server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true}, nil)
+	return connect
+}
+
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
 	var ls []net.Listener
@@ -65,7 +74,7 @@ func freePorts(t *testing.T, n int) []int {
 // BoltDB stores in this process, the nodes as goroutines, and stops the
 // leader mid-run: the nodes run the barrier among themselves, so the run
 // goes on without it, its fct.csv equals the in-memory run's, and a
-// follower takes over (its observer resynchronised from the nodes' reports).
+// follower takes over (its progress from the nodes' statuses).
 func TestCoordinator_Design3_LeaderStopsMidRun(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s.yaml")
@@ -90,23 +99,7 @@ func TestCoordinator_Design3_LeaderStopsMidRun(t *testing.T) {
 	}
 	su := deploy.NewSetup(b, pl)
 
-	ns, err := server.NewServer(&server.Options{DontListen: true, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS did not start")
-	}
-	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
-	connect := func() *nats.Conn {
-		nc, err := nats.Connect("", nats.InProcessServer(ns))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		return nc
-	}
+	connect := loopbackNATS(t)
 	const run = "failover"
 	ports := freePorts(t, 3)
 	var peers []coordinator.Peer
@@ -162,7 +155,7 @@ func TestCoordinator_Design3_LeaderStopsMidRun(t *testing.T) {
 	for i := 0; i < pl.P; i++ {
 		nc := connect()
 		go func() {
-			if err := node.Run(ctx, node.Config{Conn: nc, Run: run, Partition: i}); err != nil {
+			if err := node.Run(ctx, node.Config{Conn: nc, Run: run, Partition: i, StatusEvery: 5 * time.Millisecond}); err != nil {
 				errs <- fmt.Errorf("partition %d: %w", i, err)
 			}
 		}()
@@ -220,5 +213,135 @@ func TestCoordinator_Design3_LeaderStopsMidRun(t *testing.T) {
 		if st.Config.Digest != su.Digest || len(st.Leaders) < 2 {
 			t.Errorf("replica %s: raft state digest %q leaders %v; want %q and two leaders", id, st.Config.Digest, st.Leaders, su.Digest)
 		}
+		// What the first leader took from the nodes' statuses (it heard
+		// no reports): every node joined, and a progress mark (the first
+		// comes with the first progress; marks are proposed
+		// asynchronously, so a later one may not be in before it was
+		// stopped). The rest is TestLeader_FollowsTheNodesStatuses'.
+		if slices.Contains(st.Joined, false) || !st.HasMark || st.Mark.Window == 0 {
+			t.Errorf("replica %s: joined %v, mark %v %+v; want all joined and a mark", id, st.Joined, st.HasMark, st.Mark)
+		}
+	}
+}
+
+// TestLeader_FollowsTheNodesStatuses drives a lone coordinator with node
+// statuses published by hand (the leader hears no reports: package doc):
+// it proposes the joins once every node has spoken, a progress mark each
+// time the slowest node's window passes a multiple of MarkEvery, reports
+// the slowest node's window and start in its status, ignores a status
+// published on another node's subject, asks the nodes to resend when the
+// statuses show no progress for StallAfter, and commits the finish once
+// every node says it finished.
+func TestLeader_FollowsTheNodesStatuses(t *testing.T) {
+	b, err := scenario.Load("s.yaml", []byte(scenarioYAML), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := partition.Auto(b.Topo, b.Fabric.Impairments, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect := loopbackNATS(t)
+	const run = "statuses"
+	subj, _ := wire.NewSubjects(run)
+	nc := connect()
+	var mu sync.Mutex
+	var last wire.Status
+	resyncs := 0
+	for _, s := range []string{subj.Status(), subj.Resync()} {
+		if _, err := nc.Subscribe(s, func(msg *nats.Msg) {
+			mu.Lock()
+			defer mu.Unlock()
+			if msg.Subject == subj.Resync() {
+				resyncs++
+				return
+			}
+			if m, err := wire.Decode(msg.Data); err == nil && m.Control != nil {
+				_ = m.Control.UnmarshalBody(&last)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port := freePorts(t, 1)[0]
+	peer := coordinator.Peer{ID: "c1", Addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	c, err := coordinator.Start(coordinator.Config{Conn: connect(), Run: run, Setup: deploy.NewSetup(b, pl), ID: peer.ID,
+		Addr: peer.Addr, Peers: []coordinator.Peer{peer}, MarkEvery: 4, StatusEvery: 5 * time.Millisecond,
+		StallAfter: 100 * time.Millisecond, PeerTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	until := func(what string, ok func(st coordinator.ControlState, last wire.Status, resyncs int) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			st := c.State()
+			mu.Lock()
+			l, r := last, resyncs
+			mu.Unlock()
+			if ok(st, l, r) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: state %+v, status %+v, %d resync requests", what, st, l, r)
+			}
+			<-time.After(2 * time.Millisecond)
+		}
+	}
+	until("a leader", func(_ coordinator.ControlState, l wire.Status, _ int) bool { return l.Term > 0 })
+	enc := wire.NewEncoder()
+	status := func(on int, st wire.NodeStatus) {
+		t.Helper()
+		data, err := enc.Control(wire.TypeNodeStatus, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.Publish(subj.NodeStatus(on), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status(0, wire.NodeStatus{Partition: 0, Window: 5, Start: 500})
+	status(1, wire.NodeStatus{Partition: 1, Window: 9, Start: 900})
+	// Not yet every node: no joins, no progress.
+	until("node 0 and 1 heard", func(_ coordinator.ControlState, l wire.Status, _ int) bool { return true })
+	if st := c.State(); slices.Contains(st.Joined, true) || st.HasMark {
+		t.Fatalf("two of three nodes heard: joined %v, mark %v", st.Joined, st.HasMark)
+	}
+	status(2, wire.NodeStatus{Partition: 2, Window: 3, Start: 300})
+	until("joins and the first mark", func(st coordinator.ControlState, l wire.Status, _ int) bool {
+		return !slices.Contains(st.Joined, false) && st.HasMark && st.Mark.Window == 3 && st.Mark.Start == 300 &&
+			l.Window == 3 && l.Start == 300
+	})
+	// A status in node 2's name on node 1's subject is ignored: node 2's
+	// own next one (window 4, a multiple of 4) is then the slowest's.
+	status(1, wire.NodeStatus{Partition: 2, Window: 8, Start: 800})
+	status(2, wire.NodeStatus{Partition: 2, Window: 4, Start: 400})
+	until("the mark at window 4", func(st coordinator.ControlState, l wire.Status, _ int) bool {
+		return st.Mark.Window == 4 && l.Window == 4 && l.Start == 400
+	})
+	// Node 2 moves on: the slowest is node 0 at 5, past no multiple of 4
+	// since the last mark.
+	status(2, wire.NodeStatus{Partition: 2, Window: 10, Start: 1000})
+	until("window 5", func(_ coordinator.ControlState, l wire.Status, _ int) bool {
+		return l.Window == 5 && l.Start == 500 && l.Grants == 5
+	})
+	status(0, wire.NodeStatus{Partition: 0, Window: 7, Start: 700})
+	until("window 7", func(_ coordinator.ControlState, l wire.Status, _ int) bool { return l.Window == 7 })
+	if st := c.State(); st.Mark.Window != 4 {
+		t.Errorf("mark at %d after the slowest moved from 4 to 5 and 7, want still 4", st.Mark.Window)
+	}
+	// No progress from here on: the leader asks the nodes to resend.
+	mu.Lock()
+	before := resyncs
+	mu.Unlock()
+	until("a resync request", func(_ coordinator.ControlState, _ wire.Status, r int) bool { return r > before })
+	for i, w := range []uint64{12, 12, 12} {
+		status(i, wire.NodeStatus{Partition: i, Window: w, Start: 1200, Finished: true})
+	}
+	until("the finish", func(st coordinator.ControlState, l wire.Status, _ int) bool {
+		return st.Phase == coordinator.PhaseFinished && st.FinishWindow == 12 && l.Phase == "finished"
+	})
+	if st := c.State(); st.Mark.Window != 12 {
+		t.Errorf("mark at %d after every node reached window 12 (a multiple of 4), want 12", st.Mark.Window)
 	}
 }

@@ -51,13 +51,13 @@ type RunConfig struct {
 	Deadlock, DeadlockEvery int64
 }
 
-// Mark is a progress mark: the barrier's state after the grant of Window
-// (msgpack-encoded barrier.State), from which a new leader continues.
+// Mark is a progress mark: every node had accepted window Window (their
+// statuses said so to the leader of Term), from which a new leader's
+// progress starts until the nodes' statuses bring it up to date.
 type Mark struct {
-	Window  uint64
-	Start   int64 // the granted window's start, ps
-	Term    uint64
-	Barrier []byte
+	Window uint64
+	Start  int64 // the window's start, ps
+	Term   uint64
 }
 
 // LeaderTerm records which replica led which term.
@@ -182,7 +182,6 @@ func cloneControl(s ControlState) ControlState {
 	c := s
 	c.Config.Part = slices.Clone(s.Config.Part)
 	c.Joined = slices.Clone(s.Joined)
-	c.Mark.Barrier = slices.Clone(s.Mark.Barrier)
 	c.Leaders = slices.Clone(s.Leaders)
 	c.Checkpoint = cloneRef(s.Checkpoint)
 	c.Restore = cloneRef(s.Restore)
@@ -257,7 +256,6 @@ func (f *FSM) apply(c *Command) error {
 			return nil // an older mark committed late
 		}
 		s.Mark = c.Mark
-		s.Mark.Barrier = slices.Clone(c.Mark.Barrier)
 		s.HasMark = true
 		if s.Phase == PhaseSetup {
 			s.Phase = PhaseRunning

@@ -53,11 +53,11 @@ func TestFSM_Design3_ControlStateLifecycle(t *testing.T) {
 	if err := applyCmd(t, f, 7, Command{Op: OpJoin, Joined: []int{0, 2}}); err == nil {
 		t.Errorf("join of partition 2 of 2: no error")
 	}
-	_ = applyCmd(t, f, 8, Command{Op: OpMark, Mark: Mark{Window: 10, Barrier: []byte{1}}})
-	_ = applyCmd(t, f, 9, Command{Op: OpMark, Mark: Mark{Window: 5, Barrier: []byte{2}}}) // late, older
+	_ = applyCmd(t, f, 8, Command{Op: OpMark, Mark: Mark{Window: 10, Start: 1}})
+	_ = applyCmd(t, f, 9, Command{Op: OpMark, Mark: Mark{Window: 5, Start: 2}}) // late, older
 	st := f.State()
-	if st.Phase != PhaseRunning || st.Mark.Window != 10 || !bytes.Equal(st.Mark.Barrier, []byte{1}) {
-		t.Errorf("after marks 10 then 5: phase %v mark %d %v; want running, 10, [1]", st.Phase, st.Mark.Window, st.Mark.Barrier)
+	if st.Phase != PhaseRunning || st.Mark.Window != 10 || st.Mark.Start != 1 {
+		t.Errorf("after marks 10 then 5: phase %v mark %d start %d; want running, 10, 1", st.Phase, st.Mark.Window, st.Mark.Start)
 	}
 	if !reflect.DeepEqual(st.Joined, []bool{false, true}) || len(st.Leaders) != 1 {
 		t.Errorf("joined %v leaders %v; want [false true] and one leader", st.Joined, st.Leaders)
@@ -86,7 +86,7 @@ func (s *sink) Close() error  { return nil }
 func TestFSM_SnapshotRestoreRoundTrip(t *testing.T) {
 	f := &FSM{}
 	_ = applyCmd(t, f, 1, Command{Op: OpConfigure, Config: testRun})
-	_ = applyCmd(t, f, 2, Command{Op: OpMark, Mark: Mark{Window: 3, Start: 77, Term: 2, Barrier: []byte("state")}})
+	_ = applyCmd(t, f, 2, Command{Op: OpMark, Mark: Mark{Window: 3, Start: 77, Term: 2}})
 	snap, err := f.Snapshot()
 	if err != nil {
 		t.Fatal(err)

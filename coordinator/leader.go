@@ -10,38 +10,46 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/nats-io/nats.go"
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/lockstep-sim/lockstep/coordinator/barrier"
 	"github.com/lockstep-sim/lockstep/internal/liveness"
 	"github.com/lockstep-sim/lockstep/internal/wire"
-	"github.com/lockstep-sim/lockstep/sim"
 )
 
 // leader is the coordinator's shell of one leadership term. The nodes run
-// the barrier among themselves (coordinator/barrier package doc, "Peers"):
-// the leader is an observer, a peer replica fed with the same reports,
-// whose grants it records (progress marks, the finish) and never
-// publishes. No coordinator is on the per-window path.
+// the barrier among themselves (coordinator/barrier package doc, "Peers")
+// and the leader hears none of their reports: it follows the run from the
+// nodes' statuses (their heartbeats, which carry the window each node
+// accepted) and records from them what must survive it in raft: the
+// joins, a progress mark every MarkEvery windows, the finish. No
+// coordinator is on the per-window path, and the leader's server delivers
+// it nothing per window (docs/decisions.md, "The leader hears no
+// reports").
 type leader struct {
 	c    *Coordinator
 	term uint64
 
 	mu      sync.Mutex
-	bar     *barrier.Barrier // guarded by mu
-	enc     *wire.Encoder    // guarded by mu
-	last    barrier.Grant    // guarded by mu; the last grant observed
-	joined  bool             // guarded by mu; joins proposed
-	stopped bool             // guarded by mu
-	// progress is when the observer last issued a grant; peers when each
-	// node was last heard from; finals the nodes that said they finished
-	// (NodeStatus), finished that the finish was proposed.
+	enc     *wire.Encoder // guarded by mu
+	joined  bool          // guarded by mu; joins proposed
+	stopped bool          // guarded by mu
+	// windows and starts are, by node, the last window its status in this
+	// epoch said it accepted and that window's start; last is the window
+	// every node accepted (their minimum) and its start, first what last
+	// was when this term began. Guarded by mu.
+	windows []uint64
+	starts  []int64
+	last    progressAt
+	first   uint64
+	// progress is when last last advanced; peers when each node was last
+	// heard from; finals the nodes that said they finished (NodeStatus),
+	// finished that the finish was proposed.
 	progress time.Time       // guarded by mu
 	finals   []bool          // guarded by mu
 	finished bool            // guarded by mu
 	peers    *liveness.Peers // guarded by mu
-	// rejected counts reports dropped as not from the node they claim
-	// (or undecodable); guarded by mu.
+	// rejected counts checkpoint parts dropped as not from the node they
+	// claim (or undecodable); guarded by mu.
 	rejected uint64
 	// epoch is the run's epoch (ControlState.Epoch); heard says which
 	// nodes spoke in it (a setup request from one of them is a new
@@ -56,6 +64,12 @@ type leader struct {
 	subs []*nats.Subscription
 	quit chan struct{}
 	wg   sync.WaitGroup
+}
+
+// progressAt is a window and its start (ps).
+type progressAt struct {
+	Window uint64
+	Start  int64
 }
 
 // pendingRollback is a rollback whose nodes have not all restored yet.
@@ -73,10 +87,9 @@ type ckParts struct {
 
 // becomeLeader makes this replica the run's leader for raft's current
 // term: it waits until the FSM has applied every committed entry, records
-// the run's configuration (or checks it against the recorded one),
-// restores the observer from the last progress mark, resynchronises it
-// (the nodes may be far ahead: barrier package doc, "Peers") and starts
-// serving.
+// the run's configuration (or checks it against the recorded one), takes
+// the run's progress from the last mark (the nodes' statuses bring it up
+// to date) and starts serving.
 func (c *Coordinator) becomeLeader() {
 	term := c.raft.CurrentTerm()
 	if err := c.raft.Barrier(5 * time.Second).Error(); err != nil {
@@ -103,28 +116,11 @@ func (c *Coordinator) becomeLeader() {
 		c.log.Warn("not leading", "term", term, "err", err)
 		return
 	}
-	bar, err := barrier.New(barrier.Config{Nodes: st.Config.P, Lookahead: sim.Time(st.Config.Lookahead),
-		StopAt: sim.Time(st.Config.StopAt), DeadlockThreshold: sim.Time(st.Config.Deadlock),
-		DeadlockEvery: sim.Time(st.Config.DeadlockEvery), Peer: true})
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	if st.HasMark {
-		var bs barrier.State
-		if err := msgpack.Unmarshal(st.Mark.Barrier, &bs); err != nil {
-			c.fail(fmt.Errorf("coordinator: decode mark of window %d: %w", st.Mark.Window, err))
-			return
-		}
-		if err := bar.Restore(bs); err != nil {
-			c.fail(err)
-			return
-		}
-	}
-	bar.Resync()
-	l := &leader{c: c, term: term, bar: bar, enc: wire.NewEncoder(), quit: make(chan struct{}),
-		joined: st.Phase >= PhaseRunning, progress: time.Now(), peers: liveness.NewPeers(st.Config.P),
-		finals: make([]bool, st.Config.P), epoch: st.Epoch, heard: make([]bool, st.Config.P), parts: map[uint64]*ckParts{}}
+	p := st.Config.P
+	l := &leader{c: c, term: term, enc: wire.NewEncoder(), quit: make(chan struct{}),
+		joined: st.Phase >= PhaseRunning, progress: time.Now(), peers: liveness.NewPeers(p),
+		windows: make([]uint64, p), starts: make([]int64, p),
+		finals: make([]bool, p), epoch: st.Epoch, heard: make([]bool, p), parts: map[uint64]*ckParts{}}
 	if st.Epoch > 0 && st.Restore != nil {
 		// A rollback its predecessor may not have seen through: say it
 		// again until every node is in the epoch (those already there
@@ -132,8 +128,9 @@ func (c *Coordinator) becomeLeader() {
 		l.rb = l.rollbackMsg(st.Restore, st.Restarts[len(st.Restarts)-1].Partition)
 	}
 	if st.HasMark {
-		l.last = barrier.Grant{Window: st.Mark.Window, Start: sim.Time(st.Mark.Start)}
+		l.last = progressAt{Window: st.Mark.Window, Start: st.Mark.Start}
 	}
+	l.first = l.last.Window
 	if err := l.start(st.Phase == PhaseFinished); err != nil {
 		l.stop()
 		c.log.Warn("not leading", "term", term, "err", err)
@@ -155,15 +152,18 @@ func isRaftTransient(err error) bool {
 		errors.Is(err, raft.ErrEnqueueTimeout) || errors.Is(err, raft.ErrLeadershipTransferInProgress)
 }
 
-// start subscribes to reports and setup requests and starts the ticker.
-// A finished run only serves status.
+// start subscribes to setup requests, the nodes' statuses and their
+// checkpoint parts, and starts the ticker. A finished run only serves
+// status.
 func (l *leader) start(finished bool) error {
 	nc := l.c.cfg.Conn
 	s := l.c.subj
 	if !finished {
-		for subject, cb := range map[string]nats.MsgHandler{s.Reports(): l.onReport, s.Setup(): l.onSetup,
-			s.NodeStatuses(): l.onNodeStatus, s.Checkpoints(): l.onCheckpoint} {
-			sub, err := nc.Subscribe(subject, cb)
+		for _, sc := range []struct {
+			subject string
+			cb      nats.MsgHandler
+		}{{s.Setup(), l.onSetup}, {s.NodeStatuses(), l.onNodeStatus}, {s.Checkpoints(), l.onCheckpoint}} {
+			sub, err := nc.Subscribe(sc.subject, sc.cb)
 			if err != nil {
 				return err
 			}
@@ -195,8 +195,8 @@ func (l *leader) stop() {
 	l.wg.Wait()
 }
 
-// tick asks the nodes to resend while the observer resynchronises, and
-// publishes the status.
+// tick publishes the status, checks the deadlines and repeats a pending
+// rollback.
 func (l *leader) tick(finished bool) {
 	defer l.wg.Done()
 	cfg := l.c.cfg
@@ -204,9 +204,6 @@ func (l *leader) tick(finished bool) {
 	status := time.NewTicker(liveness.Interval(cfg.PeerTimeout, cfg.StatusEvery))
 	defer resync.Stop()
 	defer status.Stop()
-	if !finished {
-		l.resync()
-	}
 	l.status()
 	conn := liveness.NewConn(cfg.Conn)
 	for {
@@ -215,7 +212,6 @@ func (l *leader) tick(finished bool) {
 			return
 		case <-resync.C:
 			if !finished {
-				l.resync()
 				l.repeatRollback()
 			}
 		case now := <-status.C:
@@ -229,11 +225,11 @@ func (l *leader) tick(finished bool) {
 
 // watch is the leader's deadline check, every heartbeat interval: the NATS
 // server must come back within PeerTimeout, every node that has spoken must
-// speak again within it, and an observer that saw no progress for
-// StallAfter (or a connection that just came back) resynchronises and
-// asks the nodes to resend their last reports and batches, so that
-// whatever an outage lost, at the nodes or here, is sent again. Copies
-// change nothing: nodes drop batches and reports they have.
+// speak again within it, and a run whose nodes' statuses show no progress
+// for StallAfter (or a connection that just came back) has the nodes
+// resend their last reports and batches, so that whatever an outage lost
+// is sent again. Copies change nothing: nodes drop batches and reports
+// they have.
 func (l *leader) watch(conn *liveness.Conn, now time.Time) {
 	cfg := l.c.cfg
 	up, reconnected, err := conn.Check(now, cfg.PeerTimeout)
@@ -243,7 +239,7 @@ func (l *leader) watch(conn *liveness.Conn, now time.Time) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.stopped || l.finished || l.bar.Phase() == barrier.PhaseFinished {
+	if l.stopped || l.finished {
 		return
 	}
 	if !up {
@@ -274,15 +270,18 @@ func (l *leader) watch(conn *liveness.Conn, now time.Time) {
 		l.c.fail(err)
 		return
 	}
-	if reconnected || now.Sub(l.progress) > cfg.StallAfter {
+	// Progress is known from statuses, a heartbeat apart: a run is
+	// stalled only if two of them brought none.
+	if reconnected || now.Sub(l.progress) > max(cfg.StallAfter, 2*cfg.StatusEvery) {
 		l.progress = now
-		l.bar.Resync()
 		_ = cfg.Conn.Publish(l.c.subj.Resync(), l.enc.Resync(wire.Resync{Term: l.term, Epoch: l.epoch}))
 		l.c.log.Info("no progress: resync request sent", "window", l.last.Window, "reconnected", reconnected)
 	}
 }
 
-// onNodeStatus records a node's heartbeat.
+// onNodeStatus records a node's heartbeat and the progress it brings:
+// once every node spoke, the joins; the window every node accepted, with a
+// mark every MarkEvery windows; and the finish once every node finished.
 func (l *leader) onNodeStatus(msg *nats.Msg) {
 	m, err := wire.Decode(msg.Data)
 	if err != nil || m.Kind != wire.KindControl || m.Control.Type != wire.TypeNodeStatus {
@@ -305,6 +304,9 @@ func (l *leader) onNodeStatus(msg *nats.Msg) {
 		return // a node that has not restored yet, or a stale status
 	}
 	l.heard[st.Partition] = true
+	if !l.stopped && !l.finished {
+		l.advance(st)
+	}
 	if rb := l.rb; rb != nil && !l.stopped {
 		rb.confirmed[st.Partition] = true
 		if !slices.Contains(rb.confirmed, false) {
@@ -312,7 +314,6 @@ func (l *leader) onNodeStatus(msg *nats.Msg) {
 			// that restored first may have reached nodes still in the
 			// old epoch, so everyone resends once more.
 			l.rb = nil
-			l.bar.Resync()
 			l.progress = time.Now()
 			_ = l.c.cfg.Conn.Publish(l.c.subj.Resync(), l.enc.Resync(wire.Resync{Term: l.term, Epoch: l.epoch}))
 			l.c.log.Warn("rollback done: every node restored its part", "epoch", l.epoch)
@@ -321,8 +322,8 @@ func (l *leader) onNodeStatus(msg *nats.Msg) {
 	if !st.Finished || l.stopped || l.finished {
 		return
 	}
-	// The nodes finish on their own replicas' grant: if the observer
-	// missed the last reports, the nodes' word ends the run.
+	// The nodes finish on their own replicas' grant: when all of them
+	// say so, the run is over.
 	l.finals[st.Partition] = true
 	for _, f := range l.finals {
 		if !f {
@@ -331,22 +332,50 @@ func (l *leader) onNodeStatus(msg *nats.Msg) {
 	}
 	l.finished = true
 	l.c.enqueue(Command{Op: OpFinish, Window: st.Window, Reason: st.Reason})
+	// At once (l.mu is held here): followers and the launcher stop
+	// waiting.
+	l.wg.Add(1)
+	go func() { defer l.wg.Done(); l.status() }()
 }
 
-func (l *leader) resync() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stopped || l.finished || l.bar.Phase() != barrier.PhaseResyncing {
+// advance records node st.Partition's window and what follows from it.
+// Precondition: mu held, st in the leader's epoch.
+func (l *leader) advance(st wire.NodeStatus) {
+	if st.Window <= l.windows[st.Partition] {
 		return
 	}
-	_ = l.c.cfg.Conn.Publish(l.c.subj.Resync(), l.enc.Resync(wire.Resync{Term: l.term, Epoch: l.epoch}))
+	l.windows[st.Partition], l.starts[st.Partition] = st.Window, st.Start
+	if !l.joined && !slices.Contains(l.heard, false) {
+		// Every node set up and accepted a window: all have joined.
+		l.joined = true
+		all := make([]int, len(l.heard))
+		for i := range all {
+			all[i] = i
+		}
+		l.c.enqueue(Command{Op: OpJoin, Joined: all})
+	}
+	k := 0
+	for i, w := range l.windows {
+		if w < l.windows[k] {
+			k = i
+		}
+	}
+	if l.windows[k] <= l.last.Window {
+		return
+	}
+	prev := l.last.Window
+	l.last = progressAt{Window: l.windows[k], Start: l.starts[k]}
+	l.progress = time.Now()
+	if every := l.c.cfg.MarkEvery; prev == 0 || l.last.Window/every > prev/every {
+		l.c.enqueue(Command{Op: OpMark, Mark: Mark{Window: l.last.Window, Start: l.last.Start, Term: l.term}})
+	}
 }
 
 func (l *leader) status() {
 	cs := l.c.fsm.State()
 	l.mu.Lock()
-	st := wire.Status{ID: l.c.cfg.ID, Term: l.term, PID: os.Getpid(), Window: l.last.Window, Start: int64(l.last.Start),
-		Phase: l.bar.Phase().String(), Grants: l.bar.Stats().Grants, Rejected: l.rejected + l.c.RaftRejected(),
+	st := wire.Status{ID: l.c.cfg.ID, Term: l.term, PID: os.Getpid(), Window: l.last.Window, Start: l.last.Start,
+		Phase: PhaseRunning.String(), Grants: l.last.Window - min(l.first, l.last.Window), Rejected: l.rejected + l.c.RaftRejected(),
 		Epoch: cs.Epoch, Checkpoint: cs.Checkpoint, Checkpoints: cs.Checkpoints, Restarts: cs.Restarts}
 	if l.finished {
 		st.Phase = barrier.PhaseFinished.String()
@@ -421,8 +450,10 @@ func (l *leader) rollback(lost int, silent bool) error {
 	case len(cs.Restarts) >= maxR:
 		return fmt.Errorf("partition %d: its node was lost and the run has restarted %d times (--max-restarts %d)", lost, len(cs.Restarts), maxR)
 	}
+	// Where the run was: the furthest window a node's status named, and
+	// at least the checkpoint's (every node passed it).
 	l.mu.Lock()
-	at := l.last.Window
+	at := max(l.last.Window, slices.Max(l.windows), cs.Checkpoint.Window)
 	l.mu.Unlock()
 	r := wire.Restart{Epoch: cs.Epoch + 1, Partition: lost, LostAt: at, FromWindow: cs.Checkpoint.Window, Silent: silent}
 	if err := l.c.apply(Command{Op: OpRollback, Epoch: r.Epoch, Restart: r}); err != nil {
@@ -438,15 +469,12 @@ func (l *leader) rollback(lost int, silent bool) error {
 	clear(l.heard)
 	clear(l.finals)
 	clear(l.parts)
+	clear(l.windows)
+	clear(l.starts)
 	l.finished = false
-	// The observer starts over from the nodes' resent reports.
-	bar, err := barrier.New(l.bar.State().Config)
-	if err != nil {
-		return err
-	}
-	bar.Resync()
-	l.bar = bar
-	l.last = barrier.Grant{Window: cs.Restore.Window, Start: sim.Time(cs.Restore.TimePS)}
+	// Progress starts over at the checkpoint, as the nodes do.
+	l.last = progressAt{Window: cs.Restore.Window, Start: cs.Restore.TimePS}
+	l.first = min(l.first, l.last.Window)
 	l.progress = time.Now()
 	l.rb = l.rollbackMsg(cs.Restore, lost)
 	_ = l.c.cfg.Conn.Publish(l.c.subj.Rollback(), l.rb.msg)
@@ -537,94 +565,4 @@ func (l *leader) onCheckpoint(msg *nats.Msg) {
 	ref := ck.ref
 	l.c.enqueue(Command{Op: OpCheckpoint, Ckpt: &ref, Epoch: l.epoch})
 	l.c.log.Info("checkpoint complete", "window", ref.Window, "epoch", l.epoch)
-}
-
-// onReport feeds a report to the observer and records what it grants.
-func (l *leader) onReport(msg *nats.Msg) {
-	m, err := wire.Decode(msg.Data)
-	if err == nil && m.Kind != wire.KindReport {
-		err = fmt.Errorf("%v message", m.Kind)
-	}
-	if err == nil {
-		// Node i publishes on report.i only (the server's permissions),
-		// so a report is node i's if it says so.
-		if from, ok := l.c.subj.Sender(msg.Subject); !ok || from != m.Report.Node || from >= l.c.rcfg.P {
-			err = fmt.Errorf("report of node %d on %s", m.Report.Node, msg.Subject)
-		}
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err != nil {
-		l.rejected++
-		l.c.log.Warn("report rejected", "subject", msg.Subject, "err", err)
-		return
-	}
-	if l.stopped {
-		return
-	}
-	r := *m.Report
-	l.peers.Heard(r.Node, time.Now())
-	if m.Epoch != l.epoch {
-		return // from before a rollback
-	}
-	l.heard[r.Node] = true
-	err = l.bar.Step(r)
-	if errors.Is(err, barrier.ErrWrongWindow) && l.bar.Phase() == barrier.PhaseCollecting && r.Window > l.bar.Window()+1 {
-		// The nodes are ahead (the observer lost reports): catch up
-		// from what comes next, and ask for the last reports again.
-		l.bar.Resync()
-		err = l.bar.Step(r)
-		_ = l.c.cfg.Conn.Publish(l.c.subj.Resync(), l.enc.Resync(wire.Resync{Term: l.term, Epoch: l.epoch}))
-	}
-	if err != nil {
-		// Copies and reports around a resync are normal; anything
-		// else is a broken node, which its peers refuse too.
-		l.c.log.Debug("report refused", "node", r.Node, "epoch", r.Window, "err", err)
-		if errors.Is(err, barrier.ErrBadReport) {
-			l.c.log.Warn("bad report", "node", r.Node, "epoch", r.Window, "err", err)
-		}
-		return
-	}
-	for {
-		g, ok := l.bar.Ready()
-		if !ok {
-			return
-		}
-		l.bar.Advance()
-		l.observed(g)
-	}
-}
-
-// observed records a grant the observer issued: the joins after window 0,
-// progress marks, the finish.
-func (l *leader) observed(g barrier.Grant) {
-	l.last = g
-	l.progress = time.Now()
-	if !l.joined {
-		l.joined = true
-		all := make([]int, l.c.rcfg.P)
-		for i := range all {
-			all[i] = i
-		}
-		// Every node reported window 0: all have joined.
-		l.c.enqueue(Command{Op: OpJoin, Joined: all})
-	}
-	switch {
-	case g.Finished:
-		if !l.finished {
-			l.finished = true
-			l.c.enqueue(Command{Op: OpFinish, Window: g.Window, Reason: uint8(g.Reason)})
-			// At once (l.mu is held here): followers and the
-			// launcher stop waiting.
-			l.wg.Add(1)
-			go func() { defer l.wg.Done(); l.status() }()
-		}
-	case g.Window%l.c.cfg.MarkEvery == 0 || g.Window == 1:
-		data, err := msgpack.Marshal(l.bar.State())
-		if err != nil {
-			l.c.log.Error("encode mark", "err", err)
-			return
-		}
-		l.c.enqueue(Command{Op: OpMark, Mark: Mark{Window: g.Window, Start: int64(g.Start), Term: l.term, Barrier: data}})
-	}
 }

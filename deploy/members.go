@@ -56,13 +56,14 @@ func elementPermissions(s wire.Subjects, el string) *server.Permissions {
 
 // coordinatorPermissions are coordinator replica id's: resync requests,
 // status, aborts and rollbacks, and replies to setup requests; it hears
-// reports, the nodes' progress and stored checkpoint parts, and the
-// leader's status (a follower's --metrics).
+// the nodes' progress (their statuses, not their reports: the leader
+// follows the run from them) and stored checkpoint parts, and the leader's
+// status (a follower's --metrics).
 func coordinatorPermissions(s wire.Subjects, id string) *server.Permissions {
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{s.Resync(), s.Status(), s.Abort(), s.Rollback()}},
 		Subscribe: &server.SubjectPermission{Allow: []string{
-			s.Reports(), s.NodeStatuses(), s.Status(), s.Setup(), s.Abort(), s.Checkpoints(), s.Inbox(member.Coordinator(id)) + ".>"}},
+			s.NodeStatuses(), s.Status(), s.Setup(), s.Abort(), s.Checkpoints(), s.Inbox(member.Coordinator(id)) + ".>"}},
 		Response: &server.ResponsePermission{MaxMsgs: 1},
 	}
 }

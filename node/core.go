@@ -380,6 +380,9 @@ func (c *Core) Resend(term uint64) []barrier.Report { return c.fol.Resend(term) 
 // Window is the last accepted window and whether it has run.
 func (c *Core) Window() (uint64, bool) { return c.fol.Window() }
 
+// Start is the start of the last accepted window (0 before any).
+func (c *Core) Start() sim.Time { return c.fol.Start() }
+
 // Run runs the accepted window. Precondition: Runnable.
 //
 // It first injects, in a partition-independent order, every batch sent

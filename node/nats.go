@@ -148,7 +148,7 @@ func Run(ctx context.Context, cfg Config) error {
 	ConnectElements(b, nc, cfg.Run, ElementTimeout(cfg.PeerTimeout)) // the scenario's external elements, if any
 	// A peer run (coordinator/barrier package doc, "Peers"): the node
 	// steps every node's report into a replica of the barrier and takes
-	// its grants from it; the leader only observes.
+	// its grants from it; the leader follows from the node's statuses.
 	core, err := NewPeerCore(b, pl, cfg.Partition)
 	if err != nil {
 		return fmt.Errorf("node %d: %w", cfg.Partition, err)
@@ -198,7 +198,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.Observe != nil {
 			cfg.Observe(progress(core, w, perf, batches, batchBytes, false))
 		}
-		st := wire.NodeStatus{Partition: cfg.Partition, Window: w, Events: core.F.Engine().Stats.Events,
+		st := wire.NodeStatus{Partition: cfg.Partition, Window: w, Start: int64(core.Start()), Events: core.F.Engine().Stats.Events,
 			Now: int64(core.F.Engine().Now()), Epoch: epoch}
 		if core.Over() {
 			st.Finished, st.Reason = true, uint8(core.Final().Reason)
@@ -600,8 +600,8 @@ func Run(ctx context.Context, cfg Config) error {
 		clear(buf)
 		buf = buf[:0]
 	}
-	// Say so at once: the leader learns the end from the nodes if it
-	// missed the last reports (a successor elected late in the run).
+	// Say so at once: the leader learns the end from the nodes'
+	// statuses (it hears no reports).
 	heartbeat()
 	perf.WallSeconds = time.Since(start).Seconds()
 	if ru1, ok := ProcessUsage(); ok && ruOK {

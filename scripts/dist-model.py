@@ -9,18 +9,18 @@ NATS server) into the terms measured by `make bench-dist` and summary.json:
               + X(P) / (P * W) * c_pkt          cross-partition packets (encode, publish, decode, inject)
               + (P - 1) * d_rep                 reading every peer's report
               + lat(RTT)                        the last report's trip: one way through the server
-              + P * P * s_srv                   the server fanning P reports out to P nodes
+              + P * (P - 1) * s_srv             the server handing each of P reports to the P - 1
+                                                other nodes (the coordinator hears none: it
+                                                follows the nodes' statuses)
 
 With --servers machine there is a NATS server on every machine, joined by
 routes (`lockstep nats --cluster --routes`, docs/deploy.md), and each node
 connects to its own: a report goes once to every other server and each
 server hands the P - 1 reports it receives to its node, so the fan-out
-term is per server, all servers at once, the busiest being the
-coordinator leader's (which also hands it all P reports):
+term is per server, all servers at once and alike (the coordinator
+leader hears no reports, so its server is no busier):
 
-              + (3P - 2) * s_srv                the leader's server: P - 1 out, P - 1 + P in
-                                                (--leader-apart: the coordinator on a
-                                                machine and server of its own, 2P - 1)
+              + (2P - 2) * s_srv                a server: P - 1 out, P - 1 in
               + hop                             a report crosses two servers on its way
 
 with C the one-partition compute per window (run seconds / windows), W the
@@ -64,7 +64,6 @@ def main():
     ap.add_argument("--lat", type=float, default=0.5, help="one-way latency in RTTs")
     ap.add_argument("--lat-us", type=float, default=20.0, help="fixed per-window latency (wake-ups, scheduling), µs")
     ap.add_argument("--servers", choices=["one", "machine"], default="one", help="one NATS server for the run, or one per machine joined by routes")
-    ap.add_argument("--leader-apart", action="store_true", help="with --servers machine: the coordinator leader on a machine and server without a node")
     ap.add_argument("--hop-us", type=float, default=20.0, help="with --servers machine: a report's pass through the second server, µs (19-35 here: BenchmarkNATSRequestReplyAcrossRoute)")
     a = ap.parse_args()
     machines = [int(x) for x in a.machines.split(",")]
@@ -96,10 +95,10 @@ def main():
                 "compute": (imb if P > 1 else 1.0) * C / P * share,
                 "packets": X / (P * W) * a.pkt_ns / 1e3 * share,
                 "reports": (P - 1) * a.report_us * share,
-                "server": P * P * a.server_us if P > 1 else 0.0,
+                "server": P * (P - 1) * a.server_us,
             }
-            if a.servers == "machine" and P > 1:
-                terms["server"] = (2 * P - 1 if a.leader_apart else 3 * P - 2) * a.server_us
+            if a.servers == "machine":
+                terms["server"] = (2 * P - 2) * a.server_us
             hop = a.hop_us if a.servers == "machine" and P > 1 else 0.0
             cols = []
             for rtt in rtts:

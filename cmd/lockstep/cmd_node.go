@@ -29,7 +29,8 @@ func newNodeCmd(v *viper.Viper, stdout, stderr io.Writer) *cobra.Command {
 the run id and its partition index: it fetches the scenario and the partition
 map from the run's coordinator over NATS, builds only its partition's hosts
 and switches, runs the lockstep windows (every node hears every node's
-barrier report and grants the next window itself; the coordinator observes),
+barrier report and grants the next window itself; the coordinator follows
+the run from the nodes' statuses),
 exchanges the packets that cross the cut with the other nodes, and sends its
 results back when the run ends. 'lockstep run --procs' starts these processes itself.`,
 		Example: "  lockstep node --nats nats://10.0.0.5:4222 --run exp1 --partition 3 --nats-token s3cret",

@@ -15,9 +15,9 @@ import (
 // windows in 1 s (C = 10,000 µs a window), four in-memory partitions sent
 // 3,000 packets across the cut with equal events. At P = 16, RTT 40 µs and
 // the default unit costs: compute 625, packets 3,750/1,600 × 0.36, reports
-// 15 × 2, latency 0.5 × 40 + 20; the fan-out 16² = 256 with one server,
-// (3·16 − 2) = 46 with a server each (and a second server's 20 µs), 31
-// with the leader apart.
+// 15 × 2, latency 0.5 × 40 + 20; the fan-out 16 × 15 = 240 with one
+// server (each report to the 15 other nodes; the coordinator hears none),
+// 2·16 − 2 = 30 with a server each (and a second server's 20 µs).
 func TestDistModel_Terms(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -42,9 +42,8 @@ func TestDistModel_Terms(t *testing.T) {
 		total float64
 		limit string
 	}{
-		{nil, 625 + packets + 30 + 40 + 256, "server"},
-		{[]string{"--servers", "machine"}, 625 + packets + 30 + 40 + 20 + 46, "latency"},
-		{[]string{"--servers", "machine", "--leader-apart"}, 625 + packets + 30 + 40 + 20 + 31, "latency"},
+		{nil, 625 + packets + 30 + 40 + 240, "server"},
+		{[]string{"--servers", "machine"}, 625 + packets + 30 + 40 + 20 + 30, "latency"},
 	} {
 		args := append([]string{filepath.Join("..", "..", "scripts", "dist-model.py"), "m=" + one + "," + part,
 			"--machines", "16", "--rtt", "40"}, c.args...)

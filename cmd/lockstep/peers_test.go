@@ -64,8 +64,8 @@ func flag(argv, name string) string {
 // was not.
 type attack struct {
 	name string
-	// where the refusal is counted: "nats", "launcher", "coordinators"
-	// ("": dropped without counting)
+	// where the refusal is counted: "nats", "launcher", "coordinators",
+	// "nodes" ("": dropped without counting)
 	counted string
 	do      func() error
 }
@@ -233,12 +233,18 @@ func TestRunDistributed_Issue10_ForgeriesRejected(t *testing.T) {
 	}
 	// Node 1's own report, but of another epoch (as if sent before a
 	// rollback, docs/decisions.md "Distributed checkpoints") and for a
-	// window far ahead: node 0 and the leader drop it unseen; stepped,
-	// node 0's replica would refuse it and fail the run.
+	// window far ahead: node 0 drops it unseen; stepped, node 0's replica
+	// would refuse it and fail the run.
 	stale := wire.AppendReport(nil, &barrier.Report{Node: 1, Window: 1 << 20, MinSent: math.MaxInt64, Sent: []uint32{0, 0}}, 0, 7)
+	// A stored checkpoint part in partition 0's name on node 1's subject:
+	// the leader (which commits checkpoints from them) refuses it.
+	part0, _ := enc.Control(wire.TypeCheckpointStored, wire.CheckpointStored{Partition: 0, Window: 1 << 20})
 	attacks := []attack{
 		{"node 1's report of another epoch", "", publish(subj.Report(1), stale)},
-		{"report claiming node 0 on node 1's subject", "coordinators", publish(subj.Report(1), report0)},
+		// Every node hears reports (the thief's connection is not node
+		// 1's, so both do) and refuses one that misnames its sender.
+		{"report claiming node 0 on node 1's subject", "nodes", publish(subj.Report(1), report0)},
+		{"checkpoint part claiming partition 0 on node 1's subject", "coordinators", publish(subj.Checkpoint(1), part0)},
 		{"resync request as the coordinator", "nats", publish(subj.Resync(), resync)},
 		{"leader status (finished) as the coordinator", "nats", publish(subj.Status(), status)},
 		{"forged abort", "nats", publish(subj.Abort(), abort)},
@@ -316,8 +322,11 @@ func TestRunDistributed_Issue10_ForgeriesRejected(t *testing.T) {
 		t.Errorf("the collector counted %d refused chunks, want 2", r.Launcher)
 	}
 	if r.Coordinators < 2 || coordRejected.Load() < 2 {
-		t.Errorf("the leader counted %d (status %d) refused reports and raft connections, want >= 2", r.Coordinators,
+		t.Errorf("the leader counted %d (status %d) refused checkpoint parts and raft connections, want >= 2", r.Coordinators,
 			coordRejected.Load())
+	}
+	if r.Nodes != 2 {
+		t.Errorf("the nodes counted %d refused messages, want 2 (the misnamed report, at each)", r.Nodes)
 	}
 	got := filepath.Join(dir, "attacked")
 	if err := os.MkdirAll(got, 0o755); err != nil {
@@ -333,8 +342,9 @@ func TestRunDistributed_Issue10_ForgeriesRejected(t *testing.T) {
 // run on an operator's NATS server that knows nothing of the members (no
 // permissions): an anonymous process reaches every subject, and the
 // members' own checks refuse what it sends: garbage on a report subject
-// and reports and batches that misname their sender (nodes, and the
-// leader for reports), unsigned or wrongly signed aborts (nodes), unsigned
+// and reports and batches that misname their sender (nodes), a checkpoint
+// part that misnames its node (the leader), unsigned or wrongly signed
+// aborts (nodes), unsigned
 // result chunks and a Total=2^40 chunk (launcher). The run finishes and
 // its files are byte-identical. (Reports are attributed only by the
 // server's permissions, so a well-formed report in node i's own name on
@@ -403,9 +413,12 @@ func TestRunDistributed_Issue10_ExternalServerForgeriesRejected(t *testing.T) {
 	chunk, _ := enc.Control(wire.TypeResultChunk, wire.ResultChunk{Partition: 0, Index: 0, Total: 1, Data: data})
 	bomb, _ := enc.Control(wire.TypeResultChunk, wire.ResultChunk{Partition: 1, Index: 0, Total: 1 << 40, Data: []byte("x")})
 	report0 := enc.Report(&barrier.Report{Node: 0, Window: 1 << 20, Term: 1, MinSent: math.MaxInt64, Sent: []uint32{0, 0}})
+	part0, _ := enc.Control(wire.TypeCheckpointStored, wire.CheckpointStored{Partition: 0, Window: 1 << 20})
 
 	// Each reaches both nodes (reports, which every node hears, and
-	// aborts) or one (batch): 2+2+2+2+1.
+	// aborts) or one (batch): 2+2+2+2+1. The misnamed checkpoint part
+	// reaches the leader only.
+	_ = anon.Publish(subj.Checkpoint(1), part0)
 	_ = anon.Publish(subj.Report(1), report0)
 	_ = anon.Publish(subj.Report(1), []byte("\x93\x05\xa5garbage"))
 	_ = anon.Publish(subj.Abort(), unsigned)
@@ -433,7 +446,7 @@ func TestRunDistributed_Issue10_ExternalServerForgeriesRejected(t *testing.T) {
 	// The launcher refuses the two forged chunks and, since it listens for
 	// aborts too (a member's abort ends the run), the two forged aborts.
 	if r.Nodes != 9 || r.Launcher != 4 || r.Coordinators < 1 {
-		t.Errorf("rejected %+v, want 9 by the nodes, 4 by the launcher, >= 1 by the leader", r)
+		t.Errorf("rejected %+v, want 9 by the nodes, 4 by the launcher, >= 1 (the checkpoint part) by the leader", r)
 	}
 	got := filepath.Join(dir, "attacked")
 	if err := os.MkdirAll(got, 0o755); err != nil {

@@ -157,14 +157,16 @@
 // makes every node publish its last two reports (Follower.Last) and the
 // batches of its last two windows again.
 //
-// The coordinator leader is then an observer: a peer Barrier fed with the
-// same reports, whose grants it never publishes but records (progress
-// marks, the finish). It may fall behind (restored from an old mark, or it
+// A process that wants to follow a peer run window by window can be an
+// observer: a peer Barrier fed with the same reports, whose grants it
+// never publishes. It may fall behind (started from an old snapshot, or it
 // lost reports): on a report more than a window ahead, or when it made no
 // progress for a while, it calls Resync, which drops what it collected and
 // resolves from the reports that come next exactly as after SetTerm, and
 // asks the nodes to resend. TestCausality_PeerProperty checks all of this
-// under random orders, losses and observer replacements.
+// under random orders, losses and observer replacements. (The coordinator
+// leader was such an observer; it now hears no reports and follows the
+// run from the nodes' statuses: package coordinator.)
 //
 // # Duties of the shells
 //

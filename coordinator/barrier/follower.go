@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/lockstep-sim/lockstep/sim"
 )
 
 // Errors returned by Follower.
@@ -163,6 +165,9 @@ func (f *Follower) Term() uint64 { return f.term }
 // Window is the last accepted window (0 before any grant) and Finished
 // whether the node has finished it.
 func (f *Follower) Window() (w uint64, finished bool) { return f.window, f.finished }
+
+// Start is the last accepted window's start (0 before any).
+func (f *Follower) Start() sim.Time { return f.grant.Start }
 
 // Grant is the last accepted grant (false before any).
 func (f *Follower) Grant() (Grant, bool) {

@@ -235,9 +235,9 @@ func RegisterCoordinator(reg prometheus.Registerer, nc *nats.Conn, run, id strin
 			return f(m.st)
 		}))
 	}
-	status("lockstep_run_window", "the last window the leader granted", func(s wire.Status) float64 { return float64(s.Window) })
-	status("lockstep_run_windows_granted", "grants the current leader has published", func(s wire.Status) float64 { return float64(s.Grants) })
-	status("lockstep_run_virtual_time_seconds", "start of the last window granted", func(s wire.Status) float64 { return float64(s.Start) * ps })
+	status("lockstep_run_window", "the last window every node accepted (the leader's view, from the nodes' statuses)", func(s wire.Status) float64 { return float64(s.Window) })
+	status("lockstep_run_windows_granted", "windows the nodes completed while the current leader led", func(s wire.Status) float64 { return float64(s.Grants) })
+	status("lockstep_run_virtual_time_seconds", "start of the last window every node accepted", func(s wire.Status) float64 { return float64(s.Start) * ps })
 	status("lockstep_run_leader_term", "the raft term of the leader's last status", func(s wire.Status) float64 { return float64(s.Term) })
 	m.parts = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lockstep_partition_window", Help: "the last window each partition reported", ConstLabels: l}, []string{"partition"})
 	m.pvt = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lockstep_partition_virtual_time_seconds", Help: "each partition's virtual time", ConstLabels: l}, []string{"partition"})

@@ -270,13 +270,14 @@ type Status struct {
 	ID     string // raft server id
 	Term   uint64
 	PID    int
-	Window uint64 // last window granted
+	Window uint64 // the last window every node accepted (their statuses)
 	Start  int64  // its start, ps
-	Phase  string
-	Grants uint64
-	// Rejected counts the reports this leader dropped (undecodable, or
-	// from a sender other than the one they claim) and the raft
-	// connections its replica refused (not from a coordinator of the run).
+	Phase  string // running, finished
+	Grants uint64 // windows the nodes completed in this term
+	// Rejected counts the checkpoint parts this leader dropped
+	// (undecodable, or from a sender other than the one they claim) and
+	// the raft connections its replica refused (not from a coordinator of
+	// the run).
 	Rejected uint64
 	// Epoch is the run's epoch, Checkpoint the last checkpoint committed
 	// (nil: none) and Restarts the rollbacks so far, as raft has them.
@@ -289,12 +290,15 @@ type Status struct {
 // NodeStatus is a node's periodic progress.
 type NodeStatus struct {
 	Partition int
-	Window    uint64
-	Events    uint64
-	Now       int64 // virtual time of its last event, ps
+	Window    uint64 // the last window the node accepted (0: none yet)
+	// Start is that window's start, ps: with Window, the progress the
+	// leader reports (it hears no reports: coordinator/leader.go).
+	Start  int64 `msgpack:",omitempty"`
+	Events uint64
+	Now    int64 // virtual time of its last event, ps
 	// Finished says the node accepted the finishing grant (Reason,
-	// barrier.FinishReason) of window Window: in a peer run the leader
-	// learns the end from the nodes if it missed the last reports.
+	// barrier.FinishReason) of window Window: the leader learns the end
+	// from the nodes' statuses.
 	Finished bool  `msgpack:",omitempty"`
 	Reason   uint8 `msgpack:",omitempty"`
 	// Epoch is the node's epoch: after a rollback, its status in the new
