@@ -117,7 +117,8 @@ func BenchmarkNATSRequestReplyAcrossRoute(b *testing.B) {
 // simulate: every node publishes its report to every node, and each
 // node's replica of the barrier grants the next window (a peer run). Nodes
 // are bare Followers and replicas on their own NATS connections; the
-// coordinator, a one-replica raft leader, observes.
+// coordinator, a one-replica raft leader, hears no reports (it follows a
+// run from the nodes' statuses, which these bare nodes do not send).
 //
 // auth=members is the embedded server as deploy runs it: each node and the
 // coordinator log in with their own nkey and may publish only on their
