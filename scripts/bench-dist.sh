@@ -34,6 +34,9 @@
 #              false) and mem-2ph (on in memory, two_phase: true) to the
 #              defaults (on over NATS, off in memory; docs/decisions.md,
 #              "Two-phase windows"), alternated with the others
+#   CSV        also write every run's row to this file (for pandas: the
+#              columns above, µs a window; empty where a mode has none),
+#              atomically at the end
 set -euo pipefail
 BIN=${1:-bin/lockstep}
 P=${P:-2}
@@ -160,10 +163,11 @@ for s in $SCENARIOS; do
         containers) containers "$s" "$out" ;;
       esac
       t1=$(date +%s.%N)
-      echo "$name $m $r $(echo "$t1 - $t0" | bc)" >> "$tmp/walls"
-      python3 - "$out/summary.json" "$name" "$m" "$r" "$(echo "$t1 - $t0" | bc)" "$tmp/walls" "$P" <<'PY'
-import json, sys
-f, name, mode, rep, wall, walls, P = sys.argv[1:]
+      wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+      echo "$name $m $r $wall" >> "$tmp/walls"
+      python3 - "$out/summary.json" "$name" "$m" "$r" "$wall" "$tmp/walls" "$P" "$tmp/rows.csv" <<'PY'
+import csv, json, sys
+f, name, mode, rep, wall, walls, P, rows = sys.argv[1:]
 wall, P = float(wall), int(P)
 one = [float(l.split()[3]) for l in open(walls) if l.split()[0] == name and l.split()[1] == "1"]
 base = sorted(one)[len(one) // 2] if one else wall
@@ -195,6 +199,12 @@ srv = "%5.0f" % (d["launcher_cpu_seconds"] / d["windows"] * 1e6) if d.get("launc
 print("%-28s %-10s %3s %7.2f %7.2f %7.2f %5.2f %6s %8s %6s %6s %6s %6s %6s %6s %6s %5s %5s %5s %5s" % (name[:28], mode, rep, wall, run, sp, eff,
       d.get("windows", "-"), g("compute"), g("ahead"), g("encode"), g("publish"), g("decode"), g("wait_imbalance"), g("wait_net"),
       "%6.0f" % d["nats_rtt_us"] if d.get("nats_rtt_us") else "     -", cpu, pre, rq, srv))
+# The same row for the CSV, unformatted ("" where the mode has none).
+with open(rows, "a", newline="") as o:
+    csv.writer(o).writerow([name, mode, rep, "%.3f" % wall, "%.3f" % run, "%.3f" % sp, "%.3f" % eff, d.get("windows", "")] +
+                           ["%.1f" % w[k] if k in w else "" for k in ("compute", "ahead", "encode", "publish", "decode", "wait_imbalance", "wait_net")] +
+                           [("%.1f" % d["nats_rtt_us"]) if d.get("nats_rtt_us") else ""] +
+                           [x.strip() if x.strip() != "-" else "" for x in (cpu, pre, rq, srv)])
 if d.get("nats_rtt_us"):
     with open(walls + ".net", "a") as o:
         o.write("%s %s %f\n" % (name, mode, w.get("wait_net", 0) / d["nats_rtt_us"]))
@@ -240,3 +250,9 @@ for n in sorted({k[0] for k in med}):
     if (n, "mem-2ph") in med and (n, "procs") in med:
         print("  %s: procs reach %.0f%% of mem-2ph's speed-up" % (n, 100 * med[(n, "mem-2ph")] / med[(n, "procs")]))
 PY
+if [ -n "${CSV:-}" ]; then
+  { echo "scenario,mode,rep,wall_s,run_s,speedup,eff,windows,compute_us,ahead_us,encode_us,publish_us,decode_us,imbalance_us,net_us,rtt_us,cpu,preempted_per_window,runq_us,launcher_us"
+    cat "$tmp/rows.csv"; } > "$CSV.tmp.$$"
+  mv "$CSV.tmp.$$" "$CSV"
+  echo "every run's row in $CSV"
+fi
