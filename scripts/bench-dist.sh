@@ -29,7 +29,9 @@
 #   CONTAINERS 1 adds the container mode (needs Docker and IMAGE, by
 #              default the tag `make image` gives this checkout)
 #   SERVERS    node: in the container mode, a NATS server per node (joined by
-#              routes, each node on its own) instead of one for the run
+#              routes, each node on its own) instead of one for the run;
+#              embed: each node runs its server itself (lockstep node
+#              --serve), no server container
 #   PHASES     1 adds procs-1ph (two-phase windows off, placement.two_phase:
 #              false) and mem-2ph (on in memory, two_phase: true) to the
 #              defaults (on over NATS, off in memory; docs/decisions.md,
@@ -85,6 +87,28 @@ containers() {
   net=lockstep-bench-$run
   docker network create --label "lockstep.bench=$net" "$net" >/dev/null
   local lbl=(--label "lockstep.bench=$net" --network "$net")
+  local gmp=$(( $(nproc) / P )); [ "$gmp" -lt 1 ] && gmp=1
+  if [ "$SERVERS" = embed ]; then
+    # Every node runs its machine's server (lockstep node --serve), joined
+    # by routes; the coordinator and the launcher use node 0's.
+    local routes="" ip
+    for i in $(seq 0 $((P - 1))); do routes="$routes${routes:+,}nats://$net-n$i:6222"; done
+    for i in $(seq 0 $((P - 1))); do
+      docker run -d "${lbl[@]}" --name "$net-n$i" -e GOMAXPROCS=$gmp "$IMAGE" node --serve 0.0.0.0:4222 \
+        --cluster 0.0.0.0:6222 --routes "$routes" --run "$run" --partition "$i" >/dev/null &
+    done
+    until ip=$(docker inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$net-n0" 2>/dev/null) && [ -n "$ip" ]; do
+      sleep 0.01 # polling docker until node 0's container exists
+    done
+    docker run -d "${lbl[@]}" --name "$net-c1" -v "$(realpath "$s"):/s.yaml:ro" "$IMAGE" \
+      coordinator /s.yaml --partitions "$P" --nats "nats://$ip:4222" --run "$run" --id c1 >/dev/null &
+    "$BIN" run "$s" --partitions "$P" --external --nats "nats://$ip:4222" --run-id "$run" --out "$out" --quiet
+    wait
+    docker ps -aq --filter "label=lockstep.bench=$net" | xargs -r docker rm -f >/dev/null 2>&1 || true
+    docker network rm "$net" >/dev/null 2>&1 || true
+    net=""
+    return
+  fi
   # SERVERS=node: a NATS server per node container, joined by routes,
   # each node on its own (docs/deploy.md, "A NATS server per machine").
   local nservers=1 routes=""
@@ -127,7 +151,6 @@ PY
   # docker compose or a Kubernetes apply starts them.
   docker run -d "${lbl[@]}" --name "$net-c1" -v "$(realpath "$s"):/s.yaml:ro" "$IMAGE" \
     coordinator /s.yaml --partitions "$P" --nats "nats://$ip:4222" --run "$run" --id c1 >/dev/null &
-  local gmp=$(( $(nproc) / P )); [ "$gmp" -lt 1 ] && gmp=1
   for i in $(seq 0 $((P - 1))); do
     local own="nats://$ip:4222"
     [ "$nservers" -gt 1 ] && own="nats://$net-nats$i:4222"

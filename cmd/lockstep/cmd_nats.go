@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net"
@@ -91,13 +92,54 @@ func clusterRoutes(list []string, token string) ([]*url.URL, error) {
 	return out, nil
 }
 
+// clusterServer is what a NATS server of a lockstep cluster is given:
+// its client address, its route address and routes (none: no cluster),
+// the token clients and routes present, its name and the largest
+// message.
+type clusterServer struct {
+	addrFlag                   string // the flag that gave addr (default --addr)
+	addr, cluster, clusterName string
+	routes                     []string
+	token, name                string
+	maxPayload                 int
+}
+
+// options are the server's options (JetStream off, the caller's to set).
+// Errors name the flag at fault.
+func (c clusterServer) options() (*server.Options, error) {
+	host, port, err := splitHostPort(cmp.Or(c.addrFlag, "--addr"), c.addr)
+	if err != nil {
+		return nil, err
+	}
+	if c.maxPayload <= 0 || c.maxPayload > 64<<20 {
+		return nil, fmt.Errorf("--max-payload %d: want 1..%d", c.maxPayload, 64<<20)
+	}
+	opts := &server.Options{Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: int32(c.maxPayload),
+		ServerName: c.name, Authorization: c.token}
+	switch {
+	case c.cluster != "":
+		h, p, err := splitHostPort("--cluster", c.cluster)
+		if err != nil {
+			return nil, err
+		}
+		routes, err := clusterRoutes(c.routes, c.token)
+		if err != nil {
+			return nil, err
+		}
+		opts.Cluster = server.ClusterOpts{Name: c.clusterName, Host: h, Port: p}
+		if c.token != "" {
+			opts.Cluster.Username, opts.Cluster.Password = routeUser, c.token
+		}
+		opts.Routes = routes
+	case len(c.routes) > 0:
+		return nil, fmt.Errorf("--routes: needs --cluster (this server's route address)")
+	}
+	return opts, nil
+}
+
 func runNATS(cmd *cobra.Command, stdout, stderr io.Writer) error {
 	f := cmd.Flags()
 	addr, _ := f.GetString("addr")
-	host, port, err := splitHostPort("--addr", addr)
-	if err != nil {
-		return badInput(err)
-	}
 	cluster, _ := f.GetString("cluster")
 	clusterName, _ := f.GetString("cluster-name")
 	routeURLs, _ := f.GetStringSlice("routes")
@@ -109,10 +151,10 @@ func runNATS(cmd *cobra.Command, stdout, stderr io.Writer) error {
 	if token == "" {
 		token = os.Getenv("LOCKSTEP_NATS_TOKEN")
 	}
-	opts := &server.Options{Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: int32(maxPayload),
-		ServerName: name, Authorization: token}
-	if maxPayload <= 0 || maxPayload > 64<<20 {
-		return badInput(fmt.Errorf("--max-payload %d: want 1..%d", maxPayload, 64<<20))
+	opts, err := clusterServer{addr: addr, cluster: cluster, clusterName: clusterName, routes: routeURLs,
+		token: token, name: name, maxPayload: maxPayload}.options()
+	if err != nil {
+		return badInput(err)
 	}
 	if mon, _ := f.GetString("monitor"); mon != "" {
 		h, p, err := splitHostPort("--monitor", mon)
@@ -120,23 +162,6 @@ func runNATS(cmd *cobra.Command, stdout, stderr io.Writer) error {
 			return badInput(err)
 		}
 		opts.HTTPHost, opts.HTTPPort = h, p
-	}
-	if cluster != "" {
-		h, p, err := splitHostPort("--cluster", cluster)
-		if err != nil {
-			return badInput(err)
-		}
-		routes, err := clusterRoutes(routeURLs, token)
-		if err != nil {
-			return badInput(err)
-		}
-		opts.Cluster = server.ClusterOpts{Name: clusterName, Host: h, Port: p}
-		if token != "" {
-			opts.Cluster.Username, opts.Cluster.Password = routeUser, token
-		}
-		opts.Routes = routes
-	} else if len(routeURLs) > 0 {
-		return badInput(fmt.Errorf("--routes: needs --cluster (this server's route address)"))
 	}
 	if js {
 		if store == "" {

@@ -11,10 +11,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
+	"github.com/lockstep-sim/lockstep/deploy"
 	"github.com/lockstep-sim/lockstep/internal/liveness"
 	"github.com/lockstep-sim/lockstep/internal/member"
 	"github.com/lockstep-sim/lockstep/internal/metrics"
@@ -23,7 +25,7 @@ import (
 
 func newNodeCmd(v *viper.Viper, stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "node --nats URL --run ID --partition I",
+		Use:   "node (--nats URL | --serve HOST:PORT) --run ID --partition I",
 		Short: "Run one partition of a distributed run (a node process)",
 		Long: `Run one partition of a distributed run. The node needs nothing but a NATS URL,
 the run id and its partition index: it fetches the scenario and the partition
@@ -32,9 +34,18 @@ and switches, runs the lockstep windows (every node hears every node's
 barrier report and grants the next window itself; the coordinator follows
 the run from the nodes' statuses),
 exchanges the packets that cross the cut with the other nodes, and sends its
-results back when the run ends. 'lockstep run --procs' starts these processes itself.`,
-		Example: "  lockstep node --nats nats://10.0.0.5:4222 --run exp1 --partition 3 --nats-token s3cret",
-		Args:    cobra.NoArgs,
+results back when the run ends. 'lockstep run --procs' starts these processes itself.
+
+With --serve instead of --nats the node runs its machine's NATS server
+itself (with --cluster and --routes, one server per machine joined by
+routes, as 'lockstep nats' runs it) and talks to it in process: no
+loopback hop for its reports and batches, and no server process beside
+it. The coordinator and the launcher connect to any node's server; the
+node keeps its server up after its run until they have left.`,
+		Example: `  lockstep node --nats nats://10.0.0.5:4222 --run exp1 --partition 3 --nats-token s3cret
+  lockstep node --serve 0.0.0.0:4222 --cluster 0.0.0.0:6222 --routes nats://hostA:6222,nats://hostB:6222 \
+    --run exp1 --partition 0 --nats-token s3cret`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runNode(cmd, v, stderr)
 		},
@@ -48,6 +59,10 @@ results back when the run ends. 'lockstep run --procs' starts these processes it
 	f.Duration("peer-timeout", liveness.DefaultTimeout, "how long the coordinator leader may be silent, or NATS unreachable, before the node gives up (exit 3)")
 	f.Duration("status-every", 0, "how often the node publishes its status, its heartbeat (default 250ms)")
 	f.String("cpuprofile", "", "write a CPU profile of the node (go tool pprof) to this file")
+	f.String("serve", "", "instead of --nats: run this machine's NATS server in the node, its clients on HOST:PORT, and connect to it in process (with --cluster and --routes, one of a server per machine; JetStream off)")
+	f.String("cluster", "", "with --serve: listen for the other servers' routes on HOST:PORT")
+	f.StringSlice("routes", nil, "with --serve: route URLs of the cluster's servers (nats://HOST:PORT, comma-separated; the same list on every machine: a server skips itself); the node waits until it has a route to all but one of them before it joins")
+	f.String("cluster-name", "lockstep", "with --serve: the cluster's name")
 	addMetricsFlags(cmd)
 	addNATSAuthFlags(cmd)
 	for _, n := range []string{"nats", "run", "partition", "setup-timeout", "log-level", "peer-timeout", "status-every", "metrics", "metrics-linger"} {
@@ -66,8 +81,9 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 		}
 		part = n
 	}
-	if url == "" || run == "" || part < 0 {
-		return badInput(fmt.Errorf("node: --nats, --run and --partition are required"))
+	serve, _ := cmd.Flags().GetString("serve")
+	if (url == "") == (serve == "") || run == "" || part < 0 {
+		return badInput(fmt.Errorf("node: --nats (or --serve), --run and --partition are required"))
 	}
 	log, creds, auth, err := memberSetup(cmd, run, v.GetString("node.log-level"), stderr)
 	if err != nil {
@@ -82,8 +98,29 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	nc, err := liveness.ConnectWait(url, v.GetDuration("node.setup-timeout"), stderr, fmt.Sprintf("node %d", part),
-		append(append(append([]nats.Option{nats.Name(fmt.Sprintf("lockstep node %d", part))}, liveness.ClientOptions()...), node.ConnOptions()...), auth...)...)
+	copts := append(append(append([]nats.Option{nats.Name(fmt.Sprintf("lockstep node %d", part))}, liveness.ClientOptions()...), node.ConnOptions()...), auth...)
+	var nc *nats.Conn
+	if serve != "" {
+		var ns *server.Server
+		if ns, err = serveNATS(cmd, part, serve, v.GetDuration("node.setup-timeout"), stderr); err != nil {
+			return err
+		}
+		// The server outlives the node's run (and its own connection,
+		// closed first) while others use it: the launcher or a
+		// coordinator may be its clients. At most a peer timeout.
+		defer func() {
+			deadline := time.Now().Add(v.GetDuration("node.peer-timeout"))
+			for ns.NumClients() > 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond) // polling the server's clients against the deadline
+			}
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}()
+		url = ns.ClientURL()
+		nc, err = nats.Connect("", append(copts, nats.InProcessServer(ns))...)
+	} else {
+		nc, err = liveness.ConnectWait(url, v.GetDuration("node.setup-timeout"), stderr, fmt.Sprintf("node %d", part), copts...)
+	}
 	if err != nil {
 		return fmt.Errorf("node %d: connect to %s: %w", part, url, err)
 	}
@@ -178,4 +215,56 @@ func newLogger(level string, w io.Writer) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// serveNATS starts the NATS server of a node with --serve: clients on
+// addr, routes per --cluster and --routes, the token of --nats-token
+// required of clients and routes, JetStream off (docs/deploy.md, "A NATS
+// server per machine"). It waits within wait until the server has a route
+// to all but one of --routes (the same list on every machine names this
+// one too): a report published before a route exists is lost, and only
+// the leader's resync would bring it back.
+func serveNATS(cmd *cobra.Command, part int, addr string, wait time.Duration, stderr io.Writer) (*server.Server, error) {
+	f := cmd.Flags()
+	cluster, _ := f.GetString("cluster")
+	clusterName, _ := f.GetString("cluster-name")
+	routes, _ := f.GetStringSlice("routes")
+	m, err := natsAuth(cmd)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	opts, err := clusterServer{addrFlag: "--serve", addr: addr, cluster: cluster, clusterName: clusterName, routes: routes,
+		token: m["nats-token"], name: fmt.Sprintf("node-%d", part), maxPayload: 8 << 20}.options()
+	if err != nil {
+		return nil, badInput(fmt.Errorf("node %d: %w", part, err))
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("node %d: --serve: %w", part, err))
+	}
+	go ns.Start()
+	if !deploy.ServerReady(ns, 30*time.Second) {
+		ns.Shutdown()
+		return nil, fmt.Errorf("node %d: its NATS server did not start on %s", part, addr)
+	}
+	fmt.Fprintf(stderr, "lockstep node %d: NATS server on %s\n", part, ns.Addr())
+	want := len(routes) - 1
+	deadline := time.Now().Add(wait)
+	for {
+		rz, err := ns.Routez(nil)
+		peers := map[string]bool{}
+		if err == nil {
+			for _, r := range rz.Routes {
+				peers[r.RemoteName] = true
+			}
+		}
+		if len(peers) >= want {
+			return ns, nil
+		}
+		if time.Now().After(deadline) {
+			ns.Shutdown()
+			return nil, fmt.Errorf("node %d: its NATS server has routes to %d of the %d other servers after %v", part, len(peers), want, wait)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the routes against the deadline
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/lockstep-sim/lockstep/internal/liveness"
 )
 
 // freePorts returns n distinct loopback ports that were free a moment ago
@@ -275,5 +278,69 @@ func TestNATS_RoutesNeedClusterAndToken(t *testing.T) {
 	}
 	if us, _ := clusterRoutes([]string{"nats://a:6222"}, ""); us[0].User != nil {
 		t.Errorf("no token: route %s has a user", us[0])
+	}
+}
+
+// TestRunDistributed_NodesServeNATS runs three nodes that each run their
+// machine's NATS server in process (`lockstep node --serve --cluster
+// --routes`, docs/deploy.md) with a token on clients and routes: no
+// server process at all. The coordinator connects to node 0's server and
+// the launcher to node 1's; a node reaches the others only through its
+// server's routes, and the files must equal a single process's. The
+// launcher's results from node 0 and node 2 pass node 1's server, which
+// must stay up after node 1's own run while it has clients (checked with
+// a client that stays past the launcher).
+func TestRunDistributed_NodesServeNATS(t *testing.T) {
+	requireWired(t)
+	t.Setenv(asMainEnv, "1")
+	const n = 3
+	ports := freePorts(t, 2*n) // client, route per node
+	c := &natsCluster{t: t, token: "tok3n", client: ports[:n], stderr: &lockedWriter{w: &bytes.Buffer{}}}
+	for _, p := range ports[n:] {
+		c.routes = append(c.routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
+	}
+	dir := write(t, map[string]string{"r.yaml": randomYAML})
+	s := filepath.Join(dir, "r.yaml")
+	single := filepath.Join(dir, "single")
+	runCLI(t, "run", s, "--out", single, "--quiet")
+	id := fmt.Sprintf("serve-%d", os.Getpid())
+	for i := 0; i < n; i++ {
+		c.start(c.token, "node", "--serve", fmt.Sprintf("127.0.0.1:%d", c.client[i]), "--cluster", fmt.Sprintf("127.0.0.1:%d", ports[n+i]),
+			"--routes", strings.Join(c.routes, ","), "--run", id, "--partition", fmt.Sprint(i))
+	}
+	c.start(c.token, "coordinator", s, "--nats", c.url(0), "--run", id, "--partitions", fmt.Sprint(n))
+	// A client of node 1's server that stays: the server must outlive
+	// node 1's run while it has clients.
+	obs, err := liveness.ConnectWait(c.url(1), 30*time.Second, io.Discard, "observer", nats.Token(c.token), nats.MaxReconnects(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Close()
+	out := filepath.Join(dir, "served")
+	runCLI(t, "run", s, "--out", out, "--quiet", "--external", "--nats", c.url(1), "--run-id", id, "--partitions", fmt.Sprint(n),
+		"--nats-token", c.token)
+	sameFiles(t, "nodes serving NATS", single, out)
+	if err := obs.FlushTimeout(5 * time.Second); err != nil {
+		t.Errorf("node 1's server, after the run, with a client left: %v", err)
+	}
+	var sum struct {
+		Extra struct {
+			Distributed struct {
+				Windows int64             `json:"windows"`
+				PerNode []json.RawMessage `json:"per_node"`
+			} `json:"distributed"`
+		} `json:"extra"`
+	}
+	if err := json.Unmarshal(readOut(t, out, "summary.json"), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if d := sum.Extra.Distributed; d.Windows < 10 || len(d.PerNode) != n {
+		t.Errorf("summary.json: %d windows, %d nodes; want a run of many windows on %d nodes", d.Windows, len(d.PerNode), n)
+	}
+	t.Logf("%d windows", sum.Extra.Distributed.Windows)
+	for i := 0; i < n; i++ {
+		if want := fmt.Sprintf("lockstep node %d: NATS server on", i); !strings.Contains(c.stderr.string(), want) {
+			t.Errorf("stderr has no %q:\n%s", want, c.stderr.string())
+		}
 	}
 }
