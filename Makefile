@@ -71,7 +71,7 @@ image-extswitch: ## build the example external switch's image lockstep-extswitch
 # coordinators and nodes as containers of $(IMAGE), and external switches
 # as containers of $(EXTSWITCH_IMAGE), on private Docker networks: they
 # need a Docker daemon (.ci/run starts one if none answers).
-test-cluster: image image-extswitch ## containers: identical runs, external switches, leader killed, node cut off, NATS restarted, node killed and restarted, a NATS server per node; k8s pod specs as rendered
+test-cluster: image image-extswitch ## containers: identical runs, external switches, leader killed, node cut off, NATS restarted, node killed and restarted, a NATS server per node, nodes serving NATS themselves; k8s pod specs as rendered
 	LOCKSTEP_IMAGE=$(IMAGE) LOCKSTEP_EXTSWITCH_IMAGE=$(EXTSWITCH_IMAGE) $(GO) test -tags cluster -count=1 -v -timeout 15m ./deploy/cluster/
 
 # The Kubernetes tests (deploy/k8sapi, build tag k8sapi) start etcd

@@ -91,3 +91,53 @@ func TestCluster_J_ServerPerNode(t *testing.T) {
 		t.Errorf("nats1 did not say it listens for routes:\n%s", logs)
 	}
 }
+
+// Case (k): the nodes serve NATS themselves (docs/deploy.md, "The node
+// runs its machine's server"): two node containers, each running its
+// server in process (`lockstep node --serve --cluster --routes`) with the
+// run's token, and no server container at all; the coordinator on node
+// 0's server, the launcher on this host through node 0's published port.
+// The k=8 permutation is byte-identical to one process.
+func TestCluster_K_NodesServeNATS(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(), "examples", "fattree-k8-permutation.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := scenarioFile(t, string(b))
+	ref := reference(t, file)
+	e := newEnv(t)
+	token := newToken(t)
+	envFile := tokenEnvFile(t, token)
+	port := freePort(t)
+	run := "r" + e.id
+	for i := 0; i < 2; i++ {
+		opts := []string{"--env-file", envFile}
+		if i == 0 {
+			opts = append(opts, "-p", fmt.Sprintf("127.0.0.1:%d:4222", port))
+		}
+		e.run(container{member: fmt.Sprintf("n%d", i), opts: opts, args: []string{"node", "--partition", fmt.Sprint(i),
+			"--serve", "0.0.0.0:4222", "--cluster", "0.0.0.0:6222", "--routes", "nats://n0:6222,nats://n1:6222",
+			"--run", run, "--peer-timeout", "20s"}})
+	}
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	waitNATS(t, url, token)
+	e.run(container{member: "c0", opts: []string{"-v", file + ":/scenario.yaml:ro", "--env-file", envFile},
+		args: []string{"coordinator", "/scenario.yaml", "--partitions", "2", "--id", "c0", "--nats", "nats://n0:4222",
+			"--run", run, "--peer-timeout", "20s"}})
+	l := startLauncher(t, file, url, run, token, 2, "--peer-timeout", "20s")
+	if code := l.wait(t, 3*time.Minute); code != 0 {
+		for _, m := range []string{"c0", "n0", "n1"} {
+			t.Logf("%s:\n%s", m, e.logs(m))
+		}
+		t.Fatalf("launcher exit %d:\n%s", code, l.stderr.String())
+	}
+	sameOutputs(t, ref, l.out)
+	for _, m := range []string{"n0", "n1"} {
+		if code, err := e.exitCode(m, 30*time.Second); err != nil || code != 0 {
+			t.Errorf("%s: exit %d, %v", m, code, err)
+		}
+		if logs := e.logs(m); !strings.Contains(logs, "NATS server on") {
+			t.Errorf("%s did not say it serves NATS:\n%s", m, logs)
+		}
+	}
+}
