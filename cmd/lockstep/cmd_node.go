@@ -100,6 +100,9 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 	defer stop()
 	copts := append(append(append([]nats.Option{nats.Name(fmt.Sprintf("lockstep node %d", part))}, liveness.ClientOptions()...), node.ConnOptions()...), auth...)
 	var nc *nats.Conn
+	if serve != "" && creds != nil {
+		return badInput(fmt.Errorf("node %d: --serve runs a server that knows a token only, not the member credentials of $%s", part, member.Env))
+	}
 	if serve != "" {
 		var ns *server.Server
 		if ns, err = serveNATS(cmd, part, serve, v.GetDuration("node.setup-timeout"), stderr); err != nil {
@@ -232,6 +235,11 @@ func serveNATS(cmd *cobra.Command, part int, addr string, wait time.Duration, st
 	m, err := natsAuth(cmd)
 	if err != nil {
 		return nil, badInput(err)
+	}
+	for _, n := range []string{"nats-nkey", "nats-creds", "nats-ca", "nats-cert"} {
+		if m[n] != "" {
+			return nil, badInput(fmt.Errorf("node %d: --serve runs a server that knows a token only (--nats-token), not --%s", part, n))
+		}
 	}
 	opts, err := clusterServer{addrFlag: "--serve", addr: addr, cluster: cluster, clusterName: clusterName, routes: routes,
 		token: m["nats-token"], name: fmt.Sprintf("node-%d", part), maxPayload: 8 << 20}.options()

@@ -344,3 +344,33 @@ func TestRunDistributed_NodesServeNATS(t *testing.T) {
 		}
 	}
 }
+
+// TestNode_ServeRefusesBadInput: `lockstep node --serve` says what is
+// wrong in one line, exit 2 for the flags; a server that never gets its
+// routes gives up after --setup-timeout, exit 3 (NATS unreachable).
+func TestNode_ServeRefusesBadInput(t *testing.T) {
+	p := freePorts(t, 3)
+	serve := fmt.Sprintf("127.0.0.1:%d", p[0])
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--serve", serve, "--nats", "nats://127.0.0.1:1"}, 2, "--nats (or --serve)"},
+		{[]string{"--serve", "127.0.0.1:x"}, 2, `--serve "127.0.0.1:x": bad port`},
+		{[]string{"--serve", serve, "--routes", "nats://a:1"}, 2, "--routes: needs --cluster"},
+		{[]string{"--serve", serve, "--cluster", "127.0.0.1:0", "--routes", "tcp://a"}, 2, `--routes "tcp://a": want nats://HOST:PORT`},
+		{[]string{"--serve", serve, "--nats-ca", "ca.pem"}, 2, "knows a token only (--nats-token), not --nats-ca"},
+		{[]string{"--serve", serve, "--cluster", fmt.Sprintf("127.0.0.1:%d", p[1]), "--setup-timeout", "100ms",
+			"--routes", fmt.Sprintf("nats://127.0.0.1:%d,nats://127.0.0.1:%d", p[1], p[2])}, 3, "routes to 0 of the 1 other servers after 100ms"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"node", "--run", "r", "--partition", "0"}, c.args...), &out, &errb)
+		// The error is one line, the last (a server that started says
+		// where first).
+		msg := strings.TrimPrefix(strings.TrimSpace(errb.String()), fmt.Sprintf("lockstep node 0: NATS server on %s\n", serve))
+		if code != c.code || !strings.Contains(msg, c.want) || strings.Contains(msg, "\n") {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line with %q", c.args, code, msg, c.code, c.want)
+		}
+	}
+}
