@@ -23,6 +23,16 @@ leader hears no reports, so its server is no busier):
               + (2P - 2) * s_srv                a server: P - 1 out, P - 1 in
               + hop                             a report crosses two servers on its way
 
+With --servers node each node runs its machine's server itself (`lockstep
+node --serve`) and talks to it in process: the P - 1 reports a server
+receives reach its node without a socket, so only the P - 1 route sends
+count, and the second server's pass is in the receiving node's process
+(a request and reply across a route took 31-33 µs between in-process
+clients, less than 57-84 µs through one server between TCP clients):
+
+              + (P - 1) * s_srv                 a server: P - 1 out over routes
+              + 0                               no hop beyond the one-server latency
+
 with C the one-partition compute per window (run seconds / windows), W the
 windows, X(P) the packets that cross the cut in P partitions (grows as
 1 - 1/P from the measured X at Pm partitions), imb the load imbalance
@@ -39,7 +49,7 @@ Usage: dist-model.py NAME=ONE.json,PART.json[,Pm] ... [--rtt 40,25,100] [--machi
 Options set the per-unit costs (defaults measured on the 2-core machine,
 see docs/decisions.md): --pkt-ns, --report-us, --server-us, --imbalance,
 --lat (one-way latency as a multiple of the RTT, plus --lat-us fixed),
---servers one|machine and --hop-us (the second server's pass).
+--servers one|machine|node and --hop-us (the second server's pass).
 """
 import argparse
 import json
@@ -63,7 +73,8 @@ def main():
     ap.add_argument("--cores", type=int, default=0, help="cores of the one machine all P partitions share (0: a machine per partition)")
     ap.add_argument("--lat", type=float, default=0.5, help="one-way latency in RTTs")
     ap.add_argument("--lat-us", type=float, default=20.0, help="fixed per-window latency (wake-ups, scheduling), µs")
-    ap.add_argument("--servers", choices=["one", "machine"], default="one", help="one NATS server for the run, or one per machine joined by routes")
+    ap.add_argument("--servers", choices=["one", "machine", "node"], default="one",
+                    help="one NATS server for the run, one per machine joined by routes, or one in every node (lockstep node --serve)")
     ap.add_argument("--hop-us", type=float, default=20.0, help="with --servers machine: a report's pass through the second server, µs (19-35 here: BenchmarkNATSRequestReplyAcrossRoute)")
     a = ap.parse_args()
     machines = [int(x) for x in a.machines.split(",")]
@@ -99,6 +110,8 @@ def main():
             }
             if a.servers == "machine":
                 terms["server"] = (2 * P - 2) * a.server_us
+            elif a.servers == "node":
+                terms["server"] = (P - 1) * a.server_us
             hop = a.hop_us if a.servers == "machine" and P > 1 else 0.0
             cols = []
             for rtt in rtts:

@@ -17,7 +17,8 @@ import (
 // the default unit costs: compute 625, packets 3,750/1,600 × 0.36, reports
 // 15 × 2, latency 0.5 × 40 + 20; the fan-out 16 × 15 = 240 with one
 // server (each report to the 15 other nodes; the coordinator hears none),
-// 2·16 − 2 = 30 with a server each (and a second server's 20 µs).
+// 2·16 − 2 = 30 with a server each (and a second server's 20 µs), 15
+// with each node serving (no second hop).
 func TestDistModel_Terms(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -44,6 +45,7 @@ func TestDistModel_Terms(t *testing.T) {
 	}{
 		{nil, 625 + packets + 30 + 40 + 240, "server"},
 		{[]string{"--servers", "machine"}, 625 + packets + 30 + 40 + 20 + 30, "latency"},
+		{[]string{"--servers", "node"}, 625 + packets + 30 + 40 + 15, "latency"},
 	} {
 		args := append([]string{filepath.Join("..", "..", "scripts", "dist-model.py"), "m=" + one + "," + part,
 			"--machines", "16", "--rtt", "40"}, c.args...)
