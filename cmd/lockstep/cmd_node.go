@@ -110,10 +110,11 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 		}
 		// The server outlives the node's run (and its own connection,
 		// closed first) while others use it: the launcher or a
-		// coordinator may be its clients. At most a peer timeout.
+		// coordinator may be its clients. At most a peer timeout, and not
+		// past an interrupt.
 		defer func() {
 			deadline := time.Now().Add(v.GetDuration("node.peer-timeout"))
-			for ns.NumClients() > 0 && time.Now().Before(deadline) {
+			for ns.NumClients() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 				time.Sleep(10 * time.Millisecond) // polling the server's clients against the deadline
 			}
 			ns.Shutdown()
