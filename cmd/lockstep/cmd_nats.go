@@ -37,7 +37,9 @@ With --cluster the server also listens for other servers' routes, and
 connecting to its own, spreads the fan-out of the per-window reports over
 the servers (docs/deploy.md, "A NATS server per machine"). A token, when
 set, is required of routes too (user "lockstep", the token as password; it
-is added to --routes URLs that carry no user).`,
+is added to --routes URLs that carry no user). A node can also run its
+machine's server itself: 'lockstep node --serve' takes the same cluster
+flags.`,
 		Example: `  lockstep nats --addr 0.0.0.0:4222 --store /data --monitor 0.0.0.0:8222
   lockstep nats --addr 0.0.0.0:4222 --cluster 0.0.0.0:6222 --routes nats://hostA:6222,nats://hostB:6222 --jetstream=false`,
 		Args: cobra.NoArgs,
