@@ -335,8 +335,14 @@ func Decode(data []byte) (Message, error) {
 // DecodeInto decodes one message into m. A batch is decoded into into when
 // into is not nil, reusing its Packets' capacity, so that a receiver that
 // recycles its batches decodes without allocating (but for packets that
-// carry telemetry); m.Batch is then into. On error m is zeroed.
+// carry telemetry); m.Batch is then into. A report is decoded into the
+// m.Report an earlier call left, reusing its Sent capacity, so that a
+// receiver that decodes every peer's report into one Message allocates
+// nothing per report: the caller must not keep m.Report, or its slices,
+// past the next call (barrier.Barrier.Step copies what it keeps). On error
+// m is zeroed.
 func DecodeInto(data []byte, m *Message, into *Batch) error {
+	prev := m.Report
 	*m = Message{}
 	if len(data) > MaxMessageBytes {
 		return fmt.Errorf("%w: %d bytes (max %d)", ErrMalformed, len(data), MaxMessageBytes)
@@ -363,7 +369,7 @@ func DecodeInto(data []byte, m *Message, into *Batch) error {
 		into.Epoch = d.u("epoch", math.MaxUint64)
 		m.Batch, m.Epoch = into, into.Epoch
 	case KindReport:
-		m.Report = d.report()
+		m.Report = d.report(prev)
 		m.Busy = d.u("busy", math.MaxUint64)
 		m.Epoch = d.u("epoch", math.MaxUint64)
 	case KindGrant:
@@ -540,7 +546,10 @@ func (d *decoder) telemetry(t *sim.Telemetry, f int) *sim.Telemetry {
 	return t
 }
 
-func (d *decoder) counts(what string) []uint32 {
+func (d *decoder) counts(what string) []uint32 { return d.countsInto(what, nil) }
+
+// countsInto decodes a count per node into dst's capacity (appending).
+func (d *decoder) countsInto(what string, dst []uint32) []uint32 {
 	n := d.arrayLen(what, 1)
 	if d.err == nil && (n < 1 || n > MaxNodes) {
 		d.fail("%s: %d nodes", what, n)
@@ -548,21 +557,29 @@ func (d *decoder) counts(what string) []uint32 {
 	if d.err != nil {
 		return nil
 	}
-	c := make([]uint32, n)
+	c := slices.Grow(dst[:0], n)[:n]
 	for j := range c {
 		c[j] = uint32(d.u(what, math.MaxUint32))
 	}
 	return c
 }
 
-func (d *decoder) report() *barrier.Report {
-	r := &barrier.Report{}
+// report decodes a report into r (nil: a new one), reusing its Sent
+// capacity.
+func (d *decoder) report(r *barrier.Report) *barrier.Report {
+	var sent []uint32
+	if r == nil {
+		r = &barrier.Report{}
+	} else {
+		sent = r.Sent
+		*r = barrier.Report{}
+	}
 	r.Node = int(d.i("node", 0, MaxNodes-1))
 	r.Window = d.u("window", math.MaxUint64)
 	r.Term = d.u("term", math.MaxUint64)
 	r.NextEvent = d.time("next event")
 	r.MinSent = d.time("min sent")
-	r.Sent = d.counts("sent")
+	r.Sent = d.countsInto("sent", sent)
 	r.Done = d.bool("done")
 	r.PausedAt = d.time("paused at")
 	r.Paused = d.pausedPorts("paused")

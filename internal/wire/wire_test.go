@@ -175,3 +175,40 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeInto_ReusesTheReport: decoding reports one after another into
+// one Message reuses the report and its Sent buffer (no allocation once it
+// is large enough), and each decode gives exactly the report sent: nothing
+// left over from the one before (Done, the pause, a longer Sent).
+func TestDecodeInto_ReusesTheReport(t *testing.T) {
+	a := barrier.Report{Node: 3, Window: 9, Term: 2, NextEvent: 5000, MinSent: 7000, Sent: []uint32{1, 2, 3, 4, 5, 6},
+		Done: true, PausedAt: 4000, Paused: []sim.PausedPort{{Elem: 1, Peer: 2, Port: 3, Class: 4, Since: 10, Until: 20}}}
+	b := barrier.Report{Node: 1, Window: 10, NextEvent: 6000, MinSent: sim.Never, Sent: []uint32{0, 7, 0, 0}}
+	var m Message
+	if err := DecodeInto(AppendReport(nil, &a, 11, 1), &m, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(*m.Report, a) || m.Busy != 11 || m.Epoch != 1 {
+		t.Fatalf("first report: %+v (busy %d, epoch %d), want %+v", *m.Report, m.Busy, m.Epoch, a)
+	}
+	first, sent := m.Report, &m.Report.Sent[0]
+	data := AppendReport(nil, &b, 0, 2)
+	if err := DecodeInto(data, &m, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(*m.Report, b) || m.Busy != 0 || m.Epoch != 2 {
+		t.Fatalf("second report: %+v (busy %d, epoch %d), want %+v", *m.Report, m.Busy, m.Epoch, b)
+	}
+	if m.Report != first || &m.Report.Sent[0] != sent {
+		t.Errorf("the second report did not reuse the first's Report and Sent")
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = DecodeInto(data, &m, nil) }); n != 0 {
+		t.Errorf("decoding a report into a reused Message: %v allocations, want 0", n)
+	}
+	// Decode (a fresh Message each time) shares nothing.
+	m1, _ := Decode(data)
+	m2, _ := Decode(data)
+	if m1.Report == m2.Report || &m1.Report.Sent[0] == &m2.Report.Sent[0] {
+		t.Errorf("Decode returned shared reports")
+	}
+}
