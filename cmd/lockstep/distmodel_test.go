@@ -15,7 +15,8 @@ import (
 // windows in 1 s (C = 10,000 µs a window), four in-memory partitions sent
 // 3,000 packets across the cut with equal events. At P = 16, RTT 40 µs and
 // the default unit costs: compute 625, packets 3,750/1,600 × 0.36, reports
-// 15 × 2, latency 0.5 × 40 + 20; the fan-out 16 × 15 = 240 with one
+// 15 × 2 (--report-us 2; by default the measured 15 × (0.09 + 0.0035 ×
+// 16)), latency 0.5 × 40 + 20; the fan-out 16 × 15 = 240 with one
 // server (each report to the 15 other nodes; the coordinator hears none),
 // 2·16 − 2 = 30 with a server each (and a second server's 20 µs), 15
 // with each node serving (no second hop).
@@ -39,16 +40,22 @@ func TestDistModel_Terms(t *testing.T) {
 	}
 	packets := 3750.0 / 1600 * 0.36
 	for _, c := range []struct {
-		args  []string
-		total float64
-		limit string
+		args     []string
+		total    float64
+		limit    string
+		measured bool // the default --report-us (else 2 µs)
 	}{
-		{nil, 625 + packets + 30 + 40 + 240, "server"},
-		{[]string{"--servers", "machine"}, 625 + packets + 30 + 40 + 20 + 30, "latency"},
-		{[]string{"--servers", "node"}, 625 + packets + 30 + 40 + 15, "latency"},
+		{nil, 625 + packets + 30 + 40 + 240, "server", false},
+		{[]string{"--servers", "machine"}, 625 + packets + 30 + 40 + 20 + 30, "latency", false},
+		{[]string{"--servers", "node"}, 625 + packets + 30 + 40 + 15, "latency", false},
+		// The measured default: 15 × (0.09 + 0.0035 × 16).
+		{nil, 625 + packets + 15*0.146 + 40 + 240, "server", true},
 	} {
 		args := append([]string{filepath.Join("..", "..", "scripts", "dist-model.py"), "m=" + one + "," + part,
 			"--machines", "16", "--rtt", "40"}, c.args...)
+		if !c.measured {
+			args = append(args, "--report-us", "2")
+		}
 		out, err := exec.Command(py, args...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("%v: %v\n%s", c.args, err, out)
