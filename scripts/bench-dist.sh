@@ -88,10 +88,10 @@ containers() {
   docker network create --label "lockstep.bench=$net" "$net" >/dev/null
   local lbl=(--label "lockstep.bench=$net" --network "$net")
   local gmp=$(( $(nproc) / P )); [ "$gmp" -lt 1 ] && gmp=1
+  local ip routes=""
   if [ "$SERVERS" = embed ]; then
     # Every node runs its machine's server (lockstep node --serve), joined
     # by routes; the coordinator and the launcher use node 0's.
-    local routes="" ip
     for i in $(seq 0 $((P - 1))); do routes="$routes${routes:+,}nats://$net-n$i:6222"; done
     for i in $(seq 0 $((P - 1))); do
       docker run -d "${lbl[@]}" --name "$net-n$i" -e GOMAXPROCS=$gmp "$IMAGE" node --serve 0.0.0.0:4222 \
@@ -100,36 +100,28 @@ containers() {
     until ip=$(docker inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$net-n0" 2>/dev/null) && [ -n "$ip" ]; do
       sleep 0.01 # polling docker until node 0's container exists
     done
-    docker run -d "${lbl[@]}" --name "$net-c1" -v "$(realpath "$s"):/s.yaml:ro" "$IMAGE" \
-      coordinator /s.yaml --partitions "$P" --nats "nats://$ip:4222" --run "$run" --id c1 >/dev/null &
-    "$BIN" run "$s" --partitions "$P" --external --nats "nats://$ip:4222" --run-id "$run" --out "$out" --quiet
-    wait
-    docker ps -aq --filter "label=lockstep.bench=$net" | xargs -r docker rm -f >/dev/null 2>&1 || true
-    docker network rm "$net" >/dev/null 2>&1 || true
-    net=""
-    return
-  fi
-  # SERVERS=node: a NATS server per node container, joined by routes,
-  # each node on its own (docs/deploy.md, "A NATS server per machine").
-  local nservers=1 routes=""
-  [ "$SERVERS" = node ] && nservers=$P
-  for i in $(seq 0 $((nservers - 1))); do routes="$routes${routes:+,}nats://$net-nats$i:6222"; done
-  for i in $(seq 0 $((nservers - 1))); do
-    if [ "$nservers" = 1 ]; then
-      docker run -d "${lbl[@]}" --name "$net-nats$i" "$IMAGE" nats --addr=0.0.0.0:4222 >/dev/null
-    else
-      docker run -d "${lbl[@]}" --name "$net-nats$i" "$IMAGE" nats --addr=0.0.0.0:4222 --jetstream=false \
-        --name "s$i" --cluster 0.0.0.0:6222 --routes "$routes" --monitor 0.0.0.0:8222 >/dev/null
-    fi
-  done
-  # Nodes join once every server has a route to every other (a report
-  # published before its route exists is lost; the run would recover
-  # only through the leader's resync).
-  for i in $(seq 0 $((nservers - 1))); do
-    [ "$nservers" -gt 1 ] || break # one server: no routes
-    local sip
-    sip=$(docker inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$net-nats$i")
-    python3 - "$sip" "$nservers" <<'PY'
+  else
+    # SERVERS=node: a NATS server per node container, joined by routes,
+    # each node on its own (docs/deploy.md, "A NATS server per machine").
+    local nservers=1
+    [ "$SERVERS" = node ] && nservers=$P
+    for i in $(seq 0 $((nservers - 1))); do routes="$routes${routes:+,}nats://$net-nats$i:6222"; done
+    for i in $(seq 0 $((nservers - 1))); do
+      if [ "$nservers" = 1 ]; then
+        docker run -d "${lbl[@]}" --name "$net-nats$i" "$IMAGE" nats --addr=0.0.0.0:4222 >/dev/null
+      else
+        docker run -d "${lbl[@]}" --name "$net-nats$i" "$IMAGE" nats --addr=0.0.0.0:4222 --jetstream=false \
+          --name "s$i" --cluster 0.0.0.0:6222 --routes "$routes" --monitor 0.0.0.0:8222 >/dev/null
+      fi
+    done
+    # Nodes join once every server has a route to every other (a report
+    # published before its route exists is lost; the run would recover
+    # only through the leader's resync).
+    for i in $(seq 0 $((nservers - 1))); do
+      [ "$nservers" -gt 1 ] || break # one server: no routes
+      local sip
+      sip=$(docker inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$net-nats$i")
+      python3 - "$sip" "$nservers" <<'PY'
 import json, sys, time, urllib.request
 ip, n = sys.argv[1], int(sys.argv[2])
 end = time.time() + 30
@@ -144,19 +136,19 @@ while True:
         sys.exit("server %s: routes not formed in 30 s" % ip)
     time.sleep(0.05)
 PY
-  done
-  local ip
-  ip=$(docker inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$net-nats0")
-  # The coordinator, the nodes and the launcher start at once, as
-  # docker compose or a Kubernetes apply starts them.
+    done
+    ip=$(docker inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$net-nats0")
+    # The nodes, the coordinator and the launcher start at once, as
+    # docker compose or a Kubernetes apply starts them.
+    for i in $(seq 0 $((P - 1))); do
+      local own="nats://$ip:4222"
+      [ "$nservers" -gt 1 ] && own="nats://$net-nats$i:4222"
+      docker run -d "${lbl[@]}" --name "$net-n$i" -e GOMAXPROCS=$gmp "$IMAGE" \
+        node --nats "$own" --run "$run" --partition "$i" >/dev/null &
+    done
+  fi
   docker run -d "${lbl[@]}" --name "$net-c1" -v "$(realpath "$s"):/s.yaml:ro" "$IMAGE" \
     coordinator /s.yaml --partitions "$P" --nats "nats://$ip:4222" --run "$run" --id c1 >/dev/null &
-  for i in $(seq 0 $((P - 1))); do
-    local own="nats://$ip:4222"
-    [ "$nservers" -gt 1 ] && own="nats://$net-nats$i:4222"
-    docker run -d "${lbl[@]}" --name "$net-n$i" -e GOMAXPROCS=$gmp "$IMAGE" \
-      node --nats "$own" --run "$run" --partition "$i" >/dev/null &
-  done
   "$BIN" run "$s" --partitions "$P" --external --nats "nats://$ip:4222" --run-id "$run" --out "$out" --quiet
   wait
   docker ps -aq --filter "label=lockstep.bench=$net" | xargs -r docker rm -f >/dev/null 2>&1 || true

@@ -100,10 +100,10 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 	defer stop()
 	copts := append(append(append([]nats.Option{nats.Name(fmt.Sprintf("lockstep node %d", part))}, liveness.ClientOptions()...), node.ConnOptions()...), auth...)
 	var nc *nats.Conn
-	if serve != "" && creds != nil {
-		return badInput(fmt.Errorf("node %d: --serve runs a server that knows a token only, not the member credentials of $%s", part, member.Env))
-	}
 	if serve != "" {
+		if creds != nil {
+			return badInput(fmt.Errorf("node %d: --serve runs a server that knows a token only, not the member credentials of $%s", part, member.Env))
+		}
 		var ns *server.Server
 		if ns, err = serveNATS(cmd, part, serve, v.GetDuration("node.setup-timeout"), stderr); err != nil {
 			return err

@@ -22,16 +22,23 @@ import (
 	"github.com/lockstep-sim/lockstep/internal/wire"
 )
 
-// longYAML is the k=8 fat-tree permutation with 12 MB flows: about 5200
-// windows, several seconds across containers, so that there is a "mid-run"
-// to kill, cut and restart things in.
-func longYAML(t testing.TB) string {
+// k8YAML is examples/fattree-k8-permutation.yaml: 2 MB flows, about
+// 1,300 windows.
+func k8YAML(t testing.TB) string {
 	b, err := os.ReadFile(filepath.Join(repoRoot(), "examples", "fattree-k8-permutation.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := strings.Replace(string(b), "size: 2MB", "size: 12MB", 1)
-	if s == string(b) {
+	return string(b)
+}
+
+// longYAML is the k=8 fat-tree permutation with 12 MB flows: about 5200
+// windows, several seconds across containers, so that there is a "mid-run"
+// to kill, cut and restart things in.
+func longYAML(t testing.TB) string {
+	b := k8YAML(t)
+	s := strings.Replace(b, "size: 2MB", "size: 12MB", 1)
+	if s == b {
 		t.Fatal("fattree-k8-permutation.yaml has no 'size: 2MB' to scale")
 	}
 	return s
@@ -408,13 +415,7 @@ func (d *deployment) nodes() []string {
 // containers and a NATS container is byte-identical to one process. NATS
 // requires the run's token: a client without it is refused.
 func TestCluster_A_SameAsOneProcess(t *testing.T) {
-	file := scenarioFile(t, func() string {
-		b, err := os.ReadFile(filepath.Join(repoRoot(), "examples", "fattree-k8-permutation.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}())
+	file := scenarioFile(t, k8YAML(t))
 	ref := reference(t, file)
 	e := newEnv(t)
 	d := e.deploy(t, file, 4, 20*time.Second)

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,11 +18,7 @@ import (
 // first. The k=8 permutation is byte-identical to one process, so every
 // report and batch between the nodes crossed the route.
 func TestCluster_J_ServerPerNode(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot(), "examples", "fattree-k8-permutation.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := scenarioFile(t, string(b))
+	file := scenarioFile(t, k8YAML(t))
 	ref := reference(t, file)
 	e := newEnv(t)
 	token := newToken(t)
@@ -99,11 +93,7 @@ func TestCluster_J_ServerPerNode(t *testing.T) {
 // 0's server, the launcher on this host through node 0's published port.
 // The k=8 permutation is byte-identical to one process.
 func TestCluster_K_NodesServeNATS(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot(), "examples", "fattree-k8-permutation.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := scenarioFile(t, string(b))
+	file := scenarioFile(t, k8YAML(t))
 	ref := reference(t, file)
 	e := newEnv(t)
 	token := newToken(t)

@@ -548,7 +548,8 @@ func (d *decoder) telemetry(t *sim.Telemetry, f int) *sim.Telemetry {
 
 func (d *decoder) counts(what string) []uint32 { return d.countsInto(what, nil) }
 
-// countsInto decodes a count per node into dst's capacity (appending).
+// countsInto decodes a count per node into dst's capacity (dst's contents
+// are overwritten).
 func (d *decoder) countsInto(what string, dst []uint32) []uint32 {
 	n := d.arrayLen(what, 1)
 	if d.err == nil && (n < 1 || n > MaxNodes) {
