@@ -49,6 +49,15 @@ type K8s struct {
 	// machine"). JetStream is off (its cluster would need stable server
 	// names), so checkpoints, which it stores, are refused with it.
 	NATSPerNode bool
+	// NodesServe has every node pod run the NATS server itself (`lockstep
+	// node --serve`), joined to the others' by routes to their stable
+	// names (nodes-I.nodes, the Indexed Job's host names under the
+	// headless Service nodes): no NATS pod at all, and a node's reports
+	// and batches go to its own server in process. The Service nats
+	// reaches any node's server (ready or not: the nodes become ready
+	// only once the coordinators, which connect there, have set them
+	// up). No JetStream, so no checkpoints; not with NATSPerNode.
+	NodesServe bool
 }
 
 // K8sFiles are the rendered manifests by file name, kustomization.yaml
@@ -80,6 +89,12 @@ func (k K8s) Render() (K8sFiles, error) {
 	if k.NATSPerNode && k.CheckpointEvery != "" {
 		return nil, fmt.Errorf("deploy k8s: --nats-per-node has no JetStream to keep --checkpoint-every's parts in")
 	}
+	if k.NodesServe && k.CheckpointEvery != "" {
+		return nil, fmt.Errorf("deploy k8s: --nodes-serve has no JetStream to keep --checkpoint-every's parts in")
+	}
+	if k.NodesServe && k.NATSPerNode {
+		return nil, fmt.Errorf("deploy k8s: --nodes-serve and --nats-per-node: the nodes serve NATS themselves, or a server per Kubernetes node does, not both")
+	}
 	def := func(s *string, v string) {
 		if *s == "" {
 			*s = v
@@ -93,11 +108,18 @@ func (k K8s) Render() (K8sFiles, error) {
 	for i := 0; i < 3; i++ {
 		peers = append(peers, fmt.Sprintf("coord-%d=coord-%d.coord:7000", i, i))
 	}
+	var routes []string
+	if k.NodesServe {
+		for i := 0; i < k.Partitions; i++ {
+			routes = append(routes, fmt.Sprintf("nats://nodes-%d.nodes:6222", i))
+		}
+	}
 	data := struct {
 		K8s
-		Peers    string
-		Indented string
-	}{k, strings.Join(peers, ","), indent(k.Scenario, "    ")}
+		Peers      string
+		NodeRoutes string
+		Indented   string
+	}{k, strings.Join(peers, ","), strings.Join(routes, ","), indent(k.Scenario, "    ")}
 	files := K8sFiles{}
 	var names []string
 	for name, text := range k8sTemplates {
@@ -206,7 +228,15 @@ metadata:
 spec:
   selector:
     app.kubernetes.io/instance: {{.Run}}
+{{- if .NodesServe}}
+    # The nodes serve NATS themselves (nodes.yaml): any node's server, not
+    # ready yet included (a node is ready once the coordinators, which
+    # connect here, have set it up).
+    app.kubernetes.io/component: node
+  publishNotReadyAddresses: true
+{{- else}}
     app.kubernetes.io/component: nats
+{{- end}}
 {{- if .NATSPerNode}}
   # Every member talks to the NATS server on its own node.
   internalTrafficPolicy: Local
@@ -215,6 +245,7 @@ spec:
     - name: client
       port: 4222
       targetPort: 4222
+{{- if not .NodesServe}}
 ---
 {{- if .NATSPerNode}}
 # The servers find each other here: a route to nats-routes:6222 reaches
@@ -303,6 +334,7 @@ spec:
       volumes:
         - name: data
           emptyDir: {}
+{{- end}}
 {{- end}}
 `,
 	"coordinator.yaml": `# Headless: coord-0.coord, coord-1.coord, coord-2.coord are the raft
@@ -417,6 +449,27 @@ spec:
 # for the setup: every node rolls back to the last committed checkpoint
 # and the run goes on (at most {{.MaxRestarts}} times).{{else}} A node
 # that dies cannot rejoin the run it left (it fails), so no retries.{{end}}
+{{- if .NodesServe}}
+# Every node runs the NATS server too (--serve), with routes to the
+# others' stable names: pod nodes-I (the Indexed Job's host name) under
+# this headless Service, published before the pods are ready.
+apiVersion: v1
+kind: Service
+metadata:
+  name: nodes
+  labels:
+` + k8sLabels + `
+    app.kubernetes.io/component: node
+spec:
+  clusterIP: None
+  publishNotReadyAddresses: true
+  selector:
+    app.kubernetes.io/instance: {{.Run}}
+    app.kubernetes.io/component: node
+  ports:
+    - {name: routes, port: 6222}
+---
+{{- end}}
 apiVersion: batch/v1
 kind: Job
 metadata:
@@ -436,6 +489,9 @@ spec:
         app.kubernetes.io/component: node
     spec:
       restartPolicy: Never
+{{- if .NodesServe}}
+      subdomain: nodes
+{{- end}}
       securityContext:
         runAsNonRoot: true
         runAsUser: 65532
@@ -444,7 +500,13 @@ spec:
           image: {{.Image}}
           args:
             - node
+{{- if .NodesServe}}
+            - --serve=0.0.0.0:4222
+            - --cluster=0.0.0.0:6222
+            - --routes={{.NodeRoutes}}
+{{- else}}
             - --nats=$(LOCKSTEP_NATS_URL)
+{{- end}}
             - --run=$(LOCKSTEP_RUN)
             - --peer-timeout=$(LOCKSTEP_PEER_TIMEOUT)
             - --metrics=0.0.0.0:9100
@@ -455,6 +517,10 @@ spec:
               valueFrom:
                 secretKeyRef: {name: lockstep-credentials, key: nats-token, optional: true}
           ports:
+{{- if .NodesServe}}
+            - {name: client, containerPort: 4222}
+            - {name: routes, containerPort: 6222}
+{{- end}}
             - {name: metrics, containerPort: 9100}
           readinessProbe:
             httpGet: {path: /readyz, port: 9100}

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -309,5 +310,97 @@ func TestK8s_NATSPerNode(t *testing.T) {
 	k.CheckpointEvery = "100us"
 	if _, err := k.Render(); err == nil || !strings.Contains(err.Error(), "--nats-per-node has no JetStream") {
 		t.Errorf("per-node NATS with checkpoints: err %v, want a refusal", err)
+	}
+}
+
+// TestK8s_NodesServe: with NodesServe there is no NATS pod: every node pod
+// runs the server itself (--serve) with routes to every node's stable name
+// (nodes-I.nodes: the Indexed Job's host names under the headless Service
+// nodes, which its pods join as their subdomain), the Service nats reaches
+// any node's server ready or not, and checkpoints (JetStream) and a server
+// per Kubernetes node are refused with it.
+func TestK8s_NodesServe(t *testing.T) {
+	k := exampleK8s(t)
+	k.NodesServe, k.Token = true, "t0k"
+	objs := renderedObjects(t, k)
+	var job *batchv1.Job
+	services := map[string]*corev1.Service{}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *batchv1.Job:
+			job = o
+		case *appsv1.StatefulSet:
+			if o.Name == "nats" {
+				t.Errorf("a NATS StatefulSet beside nodes that serve")
+			}
+		case *appsv1.DaemonSet:
+			t.Errorf("a DaemonSet %s beside nodes that serve", o.Name)
+		case *corev1.Service:
+			services[o.Name] = o
+		}
+	}
+	if job == nil {
+		t.Fatal("no node Job")
+	}
+	ps := job.Spec.Template.Spec
+	if ps.Subdomain != "nodes" {
+		t.Errorf("the node pods' subdomain is %q, want nodes (their host names nodes-I resolve under the Service nodes)", ps.Subdomain)
+	}
+	c := ps.Containers[0]
+	args := strings.Join(c.Args, " ")
+	var routes []string
+	for i := 0; i < k.Partitions; i++ {
+		routes = append(routes, fmt.Sprintf("nats://nodes-%d.nodes:6222", i))
+	}
+	for _, w := range []string{"--serve=0.0.0.0:4222", "--cluster=0.0.0.0:6222", "--routes=" + strings.Join(routes, ",")} {
+		if !strings.Contains(args, w) {
+			t.Errorf("node args %q lack %q", args, w)
+		}
+	}
+	if strings.Contains(args, "--nats=") {
+		t.Errorf("node args %q: --nats beside --serve", args)
+	}
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	if ports["client"] != 4222 || ports["routes"] != 6222 {
+		t.Errorf("node ports %v, want client 4222 and routes 6222", ports)
+	}
+	tok := false
+	for _, e := range c.Env {
+		tok = tok || e.Name == "LOCKSTEP_NATS_TOKEN" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Key == "nats-token"
+	}
+	if !tok {
+		t.Errorf("the node servers do not get the run's token (clients and routes need it)")
+	}
+	sel := job.Spec.Template.Labels
+	for _, name := range []string{"nats", "nodes"} {
+		s := services[name]
+		if s == nil {
+			t.Fatalf("no Service %s", name)
+		}
+		for k, v := range s.Spec.Selector {
+			if sel[k] != v {
+				t.Errorf("Service %s selects %s=%s, which the node pods do not carry", name, k, v)
+			}
+		}
+		if !s.Spec.PublishNotReadyAddresses {
+			t.Errorf("Service %s does not publish not-ready nodes (they are ready only once set up through it)", name)
+		}
+	}
+	if s := services["nodes"]; s.Spec.ClusterIP != corev1.ClusterIPNone || s.Spec.Ports[0].Port != 6222 {
+		t.Errorf("Service nodes: want headless, port 6222")
+	}
+	if s := services["nats"]; s.Spec.ClusterIP == corev1.ClusterIPNone || s.Spec.Ports[0].Port != 4222 {
+		t.Errorf("Service nats: want a cluster IP on port 4222")
+	}
+	k.CheckpointEvery = "100us"
+	if _, err := k.Render(); err == nil || !strings.Contains(err.Error(), "--nodes-serve has no JetStream") {
+		t.Errorf("nodes serving with checkpoints: err %v, want a refusal", err)
+	}
+	k.CheckpointEvery, k.NATSPerNode = "", true
+	if _, err := k.Render(); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("nodes serving with NATS per node: err %v, want a refusal", err)
 	}
 }

@@ -54,6 +54,7 @@ the Job's pod template, which name the run).`,
 	f.Int("max-restarts", 3, "with --checkpoint-every: how many node pods may die (the node Job's backoffLimit) before the run fails")
 	f.Bool("no-auth", false, "leave the Secret's NATS token empty (default: a random per-run token that NATS requires of every member)")
 	f.Bool("nats-per-node", false, "NATS as a DaemonSet: a server on every Kubernetes node, joined by routes, each member on its own node's (no JetStream, so no --checkpoint-every)")
+	f.Bool("nodes-serve", false, "no NATS pod: every node pod runs the NATS server itself (lockstep node --serve), joined to the others' by routes to their stable names nodes-I.nodes (no JetStream, so no --checkpoint-every; not with --nats-per-node)")
 	cmd.AddCommand(k8s)
 	return cmd
 }
@@ -81,6 +82,7 @@ func runDeployK8s(cmd *cobra.Command, file string, stdout io.Writer) error {
 	k.CheckpointEvery, _ = f.GetString("checkpoint-every")
 	k.MaxRestarts, _ = f.GetInt("max-restarts")
 	k.NATSPerNode, _ = f.GetBool("nats-per-node")
+	k.NodesServe, _ = f.GetBool("nodes-serve")
 	if k.CheckpointEvery != "" {
 		if d, err := time.ParseDuration(k.CheckpointEvery); err != nil || d <= 0 || k.MaxRestarts < 0 {
 			return badInput(fmt.Errorf("deploy k8s: --checkpoint-every %q, --max-restarts %d: want a positive duration and a count", k.CheckpointEvery, k.MaxRestarts))

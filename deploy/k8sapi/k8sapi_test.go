@@ -152,9 +152,18 @@ var perNodeObjects = []string{
 	"Service/coord", "Service/nats", "Service/nats-routes", "StatefulSet/coord",
 }
 
+// servingObjects are those of a rendering with --nodes-serve: no NATS
+// workload, the nodes' headless Service for their routes.
+var servingObjects = []string{
+	"ConfigMap/lockstep-run", "ConfigMap/lockstep-scenario", "Job/nodes",
+	"PodDisruptionBudget/coord", "Secret/lockstep-credentials",
+	"Service/coord", "Service/nats", "Service/nodes", "StatefulSet/coord",
+}
+
 // TestDryRun_EveryRendering renders the example for every P from 1 to 64
 // with `lockstep deploy k8s` (token or --no-auth, a seed, a peer timeout
-// varying with P; every fourth with --nats-per-node) and has the API
+// varying with P; every fourth with --nats-per-node, every fourth from 2
+// with --nodes-serve) and has the API
 // server validate, default and admit all
 // of it without storing it: `kubectl apply --dry-run=server` with strict
 // field validation, no warning. The server's answer is checked: every
@@ -177,8 +186,12 @@ func TestDryRun_EveryRendering(t *testing.T) {
 		}
 		perNode := p%4 == 0
 		want := renderedObjects
-		if perNode {
+		serving := p%4 == 2
+		switch {
+		case perNode:
 			args, want = append(args, "--nats-per-node"), perNodeObjects
+		case serving:
+			args, want = append(args, "--nodes-serve"), servingObjects
 		}
 		manifests := render(t, args...)
 		out, stderr, err := cp.kubectl(manifests, "apply", "--dry-run=server", "--validate=strict", "-n", ns, "-f", "-", "-o", "json")
@@ -201,6 +214,18 @@ func TestDryRun_EveryRendering(t *testing.T) {
 			}
 		}
 		job := decode[batchv1.Job](t, objs["Job/nodes"])
+		if serving {
+			ps := job.Spec.Template.Spec
+			a := strings.Join(ps.Containers[0].Args, " ")
+			if ps.Subdomain != "nodes" || !strings.Contains(a, "--serve=0.0.0.0:4222") ||
+				!strings.Contains(a, fmt.Sprintf("nats://nodes-%d.nodes:6222", p-1)) || strings.Contains(a, fmt.Sprintf("nodes-%d.nodes", p)) {
+				t.Errorf("P=%d: Job nodes as admitted: subdomain %q, args %q", p, ps.Subdomain, a)
+			}
+			svc := decode[corev1.Service](t, objs["Service/nodes"])
+			if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses {
+				t.Errorf("P=%d: Service nodes as admitted: cluster IP %q, publishes not-ready %v", p, svc.Spec.ClusterIP, svc.Spec.PublishNotReadyAddresses)
+			}
+		}
 		if job.Namespace != ns || *job.Spec.Completions != int32(p) || *job.Spec.Parallelism != int32(p) ||
 			*job.Spec.CompletionMode != batchv1.IndexedCompletion || *job.Spec.BackoffLimit != 0 {
 			t.Errorf("P=%d: Job as admitted: ns %s completions %d parallelism %d mode %s backoff %d", p, job.Namespace,

@@ -909,6 +909,11 @@ func TestKubelet_RunMatchesOneProcess(t *testing.T) {
 	// through the Service nats (internalTrafficPolicy Local); the files
 	// are the same.
 	runPerNode(n, t, file, ref)
+
+	// And with the nodes serving NATS themselves (--nodes-serve): no NATS
+	// pod; each node pod's server routes to the others' by their host
+	// names, which CoreDNS gives from the nodes Service; the same files.
+	runServing(n, t, file, ref)
 }
 
 // renderForWorker renders file for P partitions of run with `lockstep
@@ -977,6 +982,73 @@ func runPerNode(n *node, t *testing.T, file, ref string) {
 		t.Error(err)
 	}
 	eventually(t, "the per-node run's pods gone", 2*time.Minute, func() (bool, string) {
+		pods := podsOf(t, ns, run)
+		return len(pods) == 0, fmt.Sprint(len(pods), " pods")
+	})
+}
+
+// runServing renders file with --nodes-serve, runs it on the worker in a
+// namespace of its own with the launcher on the host, connected to node
+// 0's server by its pod address, checks the outputs against ref, that
+// there was no NATS pod and that the Job completed (every node, its
+// server with it, exited 0), and deletes the run.
+func runServing(n *node, t *testing.T, file, ref string) {
+	ns := namespace(t, "kubelet-serving")
+	n.namespaces = append(n.namespaces, ns)
+	const run, p = "kubelet-sv", 2
+	dir := renderForWorker(t, file, run, p, "--nodes-serve")
+	start := time.Now()
+	if _, stderr, err := cp.kubectl(nil, "apply", "-n", ns, "-k", dir); err != nil {
+		t.Fatal(err)
+	} else {
+		noWarnings(t, "apply --nodes-serve", stderr)
+	}
+	var sec corev1.Secret
+	must(t, cp.get("/api/v1/namespaces/"+ns+"/secrets/lockstep-credentials", &sec))
+	var node0, ip string
+	eventually(t, "node 0's pod running", 3*time.Minute, func() (bool, string) {
+		var l corev1.PodList
+		if err := cp.get("/api/v1/namespaces/"+ns+"/pods?labelSelector=batch.kubernetes.io/job-completion-index%3D0", &l); err != nil {
+			return false, err.Error()
+		}
+		if len(l.Items) != 1 {
+			return false, fmt.Sprintf("%d pods of index 0", len(l.Items))
+		}
+		pd := &l.Items[0]
+		node0, ip = pd.Name, pd.Status.PodIP
+		return pd.Status.Phase == corev1.PodRunning && ip != "" && pd.Spec.Hostname == "nodes-0" && pd.Spec.Subdomain == "nodes",
+			fmt.Sprintf("%s %s ip %q host %q.%q", pd.Name, pd.Status.Phase, ip, pd.Spec.Hostname, pd.Spec.Subdomain)
+	})
+	out := filepath.Join(t.TempDir(), "out-serving")
+	l := exec.CommandContext(t.Context(), lockstep(t), "run", file, "--partitions", fmt.Sprint(p), "--external",
+		"--nats", "nats://"+ip+":4222", "--run-id", run, "--out", out, "--quiet", "--join-timeout", "3m")
+	l.Env = append(os.Environ(), "LOCKSTEP_NATS_TOKEN="+string(sec.Data["nats-token"]))
+	if b, err := l.CombinedOutput(); err != nil {
+		t.Fatalf("launcher with --nodes-serve: %v\n%s", err, b)
+	}
+	t.Logf("the run with the nodes serving NATS (launcher on %s): %.1fs from apply", node0, time.Since(start).Seconds())
+	sameOutputs(t, ref, out)
+	for _, pd := range podsOf(t, ns, run) {
+		if pd.Labels["app.kubernetes.io/component"] == "nats" {
+			t.Errorf("a NATS pod %s in a rendering whose nodes serve", pd.Name)
+		}
+	}
+	eventually(t, "the serving nodes' Job complete", 2*time.Minute, func() (bool, string) {
+		var job batchv1.Job
+		if err := cp.get("/apis/batch/v1/namespaces/"+ns+"/jobs/nodes", &job); err != nil {
+			return false, err.Error()
+		}
+		for _, c := range job.Status.Conditions {
+			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+				return job.Status.Succeeded == p, fmt.Sprintf("succeeded %d", job.Status.Succeeded)
+			}
+		}
+		return false, fmt.Sprintf("%+v", job.Status)
+	})
+	if _, _, err := cp.kubectl(nil, "delete", "-n", ns, "-k", dir, "--wait=true", "--timeout=2m"); err != nil {
+		t.Error(err)
+	}
+	eventually(t, "the serving run's pods gone", 2*time.Minute, func() (bool, string) {
 		pods := podsOf(t, ns, run)
 		return len(pods) == 0, fmt.Sprint(len(pods), " pods")
 	})
