@@ -125,7 +125,7 @@ bench: ## all benchmarks with allocation counts
 bench-scale: build ## fat-tree permutations k = 8..48 in 1, 2, 4 in-memory partitions and 2 node processes: setup s, run s, events/s, peak RSS (about 30 seconds)
 	scripts/bench-scale.sh bin/lockstep
 
-bench-dist: build ## a distributed run's cost: 1 partition, P in memory, P processes (CONTAINERS=1: P containers, after make image; SERVERS=node: a NATS server per node container; SERVE=1: also node processes serving NATS themselves; PHASES=1: also with two-phase windows off over NATS and on in memory; CSV=FILE: every row also in FILE); per-window split, speed-up, efficiency, net wait in round trips (about 75 s)
+bench-dist: build ## a distributed run's cost: 1 partition, P in memory, P processes (CONTAINERS=1: P containers, after make image; SERVERS=node: a NATS server per node container; ONESERVER=1: also --procs --nodes-serve=false, the nodes on the launcher's server; PHASES=1: also with two-phase windows off over NATS and on in memory; CSV=FILE: every row also in FILE); per-window split, speed-up, efficiency, net wait in round trips (about 75 s)
 	scripts/bench-dist.sh bin/lockstep
 
 bench-smoke: ## every benchmark once, briefly (CI)

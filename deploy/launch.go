@@ -56,6 +56,13 @@ type Options struct {
 	Placement *partition.Placement
 	// Procs runs the nodes as child processes (else goroutines).
 	Procs bool
+	// NodesServe, with Procs and the embedded server, has every node
+	// process run a NATS server of its own in process (no client
+	// listener; NodeServerOptions), joined by routes on loopback to the
+	// launcher's server and to each other: a node's reports and batches go
+	// through its own server and one route, never through the launcher's
+	// process (docs/decisions.md, "Node processes serve").
+	NodesServe bool
 	// External starts neither nodes nor coordinators: they run elsewhere
 	// (`lockstep node`, `lockstep coordinator`, e.g. on Kubernetes) on
 	// the same NATS server and run id, and this process only collects and
@@ -177,15 +184,18 @@ type Result struct {
 var ErrInterrupted = errors.New("deploy: run interrupted")
 
 type launch struct {
-	o      Options
-	log    *slog.Logger
-	out    *syncWriter // o.Stderr, shared by the children
-	subj   wire.Subjects
-	url    string
-	srv    *server.Server
-	conns  []*nats.Conn
-	fatal  chan error
-	tmpDir string
+	o    Options
+	log  *slog.Logger
+	out  *syncWriter // o.Stderr, shared by the children
+	subj wire.Subjects
+	url  string
+	srv  *server.Server
+	// route is the launcher's server's route address and routeToken the
+	// run's route password, when the node processes serve (NodesServe).
+	route, routeToken string
+	conns             []*nats.Conn
+	fatal             chan error
+	tmpDir            string
 
 	col   *Collector
 	creds *member.Set   // nil: External (the members' keys are elsewhere)
@@ -666,6 +676,16 @@ func (l *launch) startNATS() error {
 	if err != nil {
 		return err
 	}
+	if l.o.Procs && l.o.NodesServe {
+		// The nodes' servers join this one by a route on loopback, with
+		// a password of the run's: no other server can.
+		var tok [24]byte
+		if _, err := rand.Read(tok[:]); err != nil {
+			return err
+		}
+		l.routeToken = hex.EncodeToString(tok[:])
+		opts.Cluster = RouteCluster(l.routeToken)
+	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("deploy: embedded NATS: %w", err)
@@ -679,6 +699,14 @@ func (l *launch) startNATS() error {
 	}
 	l.srv = srv
 	l.url = srv.ClientURL()
+	if l.routeToken != "" {
+		a := srv.ClusterAddr()
+		if a == nil {
+			srv.Shutdown()
+			return fmt.Errorf("deploy: embedded NATS: no route listener")
+		}
+		l.route = fmt.Sprintf("nats://127.0.0.1:%d", a.Port)
+	}
 	return nil
 }
 
@@ -991,6 +1019,12 @@ func (l *launch) startNodes(ctx, nodeCtx context.Context) error {
 func (l *launch) spawnNode(ctx context.Context, i int) error {
 	args := []string{"node", "--nats", l.url, "--run", l.o.RunID, "--partition", strconv.Itoa(i),
 		"--peer-timeout", l.o.PeerTimeout.String()}
+	if l.route != "" {
+		// Its own server, joined to this one and (by gossip) to the
+		// other nodes': it waits for a route to each of them.
+		args = []string{"node", "--route", l.route, "--cluster-size", strconv.Itoa(l.o.Placement.P + 1), "--run", l.o.RunID,
+			"--partition", strconv.Itoa(i), "--peer-timeout", l.o.PeerTimeout.String()}
+	}
 	if l.o.StatusEvery > 0 {
 		args = append(args, "--status-every", l.o.StatusEvery.String())
 	}
@@ -1093,6 +1127,9 @@ func (l *launch) spawn(ctx context.Context, role, name, id string, creds *member
 	if role == "node" {
 		if n, ok := nodeProcs(l.o.Placement.P, runtime.NumCPU()); ok {
 			cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(n))
+		}
+		if l.routeToken != "" {
+			cmd.Env = append(cmd.Env, RouteTokenEnv+"="+l.routeToken)
 		}
 	}
 	if creds != nil {

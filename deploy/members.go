@@ -3,6 +3,7 @@ package deploy
 import (
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -92,6 +93,64 @@ func ServerOptions(run string, set *member.Set) (*server.Options, error) {
 		opts.Nkeys = serverUsers(subj, set)
 	}
 	return opts, nil
+}
+
+// RouteUser is the user a node's own server (NodeServerOptions) presents
+// on its routes, with the run's route token as its password; RouteTokenEnv
+// names the environment variable that gives a node process that token
+// (never its argv).
+const (
+	RouteUser     = "route"
+	RouteTokenEnv = "LOCKSTEP_ROUTE_TOKEN"
+)
+
+// NodeServerOptions are the options of the NATS server a node process
+// runs in process when `run --procs --nodes-serve` starts it: clients on
+// a loopback port (the server starts no routing without a client
+// listener), but one user, the node c itself, with node part's
+// permissions (members.go: its server enforces on the node what the
+// launcher's enforces on every member), and a route on loopback, with
+// user RouteUser and the run's route token, to route (the launcher's
+// server), from which the cluster's gossip gives it the other nodes'
+// servers. No server of the cluster advertises the others' client ports
+// to its clients. JetStream off.
+func NodeServerOptions(c *member.Creds, part int, route, token string) (*server.Options, error) {
+	subj, err := wire.NewSubjects(c.Run)
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(route)
+	if err != nil || u.Scheme != "nats" || u.Host == "" || u.User != nil || token == "" {
+		return nil, fmt.Errorf("node %d: route %q: want nats://HOST:PORT and a route token in $%s", part, route, RouteTokenEnv)
+	}
+	if !c.ServerAuth {
+		return nil, fmt.Errorf("node %d: its own server needs the members' keys (the embedded server's run)", part)
+	}
+	u.User = url.UserPassword(RouteUser, token)
+	return &server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, MaxPayload: wire.MaxMessageBytes,
+		Nkeys:   []*server.NkeyUser{{Nkey: c.Public(), Permissions: nodePermissions(subj, part, c.Elements)}},
+		Cluster: RouteCluster(token), Routes: []*url.URL{u}}, nil
+}
+
+// RoutesOf is how many other servers ns has routes to (a route pool's
+// connections to one server count once).
+func RoutesOf(ns *server.Server) int {
+	rz, err := ns.Routez(nil)
+	if err != nil {
+		return 0
+	}
+	peers := map[string]bool{}
+	for _, r := range rz.Routes {
+		peers[r.RemoteName] = true
+	}
+	return len(peers)
+}
+
+// RouteCluster is the cluster options of every server of a run whose
+// node processes serve: routes on a loopback port, user RouteUser with
+// password token, no client ports advertised.
+func RouteCluster(token string) server.ClusterOpts {
+	return server.ClusterOpts{Name: "lockstep", Host: "127.0.0.1", Port: -1, Username: RouteUser, Password: token, NoAdvertise: true}
 }
 
 // serverUsers are the embedded server's users: one nkey per member, with

@@ -63,6 +63,20 @@ type Config struct {
 	// Preempted, RunqSeconds), which tell a node's compute slowed by other
 	// processes on its cores from its own.
 	OwnProcess bool
+	// Interest, when the node's server is one of several joined by
+	// routes, says whether that server knows of a subscription to a
+	// subject (its own clients' or, through a route, another server's).
+	// After the setup the node waits, within SetupTimeout, until its
+	// server knows every peer's subscriptions before it publishes: a
+	// subscription reaches the other servers over a route, after the peer
+	// subscribed, and a batch published before it arrives would be lost.
+	// Nil: one server, which knows every subscription once its client has
+	// flushed.
+	Interest func(subject string) bool
+	// Routes, when the node runs its own server, is how many other
+	// servers that server had routes to when the node joined (summary.json
+	// per_node routes; 0: the node is a client of a server elsewhere).
+	Routes int
 }
 
 // ErrAborted marks a run that another process abandoned.
@@ -119,7 +133,9 @@ func Run(ctx context.Context, cfg Config) error {
 			_ = s.Unsubscribe()
 		}
 	}()
-	for _, s := range []string{subj.Batches(cfg.Partition), subj.Reports(), subj.Resync(), subj.Abort(), subj.Status(), subj.Rollback()} {
+	// Its own batches last: a server that knows of that subscription
+	// knows of the others (a route carries them in order; Interest).
+	for _, s := range []string{subj.Reports(), subj.Resync(), subj.Abort(), subj.Status(), subj.Rollback(), subj.Batches(cfg.Partition)} {
 		sub, err := nc.ChanSubscribe(s, q)
 		if err != nil {
 			return fmt.Errorf("node %d: subscribe %s: %w", cfg.Partition, s, err)
@@ -136,7 +152,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.OwnProcess {
 		ru0, ruOK = ProcessUsage()
 	}
-	var perf NodePerf
+	perf := NodePerf{Routes: uint64(max(cfg.Routes, 0))}
 	su, err := fetchSetup(ctx, nc, subj, cfg, &perf.Rejected)
 	if err != nil {
 		return err
@@ -152,6 +168,11 @@ func Run(ctx context.Context, cfg Config) error {
 	core, err := NewPeerCore(b, pl, cfg.Partition)
 	if err != nil {
 		return fmt.Errorf("node %d: %w", cfg.Partition, err)
+	}
+	if cfg.Interest != nil {
+		if err := awaitPeers(ctx, cfg, subj, pl.P); err != nil {
+			return err
+		}
 	}
 	// epoch is the run's epoch this node is in (wire.Batch.Epoch).
 	epoch := su.Epoch
@@ -556,6 +577,7 @@ func Run(ctx context.Context, cfg Config) error {
 				// all restored): resend the last reports and the batches
 				// another node may still need.
 				leaderAt = time.Now()
+				perf.Resends++
 				if err := resend(); err != nil {
 					return err
 				}
@@ -640,6 +662,37 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Warn("result not stored in JetStream (request/reply goes on)", "err", err)
 	}
 	return sendResult(sctx, nc, subj, cfg, res)
+}
+
+// awaitPeers waits, within the setup timeout, until the node's server
+// knows every other node's subscriptions (Config.Interest): a peer's
+// subscription to this node's batches, which each node makes last (a
+// route carries a server's subscriptions in order, so the peer's others,
+// to the reports among them, are known before it).
+func awaitPeers(ctx context.Context, cfg Config, subj wire.Subjects, p int) error {
+	wait := cfg.SetupTimeout
+	if wait <= 0 {
+		wait = 2 * time.Minute // lockstep node's --setup-timeout default
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		missing := -1
+		for j := 0; j < p && missing < 0; j++ {
+			if j != cfg.Partition && !cfg.Interest(subj.Batch(j, cfg.Partition)) {
+				missing = j
+			}
+		}
+		if missing < 0 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("node %d: %w", cfg.Partition, context.Cause(ctx))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %d: its NATS server has not heard of node %d's subscriptions after %v", cfg.Partition, missing, wait)
+		}
+		time.Sleep(time.Millisecond) // polling the server's interest against the deadline
+	}
 }
 
 // attributed checks that a message came from the member it claims: each

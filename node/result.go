@@ -67,6 +67,13 @@ type NodePerf struct {
 	CheckpointSeconds float64
 	Restores          uint64
 	Stale             uint64
+	// Resends counts the leader's resync requests the node answered (it
+	// resent its last reports and batches): the run had stalled, after a
+	// message was lost (a NATS outage) or a peer fell behind.
+	Resends uint64 `msgpack:",omitempty"`
+	// Routes is Config.Routes: the other servers the node's own NATS
+	// server was joined to (0: not serving).
+	Routes uint64 `msgpack:",omitempty"`
 	// CPUSeconds, Preempted and RunqSeconds are the node's process's CPU
 	// time (user and system), involuntary context switches and time its
 	// threads were runnable but waited for a CPU (Linux), from setup to

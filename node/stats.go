@@ -96,11 +96,18 @@ type NodeStats struct {
 	PacketsOut uint64 `json:"packets_out"`
 	PacketsIn  uint64 `json:"packets_in"`
 	// Wall-clock.
-	WallSeconds   float64 `json:"wall_seconds"`
-	RunSeconds    float64 `json:"run_seconds"`
-	WaitSeconds   float64 `json:"wait_seconds"`
-	MaxWaitMs     float64 `json:"max_wait_ms"`
-	Rejected      uint64  `json:"rejected"`
+	WallSeconds float64 `json:"wall_seconds"`
+	RunSeconds  float64 `json:"run_seconds"`
+	WaitSeconds float64 `json:"wait_seconds"`
+	MaxWaitMs   float64 `json:"max_wait_ms"`
+	Rejected    uint64  `json:"rejected"`
+	// Resends counts the leader's resync requests the node answered: the
+	// run stalled (a message lost, a peer behind) and it resent its last
+	// reports and batches.
+	Resends uint64 `json:"resends"`
+	// Routes: the other NATS servers the node's own server was joined to
+	// (run --procs, whose node processes serve; lockstep node --serve).
+	Routes        uint64  `json:"routes,omitempty"`
 	EventsPerSec  float64 `json:"events_per_second"`
 	WindowsPerSec float64 `json:"windows_per_second"`
 	// Wall-clock: NodePerf's split of the node's time.
@@ -154,7 +161,7 @@ func RunStats(pl *partition.Placement, rs []*PartResult, end sim.Time, wall floa
 		ns := NodeStats{Partition: p.Partition, Elements: pl.Elements[p.Partition], Events: p.Stats.Events,
 			BatchesOut: c.BatchesOut, BatchesIn: c.BatchesIn, PacketsOut: c.PacketsOut, PacketsIn: c.PacketsIn,
 			WallSeconds: r.Perf.WallSeconds, RunSeconds: r.Perf.RunSeconds, WaitSeconds: r.Perf.WaitSeconds,
-			MaxWaitMs: r.Perf.MaxWait * 1e3, Rejected: r.Perf.Rejected,
+			MaxWaitMs: r.Perf.MaxWait * 1e3, Rejected: r.Perf.Rejected, Resends: r.Perf.Resends, Routes: r.Perf.Routes,
 			ComputeSeconds: r.Perf.ComputeSeconds, EncodeSeconds: r.Perf.EncodeSeconds, PublishSeconds: r.Perf.PublishSeconds,
 			DecodeSeconds: r.Perf.DecodeSeconds, ImbalanceSeconds: r.Perf.ImbalanceSeconds,
 			AheadSeconds: r.Perf.AheadSeconds, CPUSeconds: r.Perf.CPUSeconds, Preempted: r.Perf.Preempted,

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench-dist.sh [BIN]: what a distributed run costs. Each scenario runs in
 # 1 partition (--cores 1), in P in-memory partitions (--transport memory),
-# in P node processes over the embedded NATS server (--procs), and, with
+# in P node processes (--procs: with P <= cores each runs a NATS server of
+# its own, joined by routes on loopback to the launcher's embedded one),
+# and, with
 # CONTAINERS=1, in P node containers of the lockstep image (one NATS and
 # one coordinator container on a private Docker network; `make image`
 # first), alternating the modes REPS times. Per run it prints the wall
@@ -14,8 +16,9 @@
 # node processes their CPU seconds over their wall seconds and how often
 # a node lost its core to another process per window and how long its
 # threads waited for a CPU per window (cpu, pre/w, rq/w), and the
-# launcher's CPU per window (srv/w: with --procs, the embedded NATS server
-# and the coordinators); the
+# launcher's CPU per window (srv/w: with --procs, the coordinators and
+# the embedded NATS server, which relays the windows' messages only when
+# the nodes do not serve); the
 # last lines give the median of each mode and the fraction of the
 # in-memory speed-up the processes (and containers) reach, from the
 # medians and as the median of each repetition's own ratio (robust to a
@@ -32,10 +35,9 @@
 #              routes, each node on its own) instead of one for the run;
 #              embed: each node runs its server itself (lockstep node
 #              --serve), no server container
-#   SERVE      1 adds serve: P node processes that each run their NATS
-#              server (lockstep node --serve on loopback, joined by routes),
-#              the coordinator process and the launcher (--external) on node
-#              0's server, no server process of its own
+#   ONESERVER  1 adds procs-1srv: --procs --nodes-serve=false, the node
+#              processes on the launcher's NATS server (procs has them
+#              serve when P <= cores, --procs' default)
 #   PHASES     1 adds procs-1ph (two-phase windows off, placement.two_phase:
 #              false) and mem-2ph (on in memory, two_phase: true) to the
 #              defaults (on over NATS, off in memory; docs/decisions.md,
@@ -49,7 +51,7 @@ P=${P:-2}
 REPS=${REPS:-3}
 CONTAINERS=${CONTAINERS:-0}
 PHASES=${PHASES:-0}
-SERVE=${SERVE:-0}
+ONESERVER=${ONESERVER:-0}
 SERVERS=${SERVERS:-one}
 IMAGE=${IMAGE:-lockstep:$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
 tmp=$(mktemp -d)
@@ -76,7 +78,7 @@ fi
 modes="1 mem procs"
 [ "$CONTAINERS" = 1 ] && modes="$modes containers"
 [ "$PHASES" = 1 ] && modes="$modes mem-2ph procs-1ph"
-[ "$SERVE" = 1 ] && modes="$modes serve"
+[ "$ONESERVER" = 1 ] && modes="$modes procs-1srv"
 
 # phases SCENARIO true|false: a copy of it with placement.two_phase set,
 # beside it (its files are found relative to it); removed at exit.
@@ -162,28 +164,6 @@ PY
   net=""
 }
 
-# serve SCENARIO OUT: one run of P node processes serving NATS on
-# loopback (routes between them), the coordinator and the launcher on node
-# 0's server. Each node gets its share of the cores, as --procs gives it.
-serve() {
-  local s=$1 out=$2 run=serve$RANDOM base=$((20000 + RANDOM % 20000)) routes="" pids=()
-  local gmp=$(( $(nproc) / P )); [ "$gmp" -lt 1 ] && gmp=1
-  for i in $(seq 0 $((P - 1))); do routes="$routes${routes:+,}nats://127.0.0.1:$((base + 1000 + i))"; done
-  for i in $(seq 0 $((P - 1))); do
-    GOMAXPROCS=$gmp "$BIN" node --serve "127.0.0.1:$((base + i))" --cluster "127.0.0.1:$((base + 1000 + i))" \
-      --routes "$routes" --run "$run" --partition "$i" 2>"$tmp/serve-n$i.log" &
-    pids+=($!)
-  done
-  "$BIN" coordinator "$s" --partitions "$P" --nats "nats://127.0.0.1:$base" --run "$run" --id c1 2>"$tmp/serve-c.log" &
-  pids+=($!)
-  if ! "$BIN" run "$s" --partitions "$P" --external --nats "nats://127.0.0.1:$base" --run-id "$run" --out "$out" --quiet; then
-    kill "${pids[@]}" 2>/dev/null || true
-    cat "$tmp"/serve-*.log >&2
-    return 1
-  fi
-  wait "${pids[@]}"
-}
-
 printf '%-28s %-10s %3s %7s %7s %7s %5s %6s %8s %6s %6s %6s %6s %6s %6s %6s %5s %5s %5s %5s\n' scenario mode rep wall_s run_s speedup eff windows compute ahead enc pub dec imbal net rtt cpu pre/w rq/w srv/w
 for s in $SCENARIOS; do
   name=$(basename "$s" .yaml)
@@ -204,7 +184,7 @@ for s in $SCENARIOS; do
         mem-2ph) "$BIN" run "$s2" --out "$out" --quiet --partitions "$P" --transport memory ;;
         procs-1ph) "$BIN" run "$s1" --out "$out" --quiet --partitions "$P" --procs ;;
         containers) containers "$s" "$out" ;;
-        serve) serve "$s" "$out" ;;
+        procs-1srv) "$BIN" run "$s" --out "$out" --quiet --partitions "$P" --procs --nodes-serve=false ;;
       esac
       t1=$(date +%s.%N)
       wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
@@ -276,14 +256,14 @@ except FileNotFoundError:
     pass
 for n in sorted({k[0] for k in med}):
     one = med[(n, "1")]
-    line = ["%s: median wall" % n] + ["%s %.2fs (x%.2f)" % (m, med[(n, m)], one / med[(n, m)]) for m in ("1", "mem", "procs", "serve", "containers", "mem-2ph", "procs-1ph") if (n, m) in med]
+    line = ["%s: median wall" % n] + ["%s %.2fs (x%.2f)" % (m, med[(n, m)], one / med[(n, m)]) for m in ("1", "mem", "procs", "procs-1srv", "containers", "mem-2ph", "procs-1ph") if (n, m) in med]
     print("  ".join(line))
-    print("  ".join(["%s: best wall " % n] + ["%s %.2fs" % (m, best[(n, m)]) for m in ("1", "mem", "procs", "serve", "containers", "mem-2ph", "procs-1ph") if (n, m) in best]))
-    for m in ("procs", "serve", "containers", "procs-1ph"):
+    print("  ".join(["%s: best wall " % n] + ["%s %.2fs" % (m, best[(n, m)]) for m in ("1", "mem", "procs", "procs-1srv", "containers", "mem-2ph", "procs-1ph") if (n, m) in best]))
+    for m in ("procs", "procs-1srv", "containers", "procs-1ph"):
         if (n, m) in nets:
             v = sorted(nets[(n, m)])
             print("  %s: %s: median net wait per window %.1f NATS round trips (%s)" % (n, m, v[len(v) // 2], " ".join("%.1f" % x for x in v)))
-    for m in ("procs", "serve", "containers", "procs-1ph"):
+    for m in ("procs", "procs-1srv", "containers", "procs-1ph"):
         if (n, "mem") in med and (n, m) in med:
             # Also the median of each repetition's own ratio: the modes of
             # one repetition run one after the other, so a machine whose

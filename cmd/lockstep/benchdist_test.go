@@ -28,7 +28,7 @@ workload:
 
 // TestBenchDist_EveryMode runs scripts/bench-dist.sh (make bench-dist)
 // with this test binary as lockstep on a small fat-tree, P=2, every mode
-// but containers (PHASES=1, SERVE=1), and reads the CSV it writes: a row per mode;
+// but containers (PHASES=1, ONESERVER=1), and reads the CSV it writes: a row per mode;
 // the same number of windows in every distributed mode (the grants do not
 // depend on the transport or the phases); for node processes the
 // per-window split, the round trip, the nodes' CPU and the launcher's;
@@ -52,13 +52,13 @@ func TestBenchDist_EveryMode(t *testing.T) {
 	out := filepath.Join(dir, "dist.csv")
 	cmd := exec.Command("bash", filepath.Join("..", "..", "scripts", "bench-dist.sh"), exe)
 	cmd.Env = append(os.Environ(), asMainEnv+"=1", "SCENARIOS="+filepath.Join(dir, "k4.yaml"), "P=2", "REPS=1",
-		"PHASES=1", "SERVE=1", "CSV="+out)
+		"PHASES=1", "ONESERVER=1", "CSV="+out)
 	stdout, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("bench-dist: %v\n%s", err, stdout)
 	}
 	for _, want := range []string{"k4: median wall", "procs: median net wait per window",
-		"procs reach", "procs-1ph reach", "serve reach", "every run's row in " + out} {
+		"procs reach", "procs-1ph reach", "procs-1srv reach", "every run's row in " + out} {
 		if !strings.Contains(string(stdout), want) {
 			t.Errorf("bench-dist's output has no %q:\n%s", want, stdout)
 		}
@@ -97,10 +97,10 @@ func TestBenchDist_EveryMode(t *testing.T) {
 		return v
 	}
 	if len(rows) != 6 {
-		t.Errorf("modes %v, want 1, mem, procs, mem-2ph, procs-1ph, serve", rows)
+		t.Errorf("modes %v, want 1, mem, procs, mem-2ph, procs-1ph, procs-1srv", rows)
 	}
 	windows := num("mem", "windows")
-	for _, m := range []string{"1", "mem", "procs", "mem-2ph", "procs-1ph", "serve"} {
+	for _, m := range []string{"1", "mem", "procs", "mem-2ph", "procs-1ph", "procs-1srv"} {
 		if num(m, "wall_s") <= 0 || num(m, "run_s") <= 0 {
 			t.Errorf("%s: wall %v run %v", m, num(m, "wall_s"), num(m, "run_s"))
 		}
@@ -118,7 +118,7 @@ func TestBenchDist_EveryMode(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range []string{"procs", "procs-1ph"} {
+	for _, m := range []string{"procs", "procs-1ph", "procs-1srv"} {
 		for _, field := range []string{"compute_us", "cpu", "launcher_us"} {
 			if num(m, field) <= 0 {
 				t.Errorf("%s: %s %v, want > 0", m, field, num(m, field))
@@ -128,10 +128,6 @@ func TestBenchDist_EveryMode(t *testing.T) {
 		if rows[m][col["rtt_us"]] == "" && num(m, "run_s") >= 0.1 {
 			t.Errorf("%s: no round trip sampled in a %v s run", m, num(m, "run_s"))
 		}
-	}
-	// The serving nodes report their own CPU (no server process beside them).
-	if num("serve", "cpu") <= 0 || num("serve", "compute_us") <= 0 {
-		t.Errorf("serve: cpu %v compute %v, want > 0", num("serve", "cpu"), num("serve", "compute_us"))
 	}
 	if num("procs", "ahead_us") <= 0 || num("procs-1ph", "ahead_us") != 0 {
 		t.Errorf("ahead: %v with two-phase windows, %v without; want > 0 and 0", num("procs", "ahead_us"), num("procs-1ph", "ahead_us"))

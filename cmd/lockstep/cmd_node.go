@@ -63,6 +63,8 @@ node keeps its server up after its run until they have left.`,
 	f.String("cluster", "", "with --serve: listen for the other servers' routes on HOST:PORT")
 	f.StringSlice("routes", nil, "with --serve: route URLs of the cluster's servers (nats://HOST:PORT, comma-separated; the same list on every machine: a server skips itself); the node waits until it has a route to all but one of them before it joins")
 	f.String("cluster-name", "lockstep", "with --serve: the cluster's name")
+	f.String("route", "", "instead of --nats: run a NATS server of the node's own in process (its client port on loopback takes the node's own key only), joined by a route to this URL (nats://127.0.0.1:PORT, the route password in $"+deploy.RouteTokenEnv+"): what 'lockstep run --procs --nodes-serve' gives its nodes")
+	f.Int("cluster-size", 0, "with --route: the servers of the run's cluster (the launcher's and every node's); the node waits for a route to every other before it joins")
 	addMetricsFlags(cmd)
 	addNATSAuthFlags(cmd)
 	for _, n := range []string{"nats", "run", "partition", "setup-timeout", "log-level", "peer-timeout", "status-every", "metrics", "metrics-linger"} {
@@ -82,8 +84,15 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 		part = n
 	}
 	serve, _ := cmd.Flags().GetString("serve")
-	if (url == "") == (serve == "") || run == "" || part < 0 {
-		return badInput(fmt.Errorf("node: --nats (or --serve), --run and --partition are required"))
+	route, _ := cmd.Flags().GetString("route")
+	given := 0
+	for _, x := range []string{url, serve, route} {
+		if x != "" {
+			given++
+		}
+	}
+	if given != 1 || run == "" || part < 0 {
+		return badInput(fmt.Errorf("node: --nats (or --serve, or --route), --run and --partition are required"))
 	}
 	log, creds, auth, err := memberSetup(cmd, run, v.GetString("node.log-level"), stderr)
 	if err != nil {
@@ -100,11 +109,24 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 	defer stop()
 	copts := append(append(append([]nats.Option{nats.Name(fmt.Sprintf("lockstep node %d", part))}, liveness.ClientOptions()...), node.ConnOptions()...), auth...)
 	var nc *nats.Conn
-	if serve != "" {
+	var ns *server.Server // the node's own, with --serve or --route
+	switch {
+	case route != "":
+		size, _ := cmd.Flags().GetInt("cluster-size")
+		if ns, err = routedNATS(part, route, size, creds, v.GetDuration("node.setup-timeout")); err != nil {
+			return err
+		}
+		// Its only client is this node: it goes once the node's
+		// connection (closed first) has flushed.
+		defer func() {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}()
+		nc, err = nats.Connect("", append(copts, nats.InProcessServer(ns))...)
+	case serve != "":
 		if creds != nil {
 			return badInput(fmt.Errorf("node %d: --serve runs a server that knows a token only, not the member credentials of $%s", part, member.Env))
 		}
-		var ns *server.Server
 		if ns, err = serveNATS(cmd, part, serve, v.GetDuration("node.setup-timeout"), stderr); err != nil {
 			return err
 		}
@@ -122,7 +144,7 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 		}()
 		url = ns.ClientURL()
 		nc, err = nats.Connect("", append(copts, nats.InProcessServer(ns))...)
-	} else {
+	default:
 		nc, err = liveness.ConnectWait(url, v.GetDuration("node.setup-timeout"), stderr, fmt.Sprintf("node %d", part), copts...)
 	}
 	if err != nil {
@@ -132,6 +154,11 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 	cfg := node.Config{Conn: nc, Run: run, Partition: part, Creds: creds, OwnProcess: true,
 		SetupTimeout: v.GetDuration("node.setup-timeout"), Logger: log,
 		PeerTimeout: v.GetDuration("node.peer-timeout"), StatusEvery: v.GetDuration("node.status-every")}
+	if ns != nil {
+		acc := ns.GlobalAccount()
+		cfg.Interest, cfg.Routes = acc.SubscriptionInterest, deploy.RoutesOf(ns)
+		log.Info("NATS server in process", "routes", cfg.Routes)
+	}
 	if addr := v.GetString("node.metrics"); addr != "" {
 		var nm *metrics.Node
 		srv, err := metrics.Listen(addr, func() bool { return nm.Joined() })
@@ -221,6 +248,55 @@ func newLogger(level string, w io.Writer) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
+// routedNATS starts the NATS server of a node with --route (run --procs
+// --nodes-serve): deploy.NodeServerOptions, with the route token from the
+// environment. It waits within wait until the server has a route to each
+// of the size − 1 other servers of the run (the launcher's, whose route
+// is given, and the other nodes', which the cluster's gossip names), so
+// that no window-0 report goes out before its route exists.
+func routedNATS(part int, route string, size int, creds *member.Creds, wait time.Duration) (*server.Server, error) {
+	if size < 2 {
+		return nil, badInput(fmt.Errorf("node %d: --route needs --cluster-size of at least 2 (the launcher's server and this one)", part))
+	}
+	if creds == nil {
+		return nil, badInput(fmt.Errorf("node %d: --route needs the member credentials of $%s", part, member.Env))
+	}
+	opts, err := deploy.NodeServerOptions(creds, part, route, os.Getenv(deploy.RouteTokenEnv))
+	if err != nil {
+		return nil, badInput(err)
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("node %d: --route: %w", part, err))
+	}
+	go ns.Start()
+	if !deploy.ServerReady(ns, 30*time.Second) {
+		ns.Shutdown()
+		return nil, fmt.Errorf("node %d: its NATS server did not start", part)
+	}
+	if err := awaitRoutes(ns, part, size-1, wait); err != nil {
+		ns.Shutdown()
+		return nil, err
+	}
+	return ns, nil
+}
+
+// awaitRoutes waits within wait until ns has routes to want other
+// servers.
+func awaitRoutes(ns *server.Server, part, want int, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		n := deploy.RoutesOf(ns)
+		if n >= want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %d: its NATS server has routes to %d of the %d other servers after %v", part, n, want, wait)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the routes against the deadline
+	}
+}
+
 // serveNATS starts the NATS server of a node with --serve: clients on
 // addr, routes per --cluster and --routes, the token of --nats-token
 // required of clients and routes, JetStream off (docs/deploy.md, "A NATS
@@ -257,23 +333,9 @@ func serveNATS(cmd *cobra.Command, part int, addr string, wait time.Duration, st
 		return nil, fmt.Errorf("node %d: its NATS server did not start on %s", part, addr)
 	}
 	fmt.Fprintf(stderr, "lockstep node %d: NATS server on %s\n", part, ns.Addr())
-	want := len(routes) - 1
-	deadline := time.Now().Add(wait)
-	for {
-		rz, err := ns.Routez(nil)
-		peers := map[string]bool{}
-		if err == nil {
-			for _, r := range rz.Routes {
-				peers[r.RemoteName] = true
-			}
-		}
-		if len(peers) >= want {
-			return ns, nil
-		}
-		if time.Now().After(deadline) {
-			ns.Shutdown()
-			return nil, fmt.Errorf("node %d: its NATS server has routes to %d of the %d other servers after %v", part, len(peers), want, wait)
-		}
-		time.Sleep(5 * time.Millisecond) // polling the routes against the deadline
+	if err := awaitRoutes(ns, part, len(routes)-1, wait); err != nil {
+		ns.Shutdown()
+		return nil, err
 	}
+	return ns, nil
 }

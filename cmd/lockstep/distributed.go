@@ -28,7 +28,7 @@ import (
 )
 
 // distFlags are the run flags of a distributed run.
-var distFlags = []string{"partitions", "procs", "coordinators", "nats", "transport", "run-id", "mark-every", "status-every", "external",
+var distFlags = []string{"partitions", "procs", "nodes-serve", "coordinators", "nats", "transport", "run-id", "mark-every", "status-every", "external",
 	"peer-timeout", "join-timeout", "element-keys"}
 
 // addRunDistributedFlags adds the distributed-run flags to `lockstep run`.
@@ -36,6 +36,7 @@ func addRunDistributedFlags(cmd *cobra.Command, v *viper.Viper) {
 	f := cmd.Flags()
 	f.Int("partitions", 0, "run distributed in P partitions (placement: the scenario's, else auto)")
 	f.Bool("procs", false, "run each partition as a 'lockstep node' child process (default: goroutines)")
+	f.Bool("nodes-serve", false, "with --procs and the embedded server: every node process runs a NATS server of its own in process, joined by routes on loopback to this process's server and to the others', so that its reports and batches skip this process (false: the nodes connect to this process's server; unset: the nodes serve when each has a core of its own, partitions <= cores)")
 	f.Int("coordinators", 1, "coordinator replicas: 1 (in this process) or 3 (child processes, raft)")
 	f.String("nats", "", "use this NATS server instead of an embedded one on loopback")
 	f.String("transport", "nats", "nats, or memory: partitions in this process without NATS or raft")
@@ -104,6 +105,8 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		return true, badInput(fmt.Errorf("--peer-timeout and --join-timeout must be positive"))
 	case ck != nil && transport != "memory" && ck.wall > 0:
 		return true, badInput(fmt.Errorf("--checkpoint-wall: not in runs over NATS, whose nodes agree on checkpoints by virtual time (--checkpoint-every) without a message"))
+	case cmd.Flags().Changed("nodes-serve") && v.GetBool("run.nodes-serve") && (!procs || v.GetString("run.nats") != ""):
+		return true, badInput(fmt.Errorf("--nodes-serve: the node processes of --procs serve NATS, joined to the embedded server: needs --procs and no --nats (it is --procs' default)"))
 	case maxRestarts(cmd) < 0:
 		return true, badInput(fmt.Errorf("--max-restarts %d: want 0 or more", maxRestarts(cmd)))
 	}
@@ -213,7 +216,7 @@ func runDistributedIfAsked(cmd *cobra.Command, v *viper.Viper, b *scenario.Built
 		case procs:
 			stats.Nodes = "processes"
 		}
-		dopt := deploy.Options{Built: b, Placement: pl, Procs: procs, Coordinators: coords,
+		dopt := deploy.Options{Built: b, Placement: pl, Procs: procs, NodesServe: nodesServe(cmd, v, pl.P), Coordinators: coords,
 			External: v.GetBool("run.external"),
 			NATS:     v.GetString("run.nats"), Auth: auth, ChildArgs: childArgs, RunID: v.GetString("run.run-id"),
 			ExeEnv: childEnv, NodeProfile: nodeProfile(cmd, procs), MarkEvery: v.GetUint64("run.mark-every"), StatusEvery: v.GetDuration("run.status-every"),
@@ -449,6 +452,22 @@ func printPartitions(cmd *cobra.Command, b *scenario.Built, stdout io.Writer) er
 		fmt.Fprintf(stdout, "cut at %s: %d links\n", d, byDelay[d])
 	}
 	return nil
+}
+
+// nodesServe says whether the node processes of --procs run NATS servers
+// of their own (deploy.Options.NodesServe): as --nodes-serve says, else
+// when every node has a core of its own. With more nodes than cores the
+// launcher's server, a process the kernel schedules apart from the nodes,
+// relayed faster on a 2-core machine (docs/decisions.md, "Node processes
+// serve").
+func nodesServe(cmd *cobra.Command, v *viper.Viper, p int) bool {
+	if !v.GetBool("run.procs") || v.GetString("run.nats") != "" {
+		return false
+	}
+	if cmd.Flags().Changed("nodes-serve") {
+		return v.GetBool("run.nodes-serve")
+	}
+	return p <= runtime.NumCPU()
 }
 
 // nodeProfile is where node processes write CPU profiles: with --procs,

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -345,6 +347,102 @@ func TestRunDistributed_NodesServeNATS(t *testing.T) {
 	}
 }
 
+// TestRunDistributed_ProcsNodesServe: `run --procs --nodes-serve`, every
+// node process serving NATS in process, joined by routes to the
+// launcher's server and by gossip to each other, writes the files one
+// process does, with no message lost, and each node's summary says its
+// server was joined to every other. --nodes-serve=false puts the nodes on
+// the launcher's server (no routes); unset, the nodes serve when each has
+// a core (P <= cores) and not with more partitions than cores.
+// --nodes-serve where no node process serves is refused.
+func TestRunDistributed_ProcsNodesServe(t *testing.T) {
+	requireWired(t)
+	t.Setenv(asMainEnv, "1")
+	dir := write(t, map[string]string{"r.yaml": randomYAML})
+	s := filepath.Join(dir, "r.yaml")
+	single := filepath.Join(dir, "single")
+	runCLI(t, "run", s, "--out", single, "--quiet")
+	type node struct {
+		CPU     float64 `json:"cpu_seconds"`
+		Resends *uint64 `json:"resends"`
+		Routes  int     `json:"routes"`
+	}
+	// procs runs the scenario in p node processes with flags and returns
+	// what summary.json says of the nodes.
+	procs := func(name string, p int, flags ...string) []node {
+		t.Helper()
+		out := filepath.Join(dir, name)
+		var so, se bytes.Buffer
+		args := append([]string{"run", s, "--out", out, "--quiet", "--procs", "--partitions", fmt.Sprint(p)}, flags...)
+		if code := run(args, &so, &se); code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, code, se.String())
+		}
+		sameFiles(t, name, single, out)
+		if se.Len() > 0 {
+			t.Errorf("%v: stderr of a quiet run: %q", args, se.String())
+		}
+		var sum struct {
+			Extra struct {
+				Distributed struct {
+					Nodes   string `json:"nodes"`
+					Windows int64  `json:"windows"`
+					PerNode []node `json:"per_node"`
+				} `json:"distributed"`
+			} `json:"extra"`
+		}
+		if err := json.Unmarshal(readOut(t, out, "summary.json"), &sum); err != nil {
+			t.Fatal(err)
+		}
+		if d := sum.Extra.Distributed; d.Windows < 10 || len(d.PerNode) != p || d.Nodes != "processes" || d.PerNode[0].CPU <= 0 {
+			t.Fatalf("%v: summary.json: %+v; want a run of many windows on %d node processes", args, d, p)
+		}
+		return sum.Extra.Distributed.PerNode
+	}
+	routes := func(ns []node) []int {
+		var r []int
+		for _, n := range ns {
+			r = append(r, n.Routes)
+		}
+		return r
+	}
+	const n = 3
+	for i, pn := range procs("served", n, "--nodes-serve") {
+		// Its own server, joined to the launcher's and the other nodes'.
+		if pn.Routes != n {
+			t.Errorf("node %d: its server had routes to %d servers, want %d", i, pn.Routes, n)
+		}
+		// No message lost: a node publishes only once its server knows
+		// every peer's subscriptions (node.Config.Interest), so the
+		// leader never had to ask for resends (a window-0 batch sent
+		// before a peer's subscription crossed its route would be lost,
+		// and the run would stall until a resync).
+		if pn.Resends == nil {
+			t.Errorf("node %d: no resends in summary.json", i)
+		} else if *pn.Resends != 0 {
+			t.Errorf("node %d: resends %d, want 0", i, *pn.Resends)
+		}
+	}
+	if r := routes(procs("one-server", n, "--nodes-serve=false")); slices.ContainsFunc(r, func(x int) bool { return x != 0 }) {
+		t.Errorf("--nodes-serve=false: the nodes' servers had routes %v, want none", r)
+	}
+	// Unset: as many partitions as cores (at most 3) serve; more do not.
+	p := min(runtime.NumCPU(), n)
+	if r := routes(procs("default", p)); slices.ContainsFunc(r, func(x int) bool { return x != p }) {
+		t.Errorf("%d partitions on %d cores: routes %v, want %d each (the nodes serve)", p, runtime.NumCPU(), r, p)
+	}
+	if runtime.NumCPU() < n {
+		if r := routes(procs("default-more", n)); slices.ContainsFunc(r, func(x int) bool { return x != 0 }) {
+			t.Errorf("%d partitions on %d cores: routes %v, want none (the launcher's server)", n, runtime.NumCPU(), r)
+		}
+	}
+	for _, bad := range [][]string{{"--nodes-serve", "--partitions", "2"}, {"--nodes-serve", "--procs", "--partitions", "2", "--nats", "nats://127.0.0.1:1"}} {
+		var o, e bytes.Buffer
+		if code := run(append([]string{"run", s, "--out", filepath.Join(dir, "bad")}, bad...), &o, &e); code != 2 || !strings.Contains(e.String(), "--nodes-serve: ") {
+			t.Errorf("run %v: exit %d, stderr %q; want exit 2 naming --nodes-serve", bad, code, e.String())
+		}
+	}
+}
+
 // TestNode_ServeRefusesBadInput: `lockstep node --serve` says what is
 // wrong in one line, exit 2 for the flags; a server that never gets its
 // routes gives up after --setup-timeout, exit 3 (NATS unreachable).
@@ -356,7 +454,10 @@ func TestNode_ServeRefusesBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--serve", serve, "--nats", "nats://127.0.0.1:1"}, 2, "--nats (or --serve)"},
+		{[]string{"--serve", serve, "--nats", "nats://127.0.0.1:1"}, 2, "--nats (or --serve, or --route)"},
+		{[]string{"--route", "nats://127.0.0.1:1", "--serve", serve}, 2, "--nats (or --serve, or --route)"},
+		{[]string{"--route", "nats://127.0.0.1:1"}, 2, "--route needs --cluster-size of at least 2"},
+		{[]string{"--route", "nats://127.0.0.1:1", "--cluster-size", "3"}, 2, "--route needs the member credentials"},
 		{[]string{"--serve", "127.0.0.1:x"}, 2, `--serve "127.0.0.1:x": bad port`},
 		{[]string{"--serve", serve, "--routes", "nats://a:1"}, 2, "--routes: needs --cluster"},
 		{[]string{"--serve", serve, "--cluster", "127.0.0.1:0", "--routes", "tcp://a"}, 2, `--routes "tcp://a": want nats://HOST:PORT`},

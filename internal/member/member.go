@@ -61,6 +61,10 @@ type Creds struct {
 	LauncherKey     string            `json:"launcher_key"`
 	CoordinatorKeys map[string]string `json:"coordinator_keys"` // by replica id
 	NodeKeys        []string          `json:"node_keys"`        // by partition
+	// Elements, of a node's, are the external elements its partition
+	// steps (the subjects it may call; a node that runs its own server
+	// sets its permissions from them).
+	Elements []string `json:"elements,omitempty"`
 
 	kp nkeys.KeyPair
 }
@@ -83,7 +87,10 @@ type Set struct {
 // call them, and only them).
 func (s *Set) AddElements(byPart [][]string) error {
 	s.Elements, s.NodeElements = map[string]*Creds{}, byPart
-	for _, els := range byPart {
+	for i, els := range byPart {
+		if i < len(s.Nodes) {
+			s.Nodes[i].Elements = els
+		}
 		for _, el := range els {
 			kp, err := nkeys.CreateUser()
 			if err != nil {
