@@ -28,7 +28,8 @@ flags="--cwnd --queues 10us"
 
 # strip FILE [MODE] prints summary.json without its perf, build and
 # wall-time fields; MODE nodist also drops extra.distributed, MODE dist
-# keeps it without its timings.
+# keeps it without its timings and what depends on how the run went
+# rather than on the scenario (a node's resends, its server's routes).
 strip() {
 	python3 - "$1" "${2:-}" <<'EOF'
 import json, sys
@@ -38,7 +39,7 @@ if mode == "nodist" and isinstance(d.get("extra"), dict):
     d["extra"].pop("distributed", None)
     if not d["extra"]:
         del d["extra"]
-timing = ("second", "wait", "wall", "window_us", "rtt")
+timing = ("second", "wait", "wall", "window_us", "rtt", "resends", "routes")
 def drop(x):
     if isinstance(x, dict):
         return {k: drop(v) for k, v in x.items()
