@@ -65,15 +65,25 @@ func selects(sel, labels map[string]string) bool {
 // completion index, the ConfigMap volume, the DNS names the Services give
 // (nats, coord-0.coord ...), the user. The run must be byte-identical to
 // one process, and each pod's readiness probe must pass while it runs.
+// Then the same with --nodes-serve (no NATS pod: the nodes serve, routed
+// to each other by the names nodes-I.nodes their subdomain gives them, and
+// the nats Service is theirs).
 func TestK8s_PodsAsRenderedRunAsContainers(t *testing.T) {
 	text := longYAML(t)
 	file := scenarioFile(t, text)
 	ref := reference(t, file)
+	t.Run("nats-statefulset", func(t *testing.T) { podsAsRendered(t, text, file, ref, false) })
+	t.Run("nodes-serve", func(t *testing.T) { podsAsRendered(t, text, file, ref, true) })
+}
+
+// podsAsRendered runs the pods of one rendering of text (in file; ref the
+// one-process outputs) as containers; serve renders with NodesServe.
+func podsAsRendered(t *testing.T, text, file, ref string, serve bool) {
 	e := newEnvSubnet(t)
 	run := "k" + e.id
 	token := newToken(t) // what lockstep deploy k8s puts in the Secret
 	files, err := deploy.K8s{Scenario: text, ScenarioName: "scenario.yaml", Partitions: 4, Image: e.image, Run: run,
-		Token: token}.Render()
+		Token: token, NodesServe: serve}.Render()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +120,10 @@ func TestK8s_PodsAsRenderedRunAsContainers(t *testing.T) {
 				t.Fatalf("job %s is not Indexed", o.Name)
 			}
 			for i := 0; i < int(*o.Spec.Completions); i++ {
+				// Host name <job>-<index>, under the pod's subdomain if
+				// it has one (the Job controller's and CoreDNS's way).
 				pods = append(pods, &pod{name: fmt.Sprintf("%s-%d", o.Name, i), labels: o.Spec.Template.Labels,
-					spec: o.Spec.Template.Spec, index: i})
+					spec: o.Spec.Template.Spec, subdom: o.Spec.Template.Spec.Subdomain, index: i})
 			}
 		}
 	}
@@ -126,14 +138,17 @@ func TestK8s_PodsAsRenderedRunAsContainers(t *testing.T) {
 		for _, s := range services {
 			if s.Spec.ClusterIP != corev1.ClusterIPNone && selects(s.Spec.Selector, p.labels) {
 				p.aliases = append(p.aliases, s.Name)
-				if s.Name == "nats" {
-					natsPod = p.name
+				if s.Name == "nats" && natsPod == "" {
+					natsPod = p.name // the one port-forward reaches
 				}
 			}
 		}
 	}
 	if natsPod == "" {
 		t.Fatal("no pod behind the nats Service")
+	}
+	if serve != (natsPod == "nodes-0") {
+		t.Fatalf("the nats Service's first pod is %s (nodes serving: %v)", natsPod, serve)
 	}
 	subnet := mustDocker(t, "network", "inspect", "--format", "{{(index .IPAM.Config 0).Subnet}}", e.net)
 	_, ipnet, err := net.ParseCIDR(subnet)
