@@ -57,11 +57,12 @@ type Options struct {
 	// Procs runs the nodes as child processes (else goroutines).
 	Procs bool
 	// NodesServe, with Procs and the embedded server, has every node
-	// process run a NATS server of its own in process (no client
-	// listener; NodeServerOptions), joined by routes on loopback to the
-	// launcher's server and to each other: a node's reports and batches go
-	// through its own server and one route, never through the launcher's
-	// process (docs/decisions.md, "Node processes serve").
+	// process run a NATS server of its own in process (whose client port
+	// takes the node's own key only; NodeServerOptions), joined by routes
+	// on loopback to the launcher's server and to each other: a node's
+	// reports and batches go through its own server and one route, never
+	// through the launcher's process (docs/decisions.md, "Node processes
+	// serve").
 	NodesServe bool
 	// External starts neither nodes nor coordinators: they run elsewhere
 	// (`lockstep node`, `lockstep coordinator`, e.g. on Kubernetes) on
