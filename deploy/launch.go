@@ -1018,14 +1018,13 @@ func (l *launch) startNodes(ctx, nodeCtx context.Context) error {
 
 // spawnNode starts node i's process.
 func (l *launch) spawnNode(ctx context.Context, i int) error {
-	args := []string{"node", "--nats", l.url, "--run", l.o.RunID, "--partition", strconv.Itoa(i),
-		"--peer-timeout", l.o.PeerTimeout.String()}
+	args := []string{"node", "--nats", l.url}
 	if l.route != "" {
 		// Its own server, joined to this one and (by gossip) to the
 		// other nodes': it waits for a route to each of them.
-		args = []string{"node", "--route", l.route, "--cluster-size", strconv.Itoa(l.o.Placement.P + 1), "--run", l.o.RunID,
-			"--partition", strconv.Itoa(i), "--peer-timeout", l.o.PeerTimeout.String()}
+		args = []string{"node", "--route", l.route, "--cluster-size", strconv.Itoa(l.o.Placement.P + 1)}
 	}
+	args = append(args, "--run", l.o.RunID, "--partition", strconv.Itoa(i), "--peer-timeout", l.o.PeerTimeout.String())
 	if l.o.StatusEvery > 0 {
 		args = append(args, "--status-every", l.o.StatusEvery.String())
 	}

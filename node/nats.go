@@ -664,17 +664,17 @@ func Run(ctx context.Context, cfg Config) error {
 	return sendResult(sctx, nc, subj, cfg, res)
 }
 
-// awaitPeers waits, within the setup timeout, until the node's server
+// awaitPeers waits, within the setup timeout (as fetchSetup), until the node's server
 // knows every other node's subscriptions (Config.Interest): a peer's
 // subscription to this node's batches, which each node makes last (a
 // route carries a server's subscriptions in order, so the peer's others,
 // to the reports among them, are known before it).
 func awaitPeers(ctx context.Context, cfg Config, subj wire.Subjects, p int) error {
-	wait := cfg.SetupTimeout
-	if wait <= 0 {
-		wait = 2 * time.Minute // lockstep node's --setup-timeout default
+	if cfg.SetupTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.SetupTimeout)
+		defer cancel()
 	}
-	deadline := time.Now().Add(wait)
 	for {
 		missing := -1
 		for j := 0; j < p && missing < 0; j++ {
@@ -686,12 +686,9 @@ func awaitPeers(ctx context.Context, cfg Config, subj wire.Subjects, p int) erro
 			return nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("node %d: %w", cfg.Partition, context.Cause(ctx))
+			return fmt.Errorf("node %d: its NATS server has not heard of node %d's subscriptions: %w", cfg.Partition, missing, context.Cause(ctx))
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("node %d: its NATS server has not heard of node %d's subscriptions after %v", cfg.Partition, missing, wait)
-		}
-		time.Sleep(time.Millisecond) // polling the server's interest against the deadline
+		time.Sleep(time.Millisecond) // polling the server's interest against the setup timeout
 	}
 }
 

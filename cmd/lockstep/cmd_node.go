@@ -116,13 +116,6 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 		if ns, err = routedNATS(part, route, size, creds, v.GetDuration("node.setup-timeout")); err != nil {
 			return err
 		}
-		// Its only client is this node: it goes once the node's
-		// connection (closed first) has flushed.
-		defer func() {
-			ns.Shutdown()
-			ns.WaitForShutdown()
-		}()
-		nc, err = nats.Connect("", append(copts, nats.InProcessServer(ns))...)
 	case serve != "":
 		if creds != nil {
 			return badInput(fmt.Errorf("node %d: --serve runs a server that knows a token only, not the member credentials of $%s", part, member.Env))
@@ -130,10 +123,12 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 		if ns, err = serveNATS(cmd, part, serve, v.GetDuration("node.setup-timeout"), stderr); err != nil {
 			return err
 		}
+	}
+	if ns != nil {
 		// The server outlives the node's run (and its own connection,
-		// closed first) while others use it: the launcher or a
-		// coordinator may be its clients. At most a peer timeout, and not
-		// past an interrupt.
+		// closed first) while others use it: with --serve the launcher or
+		// a coordinator may be its clients (with --route it has none but
+		// the node). At most a peer timeout, and not past an interrupt.
 		defer func() {
 			deadline := time.Now().Add(v.GetDuration("node.peer-timeout"))
 			for ns.NumClients() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
@@ -144,7 +139,7 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 		}()
 		url = ns.ClientURL()
 		nc, err = nats.Connect("", append(copts, nats.InProcessServer(ns))...)
-	default:
+	} else {
 		nc, err = liveness.ConnectWait(url, v.GetDuration("node.setup-timeout"), stderr, fmt.Sprintf("node %d", part), copts...)
 	}
 	if err != nil {
@@ -265,33 +260,36 @@ func routedNATS(part int, route string, size int, creds *member.Creds, wait time
 	if err != nil {
 		return nil, badInput(err)
 	}
+	return startNodeServer(part, "--route", opts, size-1, wait, nil)
+}
+
+// startNodeServer starts a node's NATS server with opts (flag names the
+// flag that asked for it) and waits within wait until it has routes to
+// peers other servers: a report published before its route exists is
+// lost, and only the leader's resync would bring it back. With stderr it
+// says where it listens for clients.
+func startNodeServer(part int, flag string, opts *server.Options, peers int, wait time.Duration, stderr io.Writer) (*server.Server, error) {
 	ns, err := server.NewServer(opts)
 	if err != nil {
-		return nil, badInput(fmt.Errorf("node %d: --route: %w", part, err))
+		return nil, badInput(fmt.Errorf("node %d: %s: %w", part, flag, err))
 	}
 	go ns.Start()
 	if !deploy.ServerReady(ns, 30*time.Second) {
 		ns.Shutdown()
 		return nil, fmt.Errorf("node %d: its NATS server did not start", part)
 	}
-	if err := awaitRoutes(ns, part, size-1, wait); err != nil {
-		ns.Shutdown()
-		return nil, err
+	if stderr != nil {
+		fmt.Fprintf(stderr, "lockstep node %d: NATS server on %s\n", part, ns.Addr())
 	}
-	return ns, nil
-}
-
-// awaitRoutes waits within wait until ns has routes to want other
-// servers.
-func awaitRoutes(ns *server.Server, part, want int, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for {
 		n := deploy.RoutesOf(ns)
-		if n >= want {
-			return nil
+		if n >= peers {
+			return ns, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("node %d: its NATS server has routes to %d of the %d other servers after %v", part, n, want, wait)
+			ns.Shutdown()
+			return nil, fmt.Errorf("node %d: its NATS server has routes to %d of the %d other servers after %v", part, n, peers, wait)
 		}
 		time.Sleep(5 * time.Millisecond) // polling the routes against the deadline
 	}
@@ -323,19 +321,5 @@ func serveNATS(cmd *cobra.Command, part int, addr string, wait time.Duration, st
 	if err != nil {
 		return nil, badInput(fmt.Errorf("node %d: %w", part, err))
 	}
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		return nil, badInput(fmt.Errorf("node %d: --serve: %w", part, err))
-	}
-	go ns.Start()
-	if !deploy.ServerReady(ns, 30*time.Second) {
-		ns.Shutdown()
-		return nil, fmt.Errorf("node %d: its NATS server did not start on %s", part, addr)
-	}
-	fmt.Fprintf(stderr, "lockstep node %d: NATS server on %s\n", part, ns.Addr())
-	if err := awaitRoutes(ns, part, len(routes)-1, wait); err != nil {
-		ns.Shutdown()
-		return nil, err
-	}
-	return ns, nil
+	return startNodeServer(part, "--serve", opts, len(routes)-1, wait, stderr)
 }

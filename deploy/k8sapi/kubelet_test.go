@@ -842,18 +842,7 @@ func TestKubelet_RunMatchesOneProcess(t *testing.T) {
 	if slice != "coord-0 coord-1 coord-2" {
 		t.Errorf("the coord EndpointSlice listed %q, want the three coordinators by host name", slice)
 	}
-	eventually(t, "the Job complete", time.Minute, func() (bool, string) {
-		var job batchv1.Job
-		if err := cp.get("/apis/batch/v1/namespaces/"+ns+"/jobs/nodes", &job); err != nil {
-			return false, err.Error()
-		}
-		for _, c := range job.Status.Conditions {
-			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
-				return job.Status.Succeeded == p, fmt.Sprintf("succeeded %d", job.Status.Succeeded)
-			}
-		}
-		return false, fmt.Sprintf("%+v", job.Status)
-	})
+	jobComplete(t, ns, "the Job complete", time.Minute, p)
 	// What becomes of the coordinators after their run (they exit 0, and a
 	// StatefulSet's pods restart): reported, not judged.
 	for _, pd := range podsOf(t, ns, run) {
@@ -939,101 +928,103 @@ func renderForWorker(t *testing.T, file, run string, p int, extra ...string) str
 	return dir
 }
 
-// runPerNode renders file with --nats-per-node, runs it on the worker in a
-// namespace of its own with the launcher on the host, checks the outputs
-// against ref and deletes the run.
+// runPerNode renders file with --nats-per-node and runs it (runLayout),
+// the launcher on the DaemonSet's NATS pod.
 func runPerNode(n *node, t *testing.T, file, ref string) {
-	ns := namespace(t, "kubelet-pernode")
+	runLayout(n, t, file, ref, "--nats-per-node", "kubelet-pernode", "kubelet-pn", func(ns string) (pod, ip string) {
+		eventually(t, "the DaemonSet's NATS pod ready", 3*time.Minute, func() (bool, string) {
+			var l corev1.PodList
+			if err := cp.get("/api/v1/namespaces/"+ns+"/pods?labelSelector=app.kubernetes.io/component%3Dnats", &l); err != nil {
+				return false, err.Error()
+			}
+			if len(l.Items) != 1 {
+				return false, fmt.Sprintf("%d NATS pods", len(l.Items))
+			}
+			pd := &l.Items[0]
+			pod, ip = pd.Name, pd.Status.PodIP
+			owned := len(pd.OwnerReferences) == 1 && pd.OwnerReferences[0].Kind == "DaemonSet"
+			return owned && podReady(pd), fmt.Sprintf("%s owners %v %s %v", pd.Name, pd.OwnerReferences, pd.Status.Phase, pd.Status.Conditions)
+		})
+		return pod, ip
+	}, nil)
+}
+
+// runServing renders file with --nodes-serve and runs it (runLayout), the
+// launcher on node 0's server by its pod address; then no pod may be a
+// NATS one, and the Job must complete (every node, its server with it,
+// exited 0).
+func runServing(n *node, t *testing.T, file, ref string) {
+	runLayout(n, t, file, ref, "--nodes-serve", "kubelet-serving", "kubelet-sv", func(ns string) (pod, ip string) {
+		eventually(t, "node 0's pod running", 3*time.Minute, func() (bool, string) {
+			var l corev1.PodList
+			if err := cp.get("/api/v1/namespaces/"+ns+"/pods?labelSelector=batch.kubernetes.io/job-completion-index%3D0", &l); err != nil {
+				return false, err.Error()
+			}
+			if len(l.Items) != 1 {
+				return false, fmt.Sprintf("%d pods of index 0", len(l.Items))
+			}
+			pd := &l.Items[0]
+			pod, ip = pd.Name, pd.Status.PodIP
+			return pd.Status.Phase == corev1.PodRunning && ip != "" && pd.Spec.Hostname == "nodes-0" && pd.Spec.Subdomain == "nodes",
+				fmt.Sprintf("%s %s ip %q host %q.%q", pd.Name, pd.Status.Phase, ip, pd.Spec.Hostname, pd.Spec.Subdomain)
+		})
+		return pod, ip
+	}, func(ns, run string) {
+		for _, pd := range podsOf(t, ns, run) {
+			if pd.Labels["app.kubernetes.io/component"] == "nats" {
+				t.Errorf("a NATS pod %s in a rendering whose nodes serve", pd.Name)
+			}
+		}
+		jobComplete(t, ns, "the serving nodes' Job complete", 2*time.Minute, 2)
+	})
+}
+
+// runLayout renders file for 2 partitions with flag (another layout of
+// the kubelet test's run), applies it in a namespace of its own, runs the
+// launcher on the host against the NATS server of the pod server waits
+// for and names, checks the outputs against ref and then after (if
+// any), and deletes the run.
+func runLayout(n *node, t *testing.T, file, ref, flag, label, run string, server func(ns string) (pod, ip string),
+	after func(ns, run string)) {
+	ns := namespace(t, label)
 	n.namespaces = append(n.namespaces, ns)
-	const run, p = "kubelet-pn", 2
-	dir := renderForWorker(t, file, run, p, "--nats-per-node")
+	const p = 2
+	dir := renderForWorker(t, file, run, p, flag)
 	start := time.Now()
 	if _, stderr, err := cp.kubectl(nil, "apply", "-n", ns, "-k", dir); err != nil {
 		t.Fatal(err)
 	} else {
-		noWarnings(t, "apply --nats-per-node", stderr)
+		noWarnings(t, "apply "+flag, stderr)
 	}
 	var sec corev1.Secret
 	must(t, cp.get("/api/v1/namespaces/"+ns+"/secrets/lockstep-credentials", &sec))
-	var natsPod, natsIP string
-	eventually(t, "the DaemonSet's NATS pod ready", 3*time.Minute, func() (bool, string) {
-		var l corev1.PodList
-		if err := cp.get("/api/v1/namespaces/"+ns+"/pods?labelSelector=app.kubernetes.io/component%3Dnats", &l); err != nil {
-			return false, err.Error()
-		}
-		if len(l.Items) != 1 {
-			return false, fmt.Sprintf("%d NATS pods", len(l.Items))
-		}
-		pd := &l.Items[0]
-		natsPod, natsIP = pd.Name, pd.Status.PodIP
-		owned := len(pd.OwnerReferences) == 1 && pd.OwnerReferences[0].Kind == "DaemonSet"
-		return owned && podReady(pd), fmt.Sprintf("%s owners %v %s %v", pd.Name, pd.OwnerReferences, pd.Status.Phase, pd.Status.Conditions)
-	})
-	out := filepath.Join(t.TempDir(), "out-pernode")
+	pod, ip := server(ns)
+	out := filepath.Join(t.TempDir(), "out"+flag)
 	l := exec.CommandContext(t.Context(), lockstep(t), "run", file, "--partitions", fmt.Sprint(p), "--external",
-		"--nats", "nats://"+natsIP+":4222", "--run-id", run, "--out", out, "--quiet", "--join-timeout", "3m")
+		"--nats", "nats://"+ip+":4222", "--run-id", run, "--out", out, "--quiet", "--join-timeout", "3m")
 	l.Env = append(os.Environ(), "LOCKSTEP_NATS_TOKEN="+string(sec.Data["nats-token"]))
 	if b, err := l.CombinedOutput(); err != nil {
-		t.Fatalf("launcher with --nats-per-node: %v\n%s", err, b)
+		t.Fatalf("launcher with %s: %v\n%s", flag, err, b)
 	}
-	t.Logf("the run with NATS per node (pod %s): %.1fs from apply", natsPod, time.Since(start).Seconds())
+	t.Logf("the run with %s (launcher on pod %s): %.1fs from apply", flag, pod, time.Since(start).Seconds())
 	sameOutputs(t, ref, out)
+	if after != nil {
+		after(ns, run)
+	}
 	if _, _, err := cp.kubectl(nil, "delete", "-n", ns, "-k", dir, "--wait=true", "--timeout=2m"); err != nil {
 		t.Error(err)
 	}
-	eventually(t, "the per-node run's pods gone", 2*time.Minute, func() (bool, string) {
+	eventually(t, "the "+flag+" run's pods gone", 2*time.Minute, func() (bool, string) {
 		pods := podsOf(t, ns, run)
 		return len(pods) == 0, fmt.Sprint(len(pods), " pods")
 	})
 }
 
-// runServing renders file with --nodes-serve, runs it on the worker in a
-// namespace of its own with the launcher on the host, connected to node
-// 0's server by its pod address, checks the outputs against ref, that
-// there was no NATS pod and that the Job completed (every node, its
-// server with it, exited 0), and deletes the run.
-func runServing(n *node, t *testing.T, file, ref string) {
-	ns := namespace(t, "kubelet-serving")
-	n.namespaces = append(n.namespaces, ns)
-	const run, p = "kubelet-sv", 2
-	dir := renderForWorker(t, file, run, p, "--nodes-serve")
-	start := time.Now()
-	if _, stderr, err := cp.kubectl(nil, "apply", "-n", ns, "-k", dir); err != nil {
-		t.Fatal(err)
-	} else {
-		noWarnings(t, "apply --nodes-serve", stderr)
-	}
-	var sec corev1.Secret
-	must(t, cp.get("/api/v1/namespaces/"+ns+"/secrets/lockstep-credentials", &sec))
-	var node0, ip string
-	eventually(t, "node 0's pod running", 3*time.Minute, func() (bool, string) {
-		var l corev1.PodList
-		if err := cp.get("/api/v1/namespaces/"+ns+"/pods?labelSelector=batch.kubernetes.io/job-completion-index%3D0", &l); err != nil {
-			return false, err.Error()
-		}
-		if len(l.Items) != 1 {
-			return false, fmt.Sprintf("%d pods of index 0", len(l.Items))
-		}
-		pd := &l.Items[0]
-		node0, ip = pd.Name, pd.Status.PodIP
-		return pd.Status.Phase == corev1.PodRunning && ip != "" && pd.Spec.Hostname == "nodes-0" && pd.Spec.Subdomain == "nodes",
-			fmt.Sprintf("%s %s ip %q host %q.%q", pd.Name, pd.Status.Phase, ip, pd.Spec.Hostname, pd.Spec.Subdomain)
-	})
-	out := filepath.Join(t.TempDir(), "out-serving")
-	l := exec.CommandContext(t.Context(), lockstep(t), "run", file, "--partitions", fmt.Sprint(p), "--external",
-		"--nats", "nats://"+ip+":4222", "--run-id", run, "--out", out, "--quiet", "--join-timeout", "3m")
-	l.Env = append(os.Environ(), "LOCKSTEP_NATS_TOKEN="+string(sec.Data["nats-token"]))
-	if b, err := l.CombinedOutput(); err != nil {
-		t.Fatalf("launcher with --nodes-serve: %v\n%s", err, b)
-	}
-	t.Logf("the run with the nodes serving NATS (launcher on %s): %.1fs from apply", node0, time.Since(start).Seconds())
-	sameOutputs(t, ref, out)
-	for _, pd := range podsOf(t, ns, run) {
-		if pd.Labels["app.kubernetes.io/component"] == "nats" {
-			t.Errorf("a NATS pod %s in a rendering whose nodes serve", pd.Name)
-		}
-	}
-	eventually(t, "the serving nodes' Job complete", 2*time.Minute, func() (bool, string) {
+// jobComplete waits up to d for the node Job in ns to complete with p
+// pods succeeded.
+func jobComplete(t *testing.T, ns, what string, d time.Duration, p int32) {
+	t.Helper()
+	eventually(t, what, d, func() (bool, string) {
 		var job batchv1.Job
 		if err := cp.get("/apis/batch/v1/namespaces/"+ns+"/jobs/nodes", &job); err != nil {
 			return false, err.Error()
@@ -1044,13 +1035,6 @@ func runServing(n *node, t *testing.T, file, ref string) {
 			}
 		}
 		return false, fmt.Sprintf("%+v", job.Status)
-	})
-	if _, _, err := cp.kubectl(nil, "delete", "-n", ns, "-k", dir, "--wait=true", "--timeout=2m"); err != nil {
-		t.Error(err)
-	}
-	eventually(t, "the serving run's pods gone", 2*time.Minute, func() (bool, string) {
-		pods := podsOf(t, ns, run)
-		return len(pods) == 0, fmt.Sprint(len(pods), " pods")
 	})
 }
 
