@@ -117,7 +117,7 @@ func TestCoordinator_Design3_LeaderStopsMidRun(t *testing.T) {
 		defer c.Close()
 	}
 
-	col, err := deploy.NewCollector(connect(), run, pl.P, nil)
+	col, err := deploy.NewCollector(connect(), run, pl.P, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

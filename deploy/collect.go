@@ -14,19 +14,30 @@ import (
 // Collector receives the nodes' results over NATS (request/reply, one
 // acknowledged chunk at a time) on behalf of whoever started the run
 // (docs/design.md §7: results "are merged by whoever started the run").
+// Each partition's chunks arrive on a subscription of their own, so the
+// nodes' results (which they send at once, at the finish) are checked
+// and decoded in parallel; a chunk is acknowledged once its bytes are
+// recorded, and a complete result decoded after its last
+// acknowledgement, while its node exits.
 type Collector struct {
-	p     int
-	subj  wire.Subjects
-	creds *member.Creds // nil: chunks are not signed
-	sub   *nats.Subscription
-	done  chan struct{}
-	errs  chan error
-	fails chan error
+	p       int
+	subj    wire.Subjects
+	creds   *member.Creds // nil: chunks are not signed
+	subs    []*nats.Subscription
+	done    chan struct{}
+	errs    chan error
+	fails   chan error
+	first   func() // called once, when the first chunk arrives
+	firstMu sync.Once
+	// decoding counts the complete results being decoded (Results waits
+	// for them).
+	decoding sync.WaitGroup
 
-	mu      sync.Mutex
-	enc     *wire.Encoder            // guarded by mu
-	chunks  map[int][][]byte         // guarded by mu
-	results map[int]*node.PartResult // guarded by mu
+	mu       sync.Mutex
+	enc      *wire.Encoder            // guarded by mu
+	chunks   map[int][][]byte         // guarded by mu
+	complete map[int]bool             // every chunk in; guarded by mu
+	results  map[int]*node.PartResult // guarded by mu
 	// rejected counts chunks dropped: malformed, out of bounds, or not
 	// from the node they claim; guarded by mu.
 	rejected uint64
@@ -41,20 +52,29 @@ const MaxChunks = MaxResultBytes / node.ResultChunkBytes
 
 // NewCollector subscribes to the result subjects of run for p partitions.
 // With creds (the launcher's), every chunk must carry its node's
-// signature.
-func NewCollector(nc *nats.Conn, run string, p int, creds *member.Creds) (*Collector, error) {
+// signature. first, if not nil, is called once when the first chunk
+// arrives (the nodes have finished computing).
+func NewCollector(nc *nats.Conn, run string, p int, creds *member.Creds, first func()) (*Collector, error) {
 	subj, err := wire.NewSubjects(run)
 	if err != nil {
 		return nil, err
 	}
-	c := &Collector{p: p, subj: subj, creds: creds, done: make(chan struct{}), errs: make(chan error, 1), fails: make(chan error, 1), enc: wire.NewEncoder(),
-		chunks: map[int][][]byte{}, results: map[int]*node.PartResult{}}
-	c.sub, err = nc.Subscribe(subj.Results(), c.onChunk)
-	if err != nil {
-		return nil, err
+	if first == nil {
+		first = func() {}
 	}
-	_ = c.sub.SetPendingLimits(-1, -1)
+	c := &Collector{p: p, subj: subj, creds: creds, done: make(chan struct{}), errs: make(chan error, 1), fails: make(chan error, 1), enc: wire.NewEncoder(),
+		first: first, chunks: map[int][][]byte{}, complete: map[int]bool{}, results: map[int]*node.PartResult{}}
+	for i := 0; i < p; i++ {
+		sub, err := nc.Subscribe(subj.Result(i), c.onChunk)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		_ = sub.SetPendingLimits(-1, -1)
+		c.subs = append(c.subs, sub)
+	}
 	if err := nc.Flush(); err != nil {
+		c.Close()
 		return nil, err
 	}
 	return c, nil
@@ -71,15 +91,18 @@ func (c *Collector) Errors() <-chan error { return c.errs }
 // element's error), naming its partition.
 func (c *Collector) Failures() <-chan error { return c.fails }
 
-// Has reports whether partition i's result is in.
+// Has reports whether partition i's result is in (every chunk of it
+// acknowledged: its node may exit).
 func (c *Collector) Has(i int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.results[i] != nil
+	return c.results[i] != nil || c.complete[i]
 }
 
-// Results returns the results by partition (nil where missing).
+// Results returns the results by partition (nil where missing or not
+// decodable), once the complete ones are decoded.
 func (c *Collector) Results() []*node.PartResult {
+	c.decoding.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]*node.PartResult, c.p)
@@ -98,9 +121,14 @@ func (c *Collector) Rejected() uint64 {
 }
 
 // Close unsubscribes.
-func (c *Collector) Close() { _ = c.sub.Unsubscribe() }
+func (c *Collector) Close() {
+	for _, s := range c.subs {
+		_ = s.Unsubscribe()
+	}
+}
 
 func (c *Collector) onChunk(msg *nats.Msg) {
+	c.firstMu.Do(c.first)
 	m, err := wire.Decode(msg.Data)
 	var ch wire.ResultChunk
 	if err == nil && m.Kind == wire.KindControl && m.Control.Type == wire.TypeResultChunk {
@@ -111,8 +139,8 @@ func (c *Collector) onChunk(msg *nats.Msg) {
 	if err == nil {
 		err = c.check(msg.Subject, &ch)
 	}
+	var whole []byte // the complete result, when this chunk completes it
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if err == nil {
 		// Every chunk of a result has the same Total: a chunk that
 		// disagrees with the first is not that result's.
@@ -127,10 +155,18 @@ func (c *Collector) onChunk(msg *nats.Msg) {
 	} else {
 		// Record before acknowledging: a node process exits right after
 		// its last acknowledgement.
-		c.add(ch)
+		whole = c.add(ch)
+		if whole != nil {
+			c.decoding.Add(1)
+		}
 	}
-	if data, err := c.enc.Control(typ, body); err == nil {
+	data, eerr := c.enc.Control(typ, body)
+	c.mu.Unlock()
+	if eerr == nil {
 		_ = msg.Respond(data)
+	}
+	if whole != nil {
+		c.decode(ch.Partition, whole)
 	}
 }
 
@@ -152,10 +188,11 @@ func (c *Collector) check(subject string, ch *wire.ResultChunk) error {
 	return nil
 }
 
-// add stores a chunk; precondition: mu held.
-func (c *Collector) add(ch wire.ResultChunk) {
-	if c.results[ch.Partition] != nil {
-		return // a retried chunk
+// add stores a chunk and returns the partition's whole result when the
+// chunk completes it (nil otherwise); precondition: mu held.
+func (c *Collector) add(ch wire.ResultChunk) []byte {
+	if c.results[ch.Partition] != nil || c.complete[ch.Partition] {
+		return nil // a retried chunk
 	}
 	cs := c.chunks[ch.Partition]
 	if len(cs) != ch.Total {
@@ -166,26 +203,35 @@ func (c *Collector) add(ch wire.ResultChunk) {
 	var data []byte
 	for _, part := range cs {
 		if part == nil {
-			return
+			return nil
 		}
 		data = append(data, part...)
 	}
 	delete(c.chunks, ch.Partition)
+	c.complete[ch.Partition] = true
+	return data
+}
+
+// decode decodes partition part's whole result and records it.
+func (c *Collector) decode(part int, data []byte) {
+	defer c.decoding.Done()
 	r, err := node.DecodeResult(data)
-	if err == nil && r.Part.Partition != ch.Partition {
-		err = fmt.Errorf("result of partition %d sent as %d", r.Part.Partition, ch.Partition)
+	if err == nil && r.Part.Partition != part {
+		err = fmt.Errorf("result of partition %d sent as %d", r.Part.Partition, part)
 	}
 	if err != nil {
 		select {
-		case c.errs <- fmt.Errorf("partition %d: %w", ch.Partition, err):
+		case c.errs <- fmt.Errorf("partition %d: %w", part, err):
 		default:
 		}
 		return
 	}
-	c.results[ch.Partition] = r
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.results[part] = r
 	if r.Partial() && r.Reason != "" {
 		select {
-		case c.fails <- fmt.Errorf("partition %d: %s", ch.Partition, r.Reason):
+		case c.fails <- fmt.Errorf("partition %d: %s", part, r.Reason):
 		default:
 		}
 	}

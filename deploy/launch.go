@@ -328,7 +328,10 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := l.collect(nc); err != nil {
+	// The first result chunk says the nodes are done computing (a node
+	// sends its result after the finishing grant, or when the run fails):
+	// the launcher takes its cores back to check and decode the results.
+	if err := l.collect(nc, ownProcs); err != nil {
 		return nil, err
 	}
 	// The round trip is measured over the network the nodes use: its own
@@ -782,8 +785,8 @@ func (l *launch) failf(format string, args ...any) {
 }
 
 // collect receives the nodes' results and the leaders' status.
-func (l *launch) collect(nc *nats.Conn) error {
-	col, err := NewCollector(nc, l.o.RunID, l.o.Placement.P, l.member(member.Launcher))
+func (l *launch) collect(nc *nats.Conn, first func()) error {
+	col, err := NewCollector(nc, l.o.RunID, l.o.Placement.P, l.member(member.Launcher), first)
 	if err != nil {
 		return err
 	}

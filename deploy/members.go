@@ -148,9 +148,13 @@ func RoutesOf(ns *server.Server) int {
 
 // RouteCluster is the cluster options of every server of a run whose
 // node processes serve: routes on a loopback port, user RouteUser with
-// password token, no client ports advertised.
+// password token, no client ports advertised, and one connection per
+// pair of servers (PoolSize -1: NATS's default pool of three per pair
+// forms more slowly at the start, and a run has one account, whose
+// messages take one connection of a pool anyway). Every server of such a
+// cluster is lockstep's, so they agree on it.
 func RouteCluster(token string) server.ClusterOpts {
-	return server.ClusterOpts{Name: "lockstep", Host: "127.0.0.1", Port: -1, Username: RouteUser, Password: token, NoAdvertise: true}
+	return server.ClusterOpts{Name: "lockstep", Host: "127.0.0.1", Port: -1, Username: RouteUser, Password: token, NoAdvertise: true, PoolSize: -1}
 }
 
 // serverUsers are the embedded server's users: one nkey per member, with

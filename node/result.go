@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -145,8 +146,22 @@ func sameFinal(a, b barrier.Grant) bool {
 	return a.Window == b.Window && a.Start == b.Start && a.Finished == b.Finished && a.Reason == b.Reason
 }
 
-// EncodeResult encodes a result to send it.
-func EncodeResult(r *PartResult) ([]byte, error) { return msgpack.Marshal(r) }
+// EncodeResult encodes a result to send it: msgpack with every struct as
+// an array of its fields in declaration order, not a map keyed by field
+// name (a result is mostly per-port and per-flow rows, whose names were
+// four fifths of its bytes: 640 KB against 150 for a node of the k=16
+// permutation). DecodeResult reads either form; a result whose structs
+// have another number of fields than the reader's (another build) is
+// refused, not misread.
+func EncodeResult(r *PartResult) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.UseArrayEncodedStructs(true)
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
 
 // DecodeResult decodes a result sent by a node.
 func DecodeResult(data []byte) (*PartResult, error) {

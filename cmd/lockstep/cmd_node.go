@@ -132,7 +132,7 @@ func runNode(cmd *cobra.Command, v *viper.Viper, stderr io.Writer) error {
 		defer func() {
 			deadline := time.Now().Add(v.GetDuration("node.peer-timeout"))
 			for ns.NumClients() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
-				time.Sleep(10 * time.Millisecond) // polling the server's clients against the deadline
+				time.Sleep(time.Millisecond) // polling the server's clients against the deadline
 			}
 			ns.Shutdown()
 			ns.WaitForShutdown()
@@ -291,7 +291,7 @@ func startNodeServer(part int, flag string, opts *server.Options, peers int, wai
 			ns.Shutdown()
 			return nil, fmt.Errorf("node %d: its NATS server has routes to %d of the %d other servers after %v", part, n, peers, wait)
 		}
-		time.Sleep(5 * time.Millisecond) // polling the routes against the deadline
+		time.Sleep(time.Millisecond) // polling the routes against the deadline
 	}
 }
 
