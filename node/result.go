@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -170,6 +171,10 @@ func DecodeResult(data []byte) (*PartResult, error) {
 	}
 	var r PartResult
 	if err := msgpack.Unmarshal(data, &r); err != nil {
+		if strings.Contains(err.Error(), "array-encoded struct") {
+			// msgpack's only word for a struct of another shape.
+			return nil, fmt.Errorf("node: decode result: its structs have other fields than this build's (the node runs another version of lockstep?): %w", err)
+		}
 		return nil, fmt.Errorf("node: decode result: %w", err)
 	}
 	return &r, nil

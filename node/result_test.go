@@ -84,7 +84,7 @@ func TestEncodeResult_StructsAsArrays(t *testing.T) {
 	if err := enc.Encode(otherResult{Part: r.Part, Final: r.Final, Extra: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := DecodeResult(buf.Bytes()); err == nil || !strings.Contains(err.Error(), "decode result") {
+	if _, err := DecodeResult(buf.Bytes()); err == nil || !strings.Contains(err.Error(), "another version of lockstep") {
 		t.Fatalf("a result with another number of fields: err %v, want it refused", err)
 	}
 }
