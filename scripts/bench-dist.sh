@@ -9,7 +9,9 @@
 # first), alternating the modes REPS times. Per run it prints the wall
 # seconds (end to end, from the command or the first container started),
 # the run seconds (without start-up: the slowest node's setup-to-finish
-# time), the speed-up over 1 partition (wall), the efficiency (speed-up / P),
+# time), the CPU seconds of the command and every process it waited for
+# (user and system, the node processes' included; not the containers'),
+# the speed-up over 1 partition (wall), the efficiency (speed-up / P),
 # the windows and the mean cost of a window by part (µs: compute, encode,
 # publish, decode, waiting on slower partitions, waiting on the network
 # and barrier) with the NATS round trip measured in the same run, and for
@@ -164,7 +166,16 @@ PY
   net=""
 }
 
-printf '%-28s %-10s %3s %7s %7s %7s %5s %6s %8s %6s %6s %6s %6s %6s %6s %6s %5s %5s %5s %5s\n' scenario mode rep wall_s run_s speedup eff windows compute ahead enc pub dec imbal net rtt cpu pre/w rq/w srv/w
+# children_cpu sets cpu_s to the CPU seconds (user and system) of every
+# child of this shell waited for so far, their own waited children (the
+# node processes) included: `times` in this shell, not a subshell, whose
+# counts start at zero.
+children_cpu() {
+  times > "$tmp/times"
+  cpu_s=$(awk 'NR == 2 { split($1, a, /[ms]/); split($2, b, /[ms]/); printf "%.3f", a[1] * 60 + a[2] + b[1] * 60 + b[2] }' "$tmp/times")
+}
+
+printf '%-28s %-10s %3s %7s %7s %7s %7s %5s %6s %8s %6s %6s %6s %6s %6s %6s %6s %5s %5s %5s %5s\n' scenario mode rep wall_s run_s cpu_s speedup eff windows compute ahead enc pub dec imbal net rtt cpu pre/w rq/w srv/w
 for s in $SCENARIOS; do
   name=$(basename "$s" .yaml)
   s1="" s2=""
@@ -176,6 +187,7 @@ for s in $SCENARIOS; do
   for r in $(seq "$REPS"); do
     for m in $modes; do
       out=$tmp/$name-$m-$r
+      children_cpu; c0=$cpu_s
       t0=$(date +%s.%N)
       case $m in
         1) "$BIN" run "$s" --out "$out" --quiet --cores 1 ;;
@@ -187,11 +199,15 @@ for s in $SCENARIOS; do
         procs-1srv) "$BIN" run "$s" --out "$out" --quiet --partitions "$P" --procs --nodes-serve=false ;;
       esac
       t1=$(date +%s.%N)
+      children_cpu
+      tree=$(awk -v a="$c0" -v b="$cpu_s" 'BEGIN { printf "%.3f", b - a }')
+      [ "$m" = containers ] && tree=-
       wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
       echo "$name $m $r $wall" >> "$tmp/walls"
-      python3 - "$out/summary.json" "$name" "$m" "$r" "$wall" "$tmp/walls" "$P" "$tmp/rows.csv" <<'PY'
+      echo "$name $m $r $tree" >> "$tmp/trees"
+      python3 - "$out/summary.json" "$name" "$m" "$r" "$wall" "$tmp/walls" "$P" "$tmp/rows.csv" "$tree" <<'PY'
 import csv, json, sys
-f, name, mode, rep, wall, walls, P, rows = sys.argv[1:]
+f, name, mode, rep, wall, walls, P, rows, tree = sys.argv[1:]
 wall, P = float(wall), int(P)
 one = [float(l.split()[3]) for l in open(walls) if l.split()[0] == name and l.split()[1] == "1"]
 base = sorted(one)[len(one) // 2] if one else wall
@@ -220,12 +236,12 @@ rq = "%5.0f" % (sum(n.get("runq_wait_seconds", 0) for n in nodes) / len(nodes) /
 # srv/w: the launcher's CPU µs per window (with --procs: the embedded
 # NATS server relaying the windows' messages, and the coordinators).
 srv = "%5.0f" % (d["launcher_cpu_seconds"] / d["windows"] * 1e6) if d.get("launcher_cpu_seconds") and d.get("windows") and mode != "containers" else "    -"
-print("%-28s %-10s %3s %7.2f %7.2f %7.2f %5.2f %6s %8s %6s %6s %6s %6s %6s %6s %6s %5s %5s %5s %5s" % (name[:28], mode, rep, wall, run, sp, eff,
+print("%-28s %-10s %3s %7.2f %7.2f %7s %7.2f %5.2f %6s %8s %6s %6s %6s %6s %6s %6s %6s %5s %5s %5s %5s" % (name[:28], mode, rep, wall, run, tree, sp, eff,
       d.get("windows", "-"), g("compute"), g("ahead"), g("encode"), g("publish"), g("decode"), g("wait_imbalance"), g("wait_net"),
       "%6.0f" % d["nats_rtt_us"] if d.get("nats_rtt_us") else "     -", cpu, pre, rq, srv))
 # The same row for the CSV, unformatted ("" where the mode has none).
 with open(rows, "a", newline="") as o:
-    csv.writer(o).writerow([name, mode, rep, "%.3f" % wall, "%.3f" % run, "%.3f" % sp, "%.3f" % eff, d.get("windows", "")] +
+    csv.writer(o).writerow([name, mode, rep, "%.3f" % wall, "%.3f" % run, tree if tree != "-" else "", "%.3f" % sp, "%.3f" % eff, d.get("windows", "")] +
                            ["%.1f" % w[k] if k in w else "" for k in ("compute", "ahead", "encode", "publish", "decode", "wait_imbalance", "wait_net")] +
                            [("%.1f" % d["nats_rtt_us"]) if d.get("nats_rtt_us") else ""] +
                            [x.strip() if x.strip() != "-" else "" for x in (cpu, pre, rq, srv)])
@@ -237,8 +253,13 @@ PY
   done
 done
 echo
-python3 - "$tmp/walls" <<'PY'
+python3 - "$tmp/walls" "$tmp/trees" <<'PY'
 import sys, collections
+trees = collections.defaultdict(list)
+for l in open(sys.argv[2]):
+    n, m, r, c = l.split()
+    if c != "-":
+        trees[(n, m)].append(float(c))
 walls = collections.defaultdict(list)
 byrep = {}  # (scenario, mode, repetition) -> wall
 for l in open(sys.argv[1]):
@@ -259,6 +280,8 @@ for n in sorted({k[0] for k in med}):
     line = ["%s: median wall" % n] + ["%s %.2fs (x%.2f)" % (m, med[(n, m)], one / med[(n, m)]) for m in ("1", "mem", "procs", "procs-1srv", "containers", "mem-2ph", "procs-1ph") if (n, m) in med]
     print("  ".join(line))
     print("  ".join(["%s: best wall " % n] + ["%s %.2fs" % (m, best[(n, m)]) for m in ("1", "mem", "procs", "procs-1srv", "containers", "mem-2ph", "procs-1ph") if (n, m) in best]))
+    print("  ".join(["%s: median CPU" % n] + ["%s %.2fs" % (m, sorted(trees[(n, m)])[len(trees[(n, m)]) // 2]) for m in ("1", "mem", "procs", "procs-1srv", "mem-2ph", "procs-1ph") if trees.get((n, m))]) +
+          "  (user and system seconds of the command and its processes)")
     for m in ("procs", "procs-1srv", "containers", "procs-1ph"):
         if (n, m) in nets:
             v = sorted(nets[(n, m)])
@@ -275,7 +298,7 @@ for n in sorted({k[0] for k in med}):
         print("  %s: procs reach %.0f%% of mem-2ph's speed-up" % (n, 100 * med[(n, "mem-2ph")] / med[(n, "procs")]))
 PY
 if [ -n "${CSV:-}" ]; then
-  { echo "scenario,mode,rep,wall_s,run_s,speedup,eff,windows,compute_us,ahead_us,encode_us,publish_us,decode_us,imbalance_us,net_us,rtt_us,cpu,preempted_per_window,runq_us,launcher_us"
+  { echo "scenario,mode,rep,wall_s,run_s,tree_cpu_s,speedup,eff,windows,compute_us,ahead_us,encode_us,publish_us,decode_us,imbalance_us,net_us,rtt_us,cpu,preempted_per_window,runq_us,launcher_us"
     cat "$tmp/rows.csv"; } > "$CSV.tmp.$$"
   mv "$CSV.tmp.$$" "$CSV"
   echo "every run's row in $CSV"

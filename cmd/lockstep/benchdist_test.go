@@ -57,7 +57,7 @@ func TestBenchDist_EveryMode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench-dist: %v\n%s", err, stdout)
 	}
-	for _, want := range []string{"k4: median wall", "procs: median net wait per window",
+	for _, want := range []string{"k4: median wall", "k4: median CPU", "procs: median net wait per window",
 		"procs reach", "procs-1ph reach", "procs-1srv reach", "every run's row in " + out} {
 		if !strings.Contains(string(stdout), want) {
 			t.Errorf("bench-dist's output has no %q:\n%s", want, stdout)
@@ -101,8 +101,8 @@ func TestBenchDist_EveryMode(t *testing.T) {
 	}
 	windows := num("mem", "windows")
 	for _, m := range []string{"1", "mem", "procs", "mem-2ph", "procs-1ph", "procs-1srv"} {
-		if num(m, "wall_s") <= 0 || num(m, "run_s") <= 0 {
-			t.Errorf("%s: wall %v run %v", m, num(m, "wall_s"), num(m, "run_s"))
+		if num(m, "wall_s") <= 0 || num(m, "run_s") <= 0 || num(m, "tree_cpu_s") <= 0 {
+			t.Errorf("%s: wall %v run %v CPU %v", m, num(m, "wall_s"), num(m, "run_s"), num(m, "tree_cpu_s"))
 		}
 		if m == "1" {
 			continue
