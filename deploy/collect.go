@@ -27,7 +27,7 @@ type Collector struct {
 	done    chan struct{}
 	errs    chan error
 	fails   chan error
-	first   func() // called once, when the first chunk arrives
+	first   func() // called once, when the first chunk that passes the checks arrives
 	firstMu sync.Once
 	// decoding counts the complete results being decoded (Results waits
 	// for them).
@@ -53,7 +53,8 @@ const MaxChunks = MaxResultBytes / node.ResultChunkBytes
 // NewCollector subscribes to the result subjects of run for p partitions.
 // With creds (the launcher's), every chunk must carry its node's
 // signature. first, if not nil, is called once when the first chunk
-// arrives (the nodes have finished computing).
+// from a node arrives (a node sends its result when the run is over for
+// it: the nodes have finished computing).
 func NewCollector(nc *nats.Conn, run string, p int, creds *member.Creds, first func()) (*Collector, error) {
 	subj, err := wire.NewSubjects(run)
 	if err != nil {
@@ -128,7 +129,6 @@ func (c *Collector) Close() {
 }
 
 func (c *Collector) onChunk(msg *nats.Msg) {
-	c.firstMu.Do(c.first)
 	m, err := wire.Decode(msg.Data)
 	var ch wire.ResultChunk
 	if err == nil && m.Kind == wire.KindControl && m.Control.Type == wire.TypeResultChunk {
@@ -138,6 +138,9 @@ func (c *Collector) onChunk(msg *nats.Msg) {
 	}
 	if err == nil {
 		err = c.check(msg.Subject, &ch)
+	}
+	if err == nil {
+		c.firstMu.Do(c.first)
 	}
 	var whole []byte // the complete result, when this chunk completes it
 	c.mu.Lock()

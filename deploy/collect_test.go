@@ -53,7 +53,7 @@ func sendChunks(t *testing.T, nc *nats.Conn, run string, part int, r *node.PartR
 // node exits meanwhile): Has says so at once, and Results waits for the
 // decoding, so a result acknowledged is never missing from it. The first
 // chunk calls first, once; a partition's chunk on another's subject is
-// refused.
+// refused, and does not call it.
 func TestCollector_AcknowledgesThenDecodes(t *testing.T) {
 	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, MaxPayload: wire.MaxMessageBytes})
 	if err != nil {
@@ -107,7 +107,8 @@ func TestCollector_AcknowledgesThenDecodes(t *testing.T) {
 		col.Close()
 	}
 
-	col, err := NewCollector(nc, "collect-x", 2, nil, nil)
+	firsts := 0
+	col, err := NewCollector(nc, "collect-x", 2, nil, func() { firsts++ })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestCollector_AcknowledgesThenDecodes(t *testing.T) {
 	if m, err := wire.Decode(msg.Data); err != nil || m.Control.Type != wire.TypeError {
 		t.Errorf("partition 1's chunk on partition 0's subject: reply %v (%v), want an error", m.Control, err)
 	}
-	if col.Rejected() != 1 || col.Has(0) || col.Has(1) {
-		t.Errorf("rejected %d, has %v %v: want 1 rejected and nothing had", col.Rejected(), col.Has(0), col.Has(1))
+	if col.Rejected() != 1 || col.Has(0) || col.Has(1) || firsts != 0 {
+		t.Errorf("rejected %d, has %v %v, first called %d times: want 1 rejected, nothing had, first not called", col.Rejected(), col.Has(0), col.Has(1), firsts)
 	}
 }
