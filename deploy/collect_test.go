@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"fmt"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -125,4 +126,27 @@ func TestCollector_AcknowledgesThenDecodes(t *testing.T) {
 	if col.Rejected() != 1 || col.Has(0) || col.Has(1) || firsts != 0 {
 		t.Errorf("rejected %d, has %v %v, first called %d times: want 1 rejected, nothing had, first not called", col.Rejected(), col.Has(0), col.Has(1), firsts)
 	}
+}
+
+// TestResultsGC: with a small heap and no GOGC the results' decode and
+// merge run at resultsGCPercent, and the restore puts back what was; with
+// GOGC set, nothing changes.
+func TestResultsGC(t *testing.T) {
+	percent := func() int { p := debug.SetGCPercent(100); debug.SetGCPercent(p); return p }
+	before := percent()
+	t.Setenv("GOGC", "")
+	restore := resultsGC()
+	if got := percent(); got != resultsGCPercent {
+		t.Errorf("GC percent %d while the results are merged, want %d", got, resultsGCPercent)
+	}
+	restore()
+	if got := percent(); got != before {
+		t.Errorf("GC percent %d after, want %d as before", got, before)
+	}
+	t.Setenv("GOGC", "150")
+	restore = resultsGC()
+	if got := percent(); got != before {
+		t.Errorf("GC percent %d with GOGC set, want it left at %d", got, before)
+	}
+	restore()
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -567,6 +568,8 @@ func TestDeploy_CancelStopsEveryProcess(t *testing.T) {
 	defer cancel()
 	runID := fmt.Sprintf("cancel-%d", os.Getpid())
 	before := runtime.GOMAXPROCS(0)
+	gcPercent := func() int { p := debug.SetGCPercent(100); debug.SetGCPercent(p); return p }
+	gcBefore := gcPercent()
 	var during atomic.Int64
 	var children []deploy.Child
 	var mu sync.Mutex
@@ -601,6 +604,11 @@ func TestDeploy_CancelStopsEveryProcess(t *testing.T) {
 	}
 	if got := runtime.GOMAXPROCS(0); got != before {
 		t.Errorf("GOMAXPROCS %d after the run, want %d as before", got, before)
+	}
+	// The results' decode and merge may run with another GC percent
+	// (deploy's resultsGC); Run puts it back.
+	if got := gcPercent(); got != gcBefore {
+		t.Errorf("GC percent %d after the run, want %d as before", got, gcBefore)
 	}
 	mu.Lock()
 	defer mu.Unlock()
