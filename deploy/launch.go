@@ -278,12 +278,21 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	// in): the launcher's cores back, and a GC that lets its heap grow
 	// while the results are decoded and merged (resultsGC), until Run
 	// returns.
+	// The flows' ideal FCTs (summary.json's slowdowns) need every
+	// switch's routes, which a launcher without a fabric compiles again
+	// (results.IdealFCT): it does so then too, while the results arrive.
 	var tailOnce sync.Once
 	restoreGC := func() {}
+	var ideal []sim.Time
+	idealDone := make(chan struct{})
 	tail := func() {
 		tailOnce.Do(func() {
 			ownProcs()
 			restoreGC = resultsGC()
+			go func() {
+				defer close(idealDone)
+				ideal = results.IdealFCT(o.Built.Topo, o.Built.Fabric.Transport, o.Built.Fabric.Flows)
+			}()
 		})
 	}
 	defer func() {
@@ -394,7 +403,8 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := results.Merge(o.Built, parts)
+	<-idealDone
+	out, err := results.MergeIdeal(o.Built, parts, ideal)
 	if err != nil {
 		return nil, err
 	}
