@@ -150,3 +150,32 @@ func TestResultsGC(t *testing.T) {
 	}
 	restore()
 }
+
+// TestResultsGC_Overlapping: two runs in one process whose tails overlap
+// and end in either order leave the percent as it was.
+func TestResultsGC_Overlapping(t *testing.T) {
+	percent := func() int { p := debug.SetGCPercent(100); debug.SetGCPercent(p); return p }
+	t.Setenv("GOGC", "")
+	before := percent()
+	for _, firstEndsFirst := range []bool{true, false} {
+		a := resultsGC()
+		b := resultsGC()
+		if firstEndsFirst {
+			a()
+			a() // a second call changes nothing
+		} else {
+			b()
+		}
+		if got := percent(); got != resultsGCPercent {
+			t.Errorf("GC percent %d with one run's tail still on, want %d", got, resultsGCPercent)
+		}
+		if firstEndsFirst {
+			b()
+		} else {
+			a()
+		}
+		if got := percent(); got != before {
+			t.Errorf("GC percent %d after both, want %d as before", got, before)
+		}
+	}
+}

@@ -275,12 +275,12 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		}
 	}
 	// Once the nodes are done (the first result chunk, or every result
-	// in): the launcher's cores back, and a GC that lets its heap grow
-	// while the results are decoded and merged (resultsGC), until Run
-	// returns.
-	// The flows' ideal FCTs (summary.json's slowdowns) need every
-	// switch's routes, which a launcher without a fabric compiles again
-	// (results.IdealFCT): it does so then too, while the results arrive.
+	// in), tail gives the launcher its cores back, a GC that lets its heap
+	// grow while the results are decoded and merged (resultsGC, until Run
+	// returns), and starts on the flows' ideal FCTs (summary.json's
+	// slowdowns), which need every switch's routes and so a route
+	// compile in a launcher without a fabric (results.IdealFCT), while
+	// the results arrive.
 	var tailOnce sync.Once
 	restoreGC := func() {}
 	var ideal []sim.Time
@@ -356,8 +356,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		return nil, err
 	}
 	// The first result chunk says the nodes are done computing (a node
-	// sends its result after the finishing grant, or when the run fails):
-	// the launcher takes its cores back to check and decode the results.
+	// sends its result after the finishing grant, or when the run fails).
 	if err := l.collect(nc, tail); err != nil {
 		return nil, err
 	}
@@ -1242,7 +1241,8 @@ const (
 // results allocate (a few times the results' bytes): at the default
 // percent that ran five GC cycles in 80 ms, one with 17 ms of assists on
 // the decoding goroutines. At most resultsGCHeap times the percent more
-// memory.
+// memory. The percent is the process's: runs in one process (tests) share
+// it, and the last to restore puts back what the first found.
 func resultsGC() (restore func()) {
 	if os.Getenv("GOGC") != "" {
 		return func() {}
@@ -1252,8 +1252,26 @@ func resultsGC() (restore func()) {
 	if s[0].Value.Kind() != metrics.KindUint64 || s[0].Value.Uint64() > resultsGCHeap {
 		return func() {}
 	}
-	prev := debug.SetGCPercent(resultsGCPercent)
-	return func() { debug.SetGCPercent(prev) }
+	gcRaised.Lock()
+	if gcRaised.n == 0 {
+		gcRaised.prev = debug.SetGCPercent(resultsGCPercent)
+	}
+	gcRaised.n++
+	gcRaised.Unlock()
+	return sync.OnceFunc(func() {
+		gcRaised.Lock()
+		defer gcRaised.Unlock()
+		if gcRaised.n--; gcRaised.n == 0 {
+			debug.SetGCPercent(gcRaised.prev)
+		}
+	})
+}
+
+// gcRaised counts the runs between resultsGC and its restore, and keeps
+// the percent the first of them found.
+var gcRaised struct {
+	sync.Mutex
+	n, prev int
 }
 
 // nodeProcs is the GOMAXPROCS of each of p node processes on a machine of
