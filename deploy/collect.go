@@ -36,7 +36,7 @@ type Collector struct {
 	mu       sync.Mutex
 	enc      *wire.Encoder            // guarded by mu
 	chunks   map[int][][]byte         // guarded by mu
-	complete map[int]bool             // every chunk in; guarded by mu
+	complete map[int]bool             // every chunk in (decoded or not); guarded by mu
 	results  map[int]*node.PartResult // guarded by mu
 	// rejected counts chunks dropped: malformed, out of bounds, or not
 	// from the node they claim; guarded by mu.
@@ -97,7 +97,7 @@ func (c *Collector) Failures() <-chan error { return c.fails }
 func (c *Collector) Has(i int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.results[i] != nil || c.complete[i]
+	return c.complete[i]
 }
 
 // Results returns the results by partition (nil where missing or not
@@ -194,7 +194,7 @@ func (c *Collector) check(subject string, ch *wire.ResultChunk) error {
 // add stores a chunk and returns the partition's whole result when the
 // chunk completes it (nil otherwise); precondition: mu held.
 func (c *Collector) add(ch wire.ResultChunk) []byte {
-	if c.results[ch.Partition] != nil || c.complete[ch.Partition] {
+	if c.complete[ch.Partition] {
 		return nil // a retried chunk
 	}
 	cs := c.chunks[ch.Partition]

@@ -932,21 +932,30 @@ func renderForWorker(t *testing.T, file, run string, p int, extra ...string) str
 // the launcher on the DaemonSet's NATS pod.
 func runPerNode(n *node, t *testing.T, file, ref string) {
 	runLayout(n, t, file, ref, "--nats-per-node", "kubelet-pernode", "kubelet-pn", func(ns string) (pod, ip string) {
-		eventually(t, "the DaemonSet's NATS pod ready", 3*time.Minute, func() (bool, string) {
-			var l corev1.PodList
-			if err := cp.get("/api/v1/namespaces/"+ns+"/pods?labelSelector=app.kubernetes.io/component%3Dnats", &l); err != nil {
-				return false, err.Error()
-			}
-			if len(l.Items) != 1 {
-				return false, fmt.Sprintf("%d NATS pods", len(l.Items))
-			}
-			pd := &l.Items[0]
-			pod, ip = pd.Name, pd.Status.PodIP
+		return onePod(t, ns, "app.kubernetes.io/component%3Dnats", "the DaemonSet's NATS pod ready", func(pd *corev1.Pod) (bool, string) {
 			owned := len(pd.OwnerReferences) == 1 && pd.OwnerReferences[0].Kind == "DaemonSet"
 			return owned && podReady(pd), fmt.Sprintf("%s owners %v %s %v", pd.Name, pd.OwnerReferences, pd.Status.Phase, pd.Status.Conditions)
 		})
-		return pod, ip
 	}, nil)
+}
+
+// onePod waits until namespace ns has exactly one pod matching selector
+// (URL-encoded) and ok says it is as wanted, and returns its name and
+// address.
+func onePod(t *testing.T, ns, selector, what string, ok func(*corev1.Pod) (bool, string)) (pod, ip string) {
+	eventually(t, what, 3*time.Minute, func() (bool, string) {
+		var l corev1.PodList
+		if err := cp.get("/api/v1/namespaces/"+ns+"/pods?labelSelector="+selector, &l); err != nil {
+			return false, err.Error()
+		}
+		if len(l.Items) != 1 {
+			return false, fmt.Sprintf("%d pods with %s", len(l.Items), selector)
+		}
+		pd := &l.Items[0]
+		pod, ip = pd.Name, pd.Status.PodIP
+		return ok(pd)
+	})
+	return pod, ip
 }
 
 // runServing renders file with --nodes-serve and runs it (runLayout), the
@@ -955,20 +964,11 @@ func runPerNode(n *node, t *testing.T, file, ref string) {
 // exited 0).
 func runServing(n *node, t *testing.T, file, ref string) {
 	runLayout(n, t, file, ref, "--nodes-serve", "kubelet-serving", "kubelet-sv", func(ns string) (pod, ip string) {
-		eventually(t, "node 0's pod running", 3*time.Minute, func() (bool, string) {
-			var l corev1.PodList
-			if err := cp.get("/api/v1/namespaces/"+ns+"/pods?labelSelector=batch.kubernetes.io/job-completion-index%3D0", &l); err != nil {
-				return false, err.Error()
-			}
-			if len(l.Items) != 1 {
-				return false, fmt.Sprintf("%d pods of index 0", len(l.Items))
-			}
-			pd := &l.Items[0]
-			pod, ip = pd.Name, pd.Status.PodIP
+		return onePod(t, ns, "batch.kubernetes.io/job-completion-index%3D0", "node 0's pod running", func(pd *corev1.Pod) (bool, string) {
+			ip := pd.Status.PodIP
 			return pd.Status.Phase == corev1.PodRunning && ip != "" && pd.Spec.Hostname == "nodes-0" && pd.Spec.Subdomain == "nodes",
 				fmt.Sprintf("%s %s ip %q host %q.%q", pd.Name, pd.Status.Phase, ip, pd.Spec.Hostname, pd.Spec.Subdomain)
 		})
-		return pod, ip
 	}, func(ns, run string) {
 		for _, pd := range podsOf(t, ns, run) {
 			if pd.Labels["app.kubernetes.io/component"] == "nats" {
