@@ -3,6 +3,7 @@ package fabric
 import (
 	"cmp"
 	"fmt"
+	"runtime"
 	"slices"
 
 	"github.com/lockstep-sim/lockstep/elementproto"
@@ -346,7 +347,8 @@ func (f *Fabric) RunWindow(start, end sim.Time) (uint64, error) {
 func (f *Fabric) RunInterior(horizon sim.Time, count []uint64) uint64 {
 	e := f.eng
 	start := e.Stats.Events
-	for {
+	mask := f.yieldMask
+	for i := uint32(1); ; i++ {
 		ev := e.StepInterior(horizon)
 		if ev == nil {
 			break
@@ -355,6 +357,9 @@ func (f *Fabric) RunInterior(horizon sim.Time, count []uint64) uint64 {
 			count[ev.Dst]++
 		}
 		f.dispatch(ev)
+		if mask != 0 && i&mask == 0 {
+			runtime.Gosched()
+		}
 	}
 	return e.Stats.Events - start
 }

@@ -7,6 +7,8 @@ package fabric
 
 import (
 	"fmt"
+	"math/bits"
+	"runtime"
 	"slices"
 	"unsafe"
 
@@ -188,6 +190,34 @@ type Fabric struct {
 	extOf                  []*external
 	extL, winStart, winEnd sim.Time
 	extErr                 error
+	// yieldMask: RunUntil and RunInterior yield the processor after
+	// every yieldMask+1 events (YieldEvery; 0: never).
+	yieldMask uint32
+}
+
+// YieldEvery makes RunUntil, RunWindow and RunInterior yield the processor
+// (runtime.Gosched) after every n events, n rounded up to a power of two
+// (at least 2); 0 (the default) never. A node process computes on one thread
+// (GOMAXPROCS=1) beside the goroutines of its NATS connection and server,
+// and the server writes a published report to its routes from a goroutine
+// of its own: without a yield, a report published just before a long
+// window could wait for the whole window before it leaves, and the peers
+// with it (docs/decisions.md, "A report stuck behind a window"). Yielding
+// changes no result; its cost is a scheduler call every n events.
+func (f *Fabric) YieldEvery(n uint32) {
+	f.yieldMask = 0
+	if n > 0 {
+		f.yieldMask = 1<<bits.Len32(max(n, 2)-1) - 1
+	}
+}
+
+// Yields is how many events the fabric runs between yields (YieldEvery,
+// rounded), 0 if it never yields.
+func (f *Fabric) Yields() uint32 {
+	if f.yieldMask == 0 {
+		return 0
+	}
+	return f.yieldMask + 1
 }
 
 // PFCReport reports whether the fabric keeps the PFC report's counters
@@ -558,12 +588,16 @@ func (f *Fabric) Done() bool { return f.tr.Done == f.tr.Local }
 func (f *Fabric) RunUntil(horizon sim.Time) uint64 {
 	e := f.eng
 	start := e.Stats.Events
-	for {
+	mask := f.yieldMask
+	for i := uint32(1); ; i++ {
 		ev := e.Step(horizon)
 		if ev == nil {
 			break
 		}
 		f.dispatch(ev)
+		if mask != 0 && i&mask == 0 {
+			runtime.Gosched()
+		}
 	}
 	return e.Stats.Events - start
 }

@@ -2,6 +2,7 @@ package fabric_test
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/lockstep-sim/lockstep/fabric"
@@ -63,5 +64,27 @@ func TestFabric_SteadyStateDoesNotAllocate(t *testing.T) {
 	allocs := testing.AllocsPerRun(5, func() { f.RunUntilBatch(sim.Never, 20_000) })
 	if allocs != 0 {
 		t.Fatalf("%.1f allocations per 20000 events in steady state, want 0", allocs)
+	}
+}
+
+// BenchmarkFabricWindow is RunUntil (a window of a partitioned run) per
+// event on the k=8 permutation, without yields (in memory) and yielding
+// every 256 events (a node process, fabric.YieldEvery), on one thread.
+//
+//	go test ./fabric -run - -bench FabricWindow -benchmem
+func BenchmarkFabricWindow(b *testing.B) {
+	for _, every := range []uint32{0, 256} {
+		b.Run(fmt.Sprintf("yield=%d", every), func(b *testing.B) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+			f := longPermutation(b, 8)
+			f.RunUntilBatch(sim.Never, 2_000_000) // warm pools, rings, heap
+			f.YieldEvery(every)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var events uint64
+			for events < uint64(b.N) {
+				events += f.RunUntil(f.Engine().Now() + sim.Microsecond)
+			}
+		})
 	}
 }

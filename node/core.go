@@ -15,6 +15,13 @@ import (
 	"github.com/lockstep-sim/lockstep/sim"
 )
 
+// YieldEvents is how many events a node process's fabric runs between
+// yields of the processor (NewPeerCore, fabric.YieldEvery): 25–75 µs of
+// compute at a few million events a second, well under a NATS round trip,
+// for a scheduler call each (docs/decisions.md, "A report stuck behind a
+// window").
+const YieldEvents = 256
+
 // MaxBatchPackets bounds the packets in one batch message, so that a batch
 // stays well under NATS's default 1 MiB payload limit (a packet encodes in
 // at most about 200 bytes).
@@ -172,11 +179,16 @@ func NewCore(b *scenario.Built, pl *partition.Placement, part int, term uint64) 
 // barrier, fed with every node's reports (Step, and its own as it makes
 // them), and accepts the grants it issues itself. Terms stay 0. It is
 // TwoPhase when the scenario and the partition allow (EnableTwoPhase).
+// A peer core runs in a node process beside the goroutines of its NATS
+// connection (and, when the node serves, its NATS server): its fabric
+// yields the processor every YieldEvents events (fabric.YieldEvery), so
+// that a report it published leaves while it computes.
 func NewPeerCore(b *scenario.Built, pl *partition.Placement, part int) (*Core, error) {
 	c, err := NewCore(b, pl, part, 0)
 	if err != nil {
 		return nil, err
 	}
+	c.F.YieldEvery(YieldEvents)
 	cfg := BarrierConfig(b, pl)
 	cfg.Peer = true
 	if c.bar, err = barrier.New(cfg); err != nil {

@@ -165,3 +165,28 @@ func TestCore_DeliverRejectsForeignPackets(t *testing.T) {
 		t.Errorf("good batch: %v", err)
 	}
 }
+
+// A node process's core (NewPeerCore) yields every YieldEvents events
+// (fabric.YieldEvery: its NATS server's goroutines share its one thread);
+// a core in memory (NewCore, RunLocal's) does not.
+func TestNewPeerCore_Yields(t *testing.T) {
+	b := loadText(t, "one.yaml", oneFlow)
+	pl, err := partition.Make(b.Topo, nil, []int{0, 1, 0, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewPeerCore(b, pl, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.F.Yields(); got != YieldEvents {
+		t.Errorf("a peer core yields every %d events, want %d", got, YieldEvents)
+	}
+	m, err := NewCore(b, pl, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.F.Yields(); got != 0 {
+		t.Errorf("an in-memory core yields every %d events, want never", got)
+	}
+}
