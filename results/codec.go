@@ -51,48 +51,20 @@ func (r *PortRow) DecodeMsgpack(d *msgpack.Decoder) error {
 		}
 		return d.Decode((*portRowPlain)(r))
 	}
-	if err := arrayOf(d, 2, "PortRow"); err != nil {
-		return err
-	}
+	fs := fields{d: d}
+	fs.array(2, "PortRow")
+	r.Node = int(fs.int())
+	fs.array(queueRowFields, "QueueRow")
 	q := &r.Row
-	var node, port, tier, rate int64
-	var err error
-	if node, err = d.DecodeInt64(); err != nil {
-		return err
-	}
-	if err := arrayOf(d, queueRowFields, "QueueRow"); err != nil {
-		return err
-	}
-	if q.Switch, err = d.DecodeString(); err != nil {
-		return err
-	}
-	if port, err = d.DecodeInt64(); err != nil {
-		return err
-	}
-	if q.Peer, err = d.DecodeString(); err != nil {
-		return err
-	}
-	if tier, err = d.DecodeInt64(); err != nil {
-		return err
-	}
-	if rate, err = d.DecodeInt64(); err != nil {
-		return err
-	}
-	r.Node, q.Port, q.Tier, q.RateBps = int(node), int(port), int(tier), sim.Bandwidth(rate)
-	for _, u := range []*uint64{&q.Enqueued, &q.Dropped, &q.Marked} {
-		if *u, err = d.DecodeUint64(); err != nil {
-			return err
-		}
-	}
-	if q.PeakBytes, err = d.DecodeInt64(); err != nil {
-		return err
-	}
-	for _, u := range []*uint64{&q.Bytes, &q.TxPackets, &q.LinkLost} {
-		if *u, err = d.DecodeUint64(); err != nil {
-			return err
-		}
-	}
-	return nil
+	q.Switch = fs.str()
+	q.Port = int(fs.int())
+	q.Peer = fs.str()
+	q.Tier = int(fs.int())
+	q.RateBps = sim.Bandwidth(fs.int())
+	q.Enqueued, q.Dropped, q.Marked = fs.uint(), fs.uint(), fs.uint()
+	q.PeakBytes = fs.int()
+	q.Bytes, q.TxPackets, q.LinkLost = fs.uint(), fs.uint(), fs.uint()
+	return fs.err
 }
 
 // EncodeMsgpack implements msgpack.CustomEncoder.
@@ -112,50 +84,64 @@ func (f *FlowPart) DecodeMsgpack(d *msgpack.Decoder) error {
 		}
 		return d.Decode((*flowPartPlain)(f))
 	}
-	if err := arrayOf(d, 4, "FlowPart"); err != nil {
-		return err
-	}
-	r := &f.Rec
-	id, err := d.DecodeInt64()
-	if err != nil {
-		return err
-	}
-	if id < -1<<31 || id >= 1<<31 {
+	fs := fields{d: d}
+	fs.array(4, "FlowPart")
+	id := fs.int()
+	if fs.err == nil && (id < -1<<31 || id >= 1<<31) {
 		return fmt.Errorf("msgpack: flow id %d overflows int32", id)
 	}
 	f.ID = int32(id)
-	if f.Sender, err = d.DecodeBool(); err != nil {
-		return err
+	f.Sender, f.Receiver = fs.bool(), fs.bool()
+	fs.array(flowRecordFields, "FlowRecord")
+	r := &f.Rec
+	r.Started = fs.bool()
+	r.StartAt = sim.Time(fs.int())
+	r.Finished = fs.bool()
+	r.Finish, r.AckedAt = sim.Time(fs.int()), sim.Time(fs.int())
+	r.PacketsSent, r.Retransmits, r.Timeouts, r.ECNMarkedAcks, r.BytesReceived = fs.uint(), fs.uint(), fs.uint(), fs.uint(), fs.uint()
+	return fs.err
+}
+
+// fields reads a row's values in order (the operands of an assignment are
+// read left to right); after the first error it reads nothing more and
+// keeps that error.
+type fields struct {
+	d   *msgpack.Decoder
+	err error
+}
+
+func (fs *fields) array(n int, what string) {
+	if fs.err == nil {
+		fs.err = arrayOf(fs.d, n, what)
 	}
-	if f.Receiver, err = d.DecodeBool(); err != nil {
-		return err
+}
+
+func (fs *fields) int() (v int64) {
+	if fs.err == nil {
+		v, fs.err = fs.d.DecodeInt64()
 	}
-	if err := arrayOf(d, flowRecordFields, "FlowRecord"); err != nil {
-		return err
+	return v
+}
+
+func (fs *fields) uint() (v uint64) {
+	if fs.err == nil {
+		v, fs.err = fs.d.DecodeUint64()
 	}
-	var start, finish, acked int64
-	if r.Started, err = d.DecodeBool(); err != nil {
-		return err
+	return v
+}
+
+func (fs *fields) str() (v string) {
+	if fs.err == nil {
+		v, fs.err = fs.d.DecodeString()
 	}
-	if start, err = d.DecodeInt64(); err != nil {
-		return err
+	return v
+}
+
+func (fs *fields) bool() (v bool) {
+	if fs.err == nil {
+		v, fs.err = fs.d.DecodeBool()
 	}
-	if r.Finished, err = d.DecodeBool(); err != nil {
-		return err
-	}
-	if finish, err = d.DecodeInt64(); err != nil {
-		return err
-	}
-	if acked, err = d.DecodeInt64(); err != nil {
-		return err
-	}
-	r.StartAt, r.Finish, r.AckedAt = sim.Time(start), sim.Time(finish), sim.Time(acked)
-	for _, u := range []*uint64{&r.PacketsSent, &r.Retransmits, &r.Timeouts, &r.ECNMarkedAcks, &r.BytesReceived} {
-		if *u, err = d.DecodeUint64(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return v
 }
 
 // isPlain says the next value is not an array (a map, or nil): one for
